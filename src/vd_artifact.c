@@ -1,0 +1,646 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "vd_artifact.h"
+#include "vd_hash.h"
+#include "vd_header.h"
+#include "vd_json.h"
+#include "vd_safetensors.h"
+#include "vd_util.h"
+
+#define INDEX_FILE "weights.index.json"
+#define HEADER_FILE "header.json"
+
+typedef struct weight_file {
+	vd_str name;
+	int fd;
+	struct stat st;
+	uint8_t *map;
+	size_t map_len;
+	vd_st_file sf;
+} weight_file;
+
+typedef struct verify_ctx {
+	int dirfd;
+	const vd_options *opt;
+	vd_verdict *out;
+	vd_file_ids *ids;
+	vd_err err;
+	vd_header hdr;
+	int have_hdr;
+	weight_file *files;
+	size_t nfiles;
+	const vd_st_tensor **sorted;   /* every tensor, by name */
+	size_t ntensors;
+} verify_ctx;
+
+static const char *const code_names[] = {
+	[VD_OK] = "ok",
+	[VD_SCHEMA_VERSION_MISMATCH] = "schema_version_mismatch",
+	[VD_ARTIFACT_INVALID] = "artifact_invalid",
+	[VD_RESIDENCY_VIOLATION] = "residency_violation",
+	[VD_CHECKPOINT_INTEGRITY] = "checkpoint_integrity",
+	[VD_IO_ERROR] = "io_error",
+};
+
+const char *vd_code_name(vd_code code)
+{
+	if ((unsigned)code < VD_ARRAY_LEN(code_names))
+		return code_names[code];
+	return "unknown";
+}
+
+void vd_file_id_from_stat(vd_file_id *id, const char *name, const struct stat *st)
+{
+	memset(id, 0, sizeof(*id));
+	snprintf(id->name, sizeof(id->name), "%s", name);
+	id->dev = st->st_dev;
+	id->ino = st->st_ino;
+	id->size = st->st_size;
+	id->mtime = st->st_mtim;
+	id->ctime = st->st_ctim;
+}
+
+int vd_file_id_same(const vd_file_id *a, const vd_file_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	    a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	    a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+void vd_file_ids_free(vd_file_ids *ids)
+{
+	free(ids->ids);
+	memset(ids, 0, sizeof(*ids));
+}
+
+static int record_id(verify_ctx *c, const char *name, const struct stat *st)
+{
+	vd_file_ids *ids = c->ids;
+	vd_file_id *n;
+
+	if (ids == NULL)
+		return 0;
+	if (ids->count == ids->cap) {
+		size_t cap = ids->cap ? ids->cap * 2 : 8;
+		if ((n = realloc(ids->ids, cap * sizeof(*n))) == NULL)
+			return -1;
+		ids->ids = n;
+		ids->cap = cap;
+	}
+	vd_file_id_from_stat(&ids->ids[ids->count++], name, st);
+	return 0;
+}
+
+static vd_code io_fail(verify_ctx *c, const char *name, const char *what)
+{
+	return vd_fail(&c->err, VD_IO_ERROR, "cannot %s %s: %s", what, name,
+	    strerror(errno));
+}
+
+/* Open a member file: never through a symlink, only a regular file, and
+ * without blocking on a FIFO. A missing file is missing_code. */
+static vd_code open_member(verify_ctx *c, const char *name, vd_code missing_code,
+    int *fdp, struct stat *st)
+{
+	struct stat pre;
+	int fd;
+
+	if (fstatat(c->dirfd, name, &pre, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			return vd_fail(&c->err, missing_code, "%s is missing", name);
+		return io_fail(c, name, "stat");
+	}
+	if (S_ISLNK(pre.st_mode))
+		return vd_fail(&c->err, VD_ARTIFACT_INVALID,
+		    "%s is a symbolic link; artifact files must be regular files", name);
+	if (!S_ISREG(pre.st_mode))
+		return vd_fail(&c->err, VD_ARTIFACT_INVALID,
+		    "%s is not a regular file", name);
+	fd = openat(c->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			return vd_fail(&c->err, VD_ARTIFACT_INVALID,
+			    "%s is a symbolic link; artifact files must be regular files", name);
+		return io_fail(c, name, "open");
+	}
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_ino != pre.st_ino ||
+	    st->st_dev != pre.st_dev) {
+		close(fd);
+		return vd_fail(&c->err, VD_IO_ERROR, "%s changed while it was opened", name);
+	}
+	*fdp = fd;
+	return VD_OK;
+}
+
+static vd_code read_small(verify_ctx *c, const char *name, size_t cap,
+    vd_code missing_code, vd_buf *b)
+{
+	struct stat st;
+	ssize_t n;
+	vd_code rc;
+	int fd;
+
+	if ((rc = open_member(c, name, missing_code, &fd, &st)) != VD_OK)
+		return rc;
+	if ((uint64_t)st.st_size > cap) {
+		close(fd);
+		return vd_fail(&c->err, VD_ARTIFACT_INVALID,
+		    "%s is %lld bytes, above the limit of %zu", name,
+		    (long long)st.st_size, cap);
+	}
+	for (;;) {
+		uint8_t tmp[65536];
+		n = read(fd, tmp, sizeof(tmp));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (b->len + (size_t)n > cap || vd_buf_put(b, tmp, (size_t)n) < 0) {
+			n = -1;
+			errno = b->oom ? ENOMEM : EFBIG;
+			break;
+		}
+	}
+	if (n < 0) {
+		rc = io_fail(c, name, "read");
+	} else if (record_id(c, name, &st) < 0) {
+		rc = vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	}
+	close(fd);
+	return rc;
+}
+
+static vd_code load_header(verify_ctx *c)
+{
+	vd_verdict *o = c->out;
+	vd_buf b;
+	vd_code rc;
+
+	vd_buf_init(&b);
+	rc = read_small(c, HEADER_FILE, VD_HEADER_MAX_BYTES, VD_ARTIFACT_INVALID, &b);
+	if (rc == VD_OK)
+		rc = vd_header_parse(b.p ? b.p : (const uint8_t *)"", b.len, &c->hdr, &c->err);
+	vd_buf_free(&b);
+	if (rc != VD_OK)
+		return rc;
+	c->have_hdr = 1;
+	o->have_header = 1;
+	o->schema_version = c->hdr.schema_version;
+	o->round_index = c->hdr.round_index;
+	memcpy(o->claimed_hash, c->hdr.content_hash.p, VD_HASH_HEX_LEN);
+	if ((o->has_parent = c->hdr.has_parent))
+		memcpy(o->parent_hash, c->hdr.parent_hash.p, VD_HASH_HEX_LEN);
+	return VD_OK;
+}
+
+static vd_code open_weights(verify_ctx *c)
+{
+	size_t i;
+	vd_code rc;
+
+	if (c->hdr.n_weight_files > VD_ARTIFACT_MAX_FILES)
+		return vd_fail(&c->err, VD_ARTIFACT_INVALID,
+		    "header.json lists %zu weight files, above the limit of %d",
+		    c->hdr.n_weight_files, VD_ARTIFACT_MAX_FILES);
+	c->files = calloc(c->hdr.n_weight_files, sizeof(*c->files));
+	if (c->files == NULL)
+		return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	for (i = 0; i < c->hdr.n_weight_files; i++) {
+		weight_file *w = &c->files[i];
+		w->fd = -1;
+		w->name = c->hdr.weight_files[i];
+		c->nfiles++;
+		rc = open_member(c, w->name.p, VD_CHECKPOINT_INTEGRITY, &w->fd, &w->st);
+		if (rc != VD_OK)
+			return rc;
+		if (record_id(c, w->name.p, &w->st) < 0)
+			return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	}
+	return VD_OK;
+}
+
+static vd_code map_and_parse(verify_ctx *c, weight_file *w, uint32_t index)
+{
+	uint64_t size = (uint64_t)w->st.st_size, hlen;
+	vd_code rc;
+
+	if (size < VD_ST_PREFIX_LEN)
+		return vd_st_header_len(NULL, size, 0, &hlen, &c->err);
+	if (size > SIZE_MAX)
+		return vd_fail(&c->err, VD_IO_ERROR, "the file is too large to map");
+	w->map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, w->fd, 0);
+	if (w->map == MAP_FAILED) {
+		w->map = NULL;
+		return vd_fail(&c->err, VD_IO_ERROR, "cannot map it: %s", strerror(errno));
+	}
+	w->map_len = (size_t)size;
+	rc = vd_st_header_len(w->map, size, c->opt ? c->opt->max_header_len : 0,
+	    &hlen, &c->err);
+	if (rc != VD_OK)
+		return rc;
+	return vd_st_parse(w->map + VD_ST_PREFIX_LEN, (size_t)hlen,
+	    size - VD_ST_PREFIX_LEN - hlen, index, &w->sf, &c->err);
+}
+
+static vd_code check_structure(verify_ctx *c)
+{
+	char msg[VD_DETAIL_MAX];
+	size_t i;
+	vd_code rc;
+
+	for (i = 0; i < c->nfiles; i++) {
+		if ((rc = map_and_parse(c, &c->files[i], (uint32_t)i)) != VD_OK) {
+			/* Name the file: a sharded artifact has several. */
+			snprintf(msg, sizeof(msg), "%s: %s", c->files[i].name.p, c->err.msg);
+			memcpy(c->err.msg, msg, sizeof(msg));
+			return rc;
+		}
+	}
+	return VD_OK;
+}
+
+static vd_code check_dtypes(verify_ctx *c)
+{
+	size_t i, j;
+
+	for (i = 0; i < c->nfiles; i++) {
+		for (j = 0; j < c->files[i].sf.count; j++) {
+			const vd_st_tensor *t = &c->files[i].sf.tensors[j];
+			if (vd_dtype_token(t->dtype) == NULL)
+				return vd_fail(&c->err, VD_ARTIFACT_INVALID,
+				    "tensor \"%.64s\" is stored as %s; an artifact stores only F32, F16 and BF16",
+				    t->name.p, vd_dtype_name(t->dtype));
+		}
+	}
+	return VD_OK;
+}
+
+/* The group of a tensor: its name up to the first '.'. */
+static vd_str tensor_group(vd_str name)
+{
+	const char *dot = memchr(name.p, '.', name.len);
+	vd_str g = { name.p, dot ? (size_t)(dot - name.p) : name.len };
+
+	return g;
+}
+
+static int shared_group(vd_str g)
+{
+	return vd_str_eq(g, "encoder") || vd_str_eq(g, "predictor");
+}
+
+static vd_code check_residency(verify_ctx *c)
+{
+	size_t i, j;
+
+	for (i = 0; i < c->hdr.n_param_groups; i++)
+		if (!shared_group(c->hdr.param_groups[i]))
+			return vd_fail(&c->err, VD_RESIDENCY_VIOLATION,
+			    "param group \"%.64s\" is not shared (only encoder and predictor are)",
+			    c->hdr.param_groups[i].p);
+	for (i = 0; i < c->nfiles; i++) {
+		for (j = 0; j < c->files[i].sf.count; j++) {
+			vd_str name = c->files[i].sf.tensors[j].name;
+			if (!shared_group(tensor_group(name)))
+				return vd_fail(&c->err, VD_RESIDENCY_VIOLATION,
+				    "tensor \"%.64s\" is outside the shared groups encoder and predictor",
+				    name.p);
+		}
+	}
+	return VD_OK;
+}
+
+static vd_code check_groups(verify_ctx *c)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < c->nfiles; i++) {
+		for (j = 0; j < c->files[i].sf.count; j++) {
+			vd_str name = c->files[i].sf.tensors[j].name, g = tensor_group(name);
+			for (k = 0; k < c->hdr.n_param_groups; k++)
+				if (vd_str_cmp(g, c->hdr.param_groups[k]) == 0)
+					break;
+			if (k == c->hdr.n_param_groups)
+				return vd_fail(&c->err, VD_ARTIFACT_INVALID,
+				    "tensor \"%.64s\" belongs to group \"%.*s\", which param_groups does not list",
+				    name.p, (int)(g.len > 64 ? 64 : g.len), g.p);
+		}
+	}
+	return VD_OK;
+}
+
+static int tensor_name_cmp(const void *a, const void *b)
+{
+	const vd_st_tensor *x = *(const vd_st_tensor *const *)a;
+	const vd_st_tensor *y = *(const vd_st_tensor *const *)b;
+
+	return vd_str_cmp(x->name, y->name);
+}
+
+/* Merge the shards into one name-ordered list; a name twice is a fault. */
+static vd_code merge_tensors(verify_ctx *c)
+{
+	size_t i, j, n = 0;
+
+	for (i = 0; i < c->nfiles; i++)
+		n += c->files[i].sf.count;
+	c->sorted = malloc((n ? n : 1) * sizeof(*c->sorted));
+	if (c->sorted == NULL)
+		return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	for (i = 0; i < c->nfiles; i++)
+		for (j = 0; j < c->files[i].sf.count; j++)
+			c->sorted[c->ntensors++] = &c->files[i].sf.tensors[j];
+	qsort(c->sorted, c->ntensors, sizeof(*c->sorted), tensor_name_cmp);
+	for (i = 1; i < c->ntensors; i++)
+		if (vd_str_cmp(c->sorted[i - 1]->name, c->sorted[i]->name) == 0)
+			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+			    "tensor \"%.64s\" is stored in both %s and %s",
+			    c->sorted[i]->name.p, c->files[c->sorted[i - 1]->file].name.p,
+			    c->files[c->sorted[i]->file].name.p);
+	return VD_OK;
+}
+
+static const vd_st_tensor *find_tensor(verify_ctx *c, vd_str name)
+{
+	size_t lo = 0, hi = c->ntensors;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int r = vd_str_cmp(c->sorted[mid]->name, name);
+		if (r == 0)
+			return c->sorted[mid];
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static vd_code check_index_map(verify_ctx *c, const vd_jval *map)
+{
+	const vd_jval *e;
+	const vd_st_tensor *t;
+
+	if (map == NULL || map->type != VD_JOBJ)
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    INDEX_FILE " has no weight_map object");
+	for (e = map->child; e != NULL; e = e->next) {
+		if (e->type != VD_JSTR)
+			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+			    INDEX_FILE " maps \"%.64s\" to something other than a file name", e->key.p);
+		t = find_tensor(c, e->key);
+		if (t == NULL)
+			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+			    INDEX_FILE " maps \"%.64s\", which no weight file holds", e->key.p);
+		if (vd_str_cmp(e->str, c->files[t->file].name) != 0)
+			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+			    INDEX_FILE " maps \"%.64s\" to %.64s but %s holds it",
+			    e->key.p, e->str.p, c->files[t->file].name.p);
+	}
+	if (map->count != c->ntensors)
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    INDEX_FILE " maps %zu tensors but the weight files hold %zu",
+		    map->count, c->ntensors);
+	return VD_OK;
+}
+
+static vd_code check_index(verify_ctx *c)
+{
+	const vd_jval *root, *k;
+	char msg[128];
+	vd_jdoc doc;
+	vd_buf b;
+	vd_code rc;
+
+	if (fstatat(c->dirfd, INDEX_FILE, &(struct stat){ 0 }, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    errno == ENOENT)
+		return VD_OK;
+	vd_buf_init(&b);
+	rc = read_small(c, INDEX_FILE, VD_HEADER_MAX_BYTES, VD_CHECKPOINT_INTEGRITY, &b);
+	if (rc != VD_OK)
+		goto out;
+	if (vd_json_parse(b.p ? b.p : (const uint8_t *)"", b.len, NULL, &doc, msg, sizeof(msg)) < 0) {
+		rc = vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    INDEX_FILE " is not valid JSON (%s)", msg);
+		goto out;
+	}
+	root = doc.root;
+	if (root->type != VD_JOBJ) {
+		rc = vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY, INDEX_FILE " is not an object");
+	} else {
+		for (k = root->child; k != NULL && rc == VD_OK; k = k->next)
+			if (!vd_str_eq(k->key, "metadata") && !vd_str_eq(k->key, "weight_map"))
+				rc = vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+				    INDEX_FILE " has an unknown field \"%.64s\"", k->key.p);
+		if (rc == VD_OK)
+			rc = check_index_map(c, vd_json_get(root, "weight_map"));
+	}
+	vd_jdoc_free(&doc);
+out:
+	vd_buf_free(&b);
+	return rc;
+}
+
+static int shape_eq(uint32_t ra, const uint64_t *a, uint32_t rb, const uint64_t *b)
+{
+	return ra == rb && (ra == 0 || memcmp(a, b, ra * sizeof(*a)) == 0);
+}
+
+static vd_code check_manifest(verify_ctx *c)
+{
+	size_t i;
+
+	if (c->hdr.n_manifest != c->ntensors)
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    "the manifest lists %zu tensors but the weight files hold %zu",
+		    c->hdr.n_manifest, c->ntensors);
+	for (i = 0; i < c->ntensors; i++) {
+		const vd_manifest_entry *m = &c->hdr.manifest[i];
+		const vd_st_tensor *t = c->sorted[i];
+		if (vd_str_cmp(m->name, t->name) != 0)
+			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+			    "manifest entry %zu names \"%.64s\" where the weights, in name order, hold \"%.64s\"",
+			    i, m->name.p, t->name.p);
+		if (vd_str_cmp(m->group, tensor_group(t->name)) != 0)
+			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+			    "manifest entry \"%.64s\" has group \"%.32s\", not its name's group",
+			    m->name.p, m->group.p);
+		if (!vd_str_eq(m->dtype, vd_dtype_token(t->dtype)))
+			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+			    "manifest entry \"%.64s\" has dtype %.32s but the weights store %s",
+			    m->name.p, m->dtype.p, vd_dtype_token(t->dtype));
+		if (!shape_eq(m->rank, m->shape, t->rank, t->shape))
+			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+			    "manifest entry \"%.64s\" has a shape other than the stored tensor's",
+			    m->name.p);
+	}
+	return VD_OK;
+}
+
+static vd_code hash_data(verify_ctx *c, vd_hasher *h, const vd_st_tensor *t,
+    uint64_t *done, uint64_t total)
+{
+	const weight_file *w = &c->files[t->file];
+	const uint8_t *p = w->map + w->sf.data_start + t->begin;
+	uint64_t left = t->end - t->begin;
+
+	while (left > 0) {
+		size_t n = left > VD_HASH_CHUNK ? VD_HASH_CHUNK : (size_t)left;
+		if (vd_hasher_update(h, p, n) < 0)
+			return vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed");
+		p += n;
+		left -= n;
+		*done += n;
+		if (c->opt && c->opt->progress)
+			c->opt->progress(*done, total, c->opt->progress_arg);
+	}
+	return VD_OK;
+}
+
+static vd_code compute_hash(verify_ctx *c)
+{
+	vd_hasher *h = vd_hasher_new();
+	uint64_t total = 0, done = 0;
+	size_t i;
+	vd_code rc = VD_OK;
+
+	if (h == NULL)
+		return vd_fail(&c->err, VD_IO_ERROR, "cannot start SHA-256");
+	for (i = 0; i < c->nfiles; i++)
+		if (c->files[i].map_len)
+			madvise(c->files[i].map, c->files[i].map_len, MADV_SEQUENTIAL);
+	for (i = 0; i < c->ntensors; i++)
+		total += c->sorted[i]->end - c->sorted[i]->begin;
+	if (vd_hash_begin(h) < 0)
+		rc = vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed");
+	for (i = 0; i < c->ntensors && rc == VD_OK; i++) {
+		const vd_st_tensor *t = c->sorted[i];
+		if (vd_hash_tensor_frame(h, t->name, vd_dtype_token(t->dtype), t->rank,
+		    t->shape) < 0)
+			rc = vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed");
+		else
+			rc = hash_data(c, h, t, &done, total);
+	}
+	if (rc == VD_OK && (vd_hash_struct(h, &c->hdr) < 0 ||
+	    vd_hasher_final(h, c->out->content_hash) < 0))
+		rc = vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed");
+	vd_hasher_free(h);
+	c->out->tensors = c->ntensors;
+	c->out->bytes = total;
+	return rc;
+}
+
+/* A file rewritten while it was read may have been hashed half old, half new. */
+static vd_code check_unchanged(verify_ctx *c)
+{
+	struct stat st;
+	vd_file_id a, b;
+	size_t i;
+
+	for (i = 0; i < c->nfiles; i++) {
+		if (fstat(c->files[i].fd, &st) < 0)
+			return io_fail(c, c->files[i].name.p, "stat");
+		vd_file_id_from_stat(&a, "", &c->files[i].st);
+		vd_file_id_from_stat(&b, "", &st);
+		if (!vd_file_id_same(&a, &b))
+			return vd_fail(&c->err, VD_IO_ERROR,
+			    "%s changed while it was being verified", c->files[i].name.p);
+	}
+	return VD_OK;
+}
+
+static vd_code compare_hashes(verify_ctx *c)
+{
+	const char *want = c->opt ? c->opt->expected_hash : NULL;
+
+	if (memcmp(c->out->content_hash, c->hdr.content_hash.p, VD_HASH_HEX_LEN) != 0)
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    "the recomputed hash %s differs from header.json content_hash %.64s",
+		    c->out->content_hash, c->hdr.content_hash.p);
+	if (want != NULL && strcmp(want, c->out->content_hash) != 0)
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    "the artifact hash %s differs from the committed hash %.64s",
+		    c->out->content_hash, want);
+	return VD_OK;
+}
+
+static void release(verify_ctx *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nfiles; i++) {
+		weight_file *w = &c->files[i];
+		vd_st_free(&w->sf);
+		if (w->map != NULL)
+			munmap(w->map, w->map_len);
+		if (w->fd >= 0)
+			close(w->fd);
+	}
+	free(c->files);
+	free(c->sorted);
+	if (c->have_hdr)
+		vd_header_free(&c->hdr);
+}
+
+typedef vd_code (*verify_step)(verify_ctx *c);
+
+/* The order decides which code a multiply-broken artifact gets
+ * (canonical-hash.md section 5). */
+static const verify_step steps[] = {
+	load_header, open_weights, check_structure, check_dtypes, check_residency,
+	check_groups, merge_tensors, check_index, check_manifest, compute_hash,
+	check_unchanged, compare_hashes,
+};
+
+vd_code vd_artifact_verify(int dirfd, const vd_options *opt, vd_verdict *out,
+    vd_file_ids *ids)
+{
+	verify_ctx c;
+	size_t i;
+	vd_code rc = VD_OK;
+
+	memset(&c, 0, sizeof(c));
+	memset(out, 0, sizeof(*out));
+	c.dirfd = dirfd;
+	c.opt = opt;
+	c.out = out;
+	c.ids = ids;
+	for (i = 0; i < VD_ARRAY_LEN(steps) && rc == VD_OK; i++)
+		rc = steps[i](&c);
+	release(&c);
+	out->code = rc;
+	if (rc != VD_OK)
+		snprintf(out->detail, sizeof(out->detail), "%s", c.err.msg);
+	return rc;
+}
+
+vd_code vd_verify_artifact_at(int dirfd, const vd_options *opt, vd_verdict *out)
+{
+	return vd_artifact_verify(dirfd, opt, out, NULL);
+}
+
+vd_code vd_verify_artifact(const char *path, const vd_options *opt, vd_verdict *out)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	vd_code rc;
+
+	if (fd < 0) {
+		memset(out, 0, sizeof(*out));
+		out->code = errno == ENOENT || errno == ENOTDIR ? VD_ARTIFACT_INVALID : VD_IO_ERROR;
+		snprintf(out->detail, sizeof(out->detail), "cannot open the artifact directory %s: %s",
+		    path, strerror(errno));
+		return out->code;
+	}
+	rc = vd_artifact_verify(fd, opt, out, NULL);
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,292 @@
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "vd_safetensors.h"
+
+static const struct {
+	const char *name;
+	unsigned size;
+	const char *token;      /* stored dtypes an artifact may use */
+} dtypes[VD_DT_COUNT] = {
+	[VD_DT_BOOL] = { "BOOL", 1, NULL },
+	[VD_DT_U8] = { "U8", 1, NULL },
+	[VD_DT_I8] = { "I8", 1, NULL },
+	[VD_DT_F8_E5M2] = { "F8_E5M2", 1, NULL },
+	[VD_DT_F8_E4M3] = { "F8_E4M3", 1, NULL },
+	[VD_DT_I16] = { "I16", 2, NULL },
+	[VD_DT_U16] = { "U16", 2, NULL },
+	[VD_DT_F16] = { "F16", 2, "float16" },
+	[VD_DT_BF16] = { "BF16", 2, "bfloat16" },
+	[VD_DT_I32] = { "I32", 4, NULL },
+	[VD_DT_U32] = { "U32", 4, NULL },
+	[VD_DT_F32] = { "F32", 4, "float32" },
+	[VD_DT_F64] = { "F64", 8, NULL },
+	[VD_DT_I64] = { "I64", 8, NULL },
+	[VD_DT_U64] = { "U64", 8, NULL },
+};
+
+unsigned vd_dtype_size(vd_dtype d)
+{
+	return d < VD_DT_COUNT ? dtypes[d].size : 0;
+}
+
+const char *vd_dtype_name(vd_dtype d)
+{
+	return d < VD_DT_COUNT ? dtypes[d].name : "?";
+}
+
+const char *vd_dtype_token(vd_dtype d)
+{
+	return d < VD_DT_COUNT ? dtypes[d].token : NULL;
+}
+
+static int dtype_lookup(vd_str s, vd_dtype *out)
+{
+	unsigned i;
+
+	for (i = 0; i < VD_DT_COUNT; i++) {
+		if (vd_str_eq(s, dtypes[i].name)) {
+			*out = (vd_dtype)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+#define NOT_ST "not a safetensors artifact: "
+
+vd_code vd_st_header_len(const uint8_t *prefix, uint64_t file_size,
+    uint64_t max_header, uint64_t *hlen, vd_err *err)
+{
+	uint64_t n = 0;
+	int i;
+
+	if (file_size < VD_ST_PREFIX_LEN)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "the file is %llu bytes, shorter than its 8-byte header length",
+		    (unsigned long long)file_size);
+	for (i = 7; i >= 0; i--)
+		n = (n << 8) | prefix[i];
+	if (max_header == 0)
+		max_header = VD_ST_MAX_HEADER_DEFAULT;
+	if (n > max_header)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "header length %llu exceeds the limit of %llu bytes",
+		    (unsigned long long)n, (unsigned long long)max_header);
+	if (n > file_size - VD_ST_PREFIX_LEN)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "header length %llu runs past the end of the %llu-byte file",
+		    (unsigned long long)n, (unsigned long long)file_size);
+	if (n < 2)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "header length %llu is too short for a JSON object",
+		    (unsigned long long)n);
+	*hlen = n;
+	return VD_OK;
+}
+
+static vd_code parse_shape(const vd_jval *v, vd_st_file *f, vd_st_tensor *t,
+    vd_err *err)
+{
+	const vd_jval *c;
+	uint64_t *dims;
+	uint32_t i = 0;
+
+	if (v == NULL || v->type != VD_JARR)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "tensor \"%.64s\" has no shape array", t->name.p);
+	if (v->count > VD_ST_MAX_RANK)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "tensor \"%.64s\" has rank %zu, above %d", t->name.p,
+		    v->count, VD_ST_MAX_RANK);
+	dims = vd_arena_alloc(&f->doc.arena, (v->count ? v->count : 1) * sizeof(*dims));
+	if (dims == NULL)
+		return vd_fail(err, VD_IO_ERROR, "out of memory parsing a safetensors header");
+	for (c = v->child; c != NULL; c = c->next) {
+		if (c->type != VD_JINT || c->neg || c->big)
+			return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+			    NOT_ST "tensor \"%.64s\" has a shape entry that is not a non-negative integer",
+			    t->name.p);
+		dims[i++] = c->mag;
+	}
+	t->rank = i;
+	t->shape = dims;
+	return VD_OK;
+}
+
+static vd_code parse_offsets(const vd_jval *v, vd_st_tensor *t, vd_err *err)
+{
+	const vd_jval *b, *e;
+
+	if (v == NULL || v->type != VD_JARR || v->count != 2)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "tensor \"%.64s\" has no [begin, end] data_offsets", t->name.p);
+	b = v->child;
+	e = b->next;
+	if (b->type != VD_JINT || b->neg || b->big || e->type != VD_JINT ||
+	    e->neg || e->big)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "tensor \"%.64s\" has data_offsets that are not non-negative integers",
+		    t->name.p);
+	t->begin = b->mag;
+	t->end = e->mag;
+	if (t->end < t->begin)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "tensor \"%.64s\" ends before it begins", t->name.p);
+	return VD_OK;
+}
+
+static vd_code check_size(const vd_st_tensor *t, vd_err *err)
+{
+	uint64_t n = vd_dtype_size(t->dtype);
+	uint32_t i;
+
+	for (i = 0; i < t->rank; i++)
+		if (vd_mul_u64(n, t->shape[i], &n) < 0)
+			return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+			    NOT_ST "tensor \"%.64s\" has a shape whose size overflows",
+			    t->name.p);
+	if (n != t->end - t->begin)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "tensor \"%.64s\" spans %llu bytes but its %s shape needs %llu",
+		    t->name.p, (unsigned long long)(t->end - t->begin),
+		    vd_dtype_name(t->dtype), (unsigned long long)n);
+	return VD_OK;
+}
+
+static vd_code parse_tensor(const vd_jval *v, vd_st_file *f, vd_st_tensor *t,
+    vd_err *err)
+{
+	const vd_jval *c;
+	vd_code rc;
+
+	t->name = v->key;
+	if (v->type != VD_JOBJ)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "tensor \"%.64s\" is not described by an object", t->name.p);
+	for (c = v->child; c != NULL; c = c->next)
+		if (!vd_str_eq(c->key, "dtype") && !vd_str_eq(c->key, "shape") &&
+		    !vd_str_eq(c->key, "data_offsets"))
+			return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+			    NOT_ST "tensor \"%.64s\" has an unknown field \"%.32s\"",
+			    t->name.p, c->key.p);
+	c = vd_json_get(v, "dtype");
+	if (c == NULL || c->type != VD_JSTR || dtype_lookup(c->str, &t->dtype) < 0)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "tensor \"%.64s\" has a missing or unknown dtype", t->name.p);
+	if ((rc = parse_shape(vd_json_get(v, "shape"), f, t, err)) != VD_OK)
+		return rc;
+	if ((rc = parse_offsets(vd_json_get(v, "data_offsets"), t, err)) != VD_OK)
+		return rc;
+	return check_size(t, err);
+}
+
+static vd_code check_metadata(const vd_jval *v, vd_err *err)
+{
+	const vd_jval *c;
+
+	if (v->type != VD_JOBJ)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "__metadata__ is not an object");
+	for (c = v->child; c != NULL; c = c->next)
+		if (c->type != VD_JSTR)
+			return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+			    NOT_ST "__metadata__ value \"%.64s\" is not a string", c->key.p);
+	return VD_OK;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const vd_st_tensor *x = *(const vd_st_tensor *const *)a;
+	const vd_st_tensor *y = *(const vd_st_tensor *const *)b;
+
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	return (x->end > y->end) - (x->end < y->end);
+}
+
+/* The sorted ranges must tile [0, data_len) exactly. */
+static vd_code check_coverage(vd_st_file *f, vd_err *err)
+{
+	const vd_st_tensor **s;
+	uint64_t pos = 0;
+	size_t i;
+	vd_code rc = VD_OK;
+
+	s = malloc((f->count ? f->count : 1) * sizeof(*s));
+	if (s == NULL)
+		return vd_fail(err, VD_IO_ERROR, "out of memory checking tensor ranges");
+	for (i = 0; i < f->count; i++)
+		s[i] = &f->tensors[i];
+	qsort(s, f->count, sizeof(*s), range_cmp);
+	for (i = 0; i < f->count && rc == VD_OK; i++) {
+		if (s[i]->begin != pos)
+			rc = vd_fail(err, VD_CHECKPOINT_INTEGRITY, NOT_ST
+			    "tensor \"%.64s\" begins at %llu where %llu was expected (%s)",
+			    s[i]->name.p, (unsigned long long)s[i]->begin,
+			    (unsigned long long)pos, s[i]->begin < pos ? "overlap" : "hole");
+		pos = s[i]->end;
+	}
+	if (rc == VD_OK && pos != f->data_len)
+		rc = vd_fail(err, VD_CHECKPOINT_INTEGRITY, NOT_ST
+		    "the tensors cover %llu of the %llu data bytes",
+		    (unsigned long long)pos, (unsigned long long)f->data_len);
+	free(s);
+	return rc;
+}
+
+static vd_code parse_root(const vd_jval *root, vd_st_file *f, uint32_t file_index,
+    vd_err *err)
+{
+	const vd_jval *c;
+	size_t n = 0;
+	vd_code rc;
+
+	for (c = root->child; c != NULL; c = c->next)
+		n += !vd_str_eq(c->key, "__metadata__");
+	f->tensors = vd_arena_alloc(&f->doc.arena, (n ? n : 1) * sizeof(*f->tensors));
+	if (f->tensors == NULL)
+		return vd_fail(err, VD_IO_ERROR, "out of memory parsing a safetensors header");
+	for (c = root->child; c != NULL; c = c->next) {
+		if (vd_str_eq(c->key, "__metadata__")) {
+			if ((rc = check_metadata(c, err)) != VD_OK)
+				return rc;
+			continue;
+		}
+		f->tensors[f->count].file = file_index;
+		if ((rc = parse_tensor(c, f, &f->tensors[f->count], err)) != VD_OK)
+			return rc;
+		f->count++;
+	}
+	return check_coverage(f, err);
+}
+
+vd_code vd_st_parse(const uint8_t *json, size_t hlen, uint64_t data_len,
+    uint32_t file_index, vd_st_file *out, vd_err *err)
+{
+	char msg[128];
+	vd_code rc;
+
+	memset(out, 0, sizeof(*out));
+	out->data_start = VD_ST_PREFIX_LEN + (uint64_t)hlen;
+	out->data_len = data_len;
+	if (hlen == 0 || json[0] != '{')
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "the header does not start with '{'");
+	if (vd_json_parse(json, hlen, NULL, &out->doc, msg, sizeof(msg)) < 0)
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "the header is not valid JSON (%s)", msg);
+	rc = parse_root(out->doc.root, out, file_index, err);
+	if (rc != VD_OK)
+		vd_st_free(out);
+	return rc;
+}
+
+void vd_st_free(vd_st_file *f)
+{
+	vd_jdoc_free(&f->doc);
+	f->tensors = NULL;
+	f->count = 0;
+}

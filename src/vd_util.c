@@ -1,0 +1,213 @@
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vd_util.h"
+
+vd_code vd_fail(vd_err *err, vd_code code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || err->code != VD_OK)
+		return err ? err->code : code;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int vd_str_eq(vd_str a, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return a.len == n && memcmp(a.p, lit, n) == 0;
+}
+
+int vd_str_cmp(vd_str a, vd_str b)
+{
+	size_t n = a.len < b.len ? a.len : b.len;
+	int c = n ? memcmp(a.p, b.p, n) : 0;
+
+	if (c != 0)
+		return c;
+	return (a.len > b.len) - (a.len < b.len);
+}
+
+int vd_is_hex64(vd_str s)
+{
+	size_t i;
+
+	if (s.len != VD_HASH_HEX_LEN)
+		return 0;
+	for (i = 0; i < s.len; i++) {
+		char c = s.p[i];
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return 0;
+	}
+	return 1;
+}
+
+void vd_hex(const uint8_t *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+void vd_buf_init(vd_buf *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void vd_buf_free(vd_buf *b)
+{
+	free(b->p);
+	vd_buf_init(b);
+}
+
+static int buf_reserve(vd_buf *b, size_t n)
+{
+	size_t want, cap;
+	uint8_t *p;
+
+	if (b->oom)
+		return -1;
+	if (__builtin_add_overflow(b->len, n, &want) || want == SIZE_MAX)
+		goto oom;
+	if (want + 1 <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap < want + 1) {
+		if (cap > SIZE_MAX / 2)
+			goto oom;
+		cap *= 2;
+	}
+	p = realloc(b->p, cap);
+	if (p == NULL)
+		goto oom;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+oom:
+	b->oom = 1;
+	return -1;
+}
+
+int vd_buf_put(vd_buf *b, const void *p, size_t n)
+{
+	if (buf_reserve(b, n) < 0)
+		return -1;
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';    /* always NUL-terminated for convenience */
+	return 0;
+}
+
+int vd_buf_putc(vd_buf *b, uint8_t c)
+{
+	return vd_buf_put(b, &c, 1);
+}
+
+int vd_buf_puts(vd_buf *b, const char *s)
+{
+	return vd_buf_put(b, s, strlen(s));
+}
+
+int vd_buf_printf(vd_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || buf_reserve(b, (size_t)n) < 0)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf((char *)b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int vd_buf_put_u32le(vd_buf *b, uint32_t v)
+{
+	uint8_t x[4] = { v, v >> 8, v >> 16, v >> 24 };
+
+	return vd_buf_put(b, x, 4);
+}
+
+int vd_buf_put_u64le(vd_buf *b, uint64_t v)
+{
+	uint8_t x[8];
+	int i;
+
+	for (i = 0; i < 8; i++)
+		x[i] = (uint8_t)(v >> (8 * i));
+	return vd_buf_put(b, x, 8);
+}
+
+#define ARENA_CHUNK 65536
+
+struct vd_arena_chunk {
+	vd_arena_chunk *next;
+	size_t size, used;
+	_Alignas(16) unsigned char data[];
+};
+
+void vd_arena_init(vd_arena *a, size_t limit)
+{
+	a->head = NULL;
+	a->used_total = 0;
+	a->limit = limit;
+}
+
+void *vd_arena_alloc(vd_arena *a, size_t n)
+{
+	vd_arena_chunk *c = a->head;
+	size_t size;
+	void *p;
+
+	n = (n + 15) & ~(size_t)15;
+	if (n == 0)
+		n = 16;
+	if (a->limit && (n > a->limit || a->used_total > a->limit - n))
+		return NULL;
+	if (c == NULL || c->size - c->used < n) {
+		size = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+		c = malloc(sizeof(*c) + size);
+		if (c == NULL)
+			return NULL;
+		c->size = size;
+		c->used = 0;
+		c->next = a->head;
+		a->head = c;
+	}
+	p = c->data + c->used;
+	c->used += n;
+	a->used_total += n;
+	memset(p, 0, n);
+	return p;
+}
+
+void vd_arena_free(vd_arena *a)
+{
+	vd_arena_chunk *c = a->head, *next;
+
+	while (c != NULL) {
+		next = c->next;
+		free(c);
+		c = next;
+	}
+	a->head = NULL;
+	a->used_total = 0;
+}
