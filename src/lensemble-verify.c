@@ -18,6 +18,7 @@
 #include <json-c/json.h>
 
 #include "lensemble/verify.h"
+#include "vd_artifact.h"
 #include "vd_ledger.h"
 #include "vd_util.h"
 
@@ -58,21 +59,22 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void progress(uint64_t done, uint64_t total, void *arg)
+static int progress(uint64_t done, uint64_t total, void *arg)
 {
 	const char *path = arg;
 	static int last = -1;
 	int pct;
 
 	if (total < PROGRESS_MIN_BYTES)
-		return;
+		return 0;
 	pct = (int)(done * 100 / total);
 	if (pct == last && done != total)
-		return;
+		return 0;
 	last = done == total ? -1 : pct;
 	fprintf(stderr, "\r%s: hashing %3d%% (%llu of %llu MiB)%s", path, pct,
 	    (unsigned long long)(done >> 20), (unsigned long long)(total >> 20),
 	    done == total ? "\r\033[K" : "");
+	return 0;
 }
 
 static void print_json(json_object *o)
@@ -244,6 +246,7 @@ int main(int argc, char **argv)
 		default: return usage_error("unknown option");
 		}
 	}
+	vd_artifact_guard_sigbus();
 	if (optind >= argc)
 		return usage_error(cli.ledger ? "no ledger file given" : "no artifact directory given");
 	if (cli.expect && !vd_is_hex64((vd_str){ cli.expect, strlen(cli.expect) }))

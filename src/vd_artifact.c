@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +41,32 @@ typedef struct verify_ctx {
 	size_t nfiles;
 	const vd_st_tensor **sorted;   /* every tensor, by name */
 	size_t ntensors;
+	vd_hasher *hasher;
 } verify_ctx;
+
+/* A mapped file truncated by another process faults on access (SIGBUS).
+ * The faulting thread jumps back to its verification, which fails; other
+ * threads and other faults are unaffected. */
+static __thread sigjmp_buf *bus_jmp;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uctx)
+{
+	if (bus_jmp != NULL)
+		siglongjmp(*bus_jmp, 1);
+	signal(SIGBUS, SIG_DFL);
+	raise(SIGBUS);
+}
+
+int vd_artifact_guard_sigbus(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(SIGBUS, &sa, NULL);
+}
 
 static const char *const code_names[] = {
 	[VD_OK] = "ok",
@@ -500,15 +527,16 @@ static vd_code hash_data(verify_ctx *c, vd_hasher *h, const vd_st_tensor *t,
 		p += n;
 		left -= n;
 		*done += n;
-		if (c->opt && c->opt->progress)
-			c->opt->progress(*done, total, c->opt->progress_arg);
+		if (c->opt && c->opt->progress &&
+		    c->opt->progress(*done, total, c->opt->progress_arg) != 0)
+			return vd_fail(&c->err, VD_IO_ERROR, "the verification was cancelled");
 	}
 	return VD_OK;
 }
 
 static vd_code compute_hash(verify_ctx *c)
 {
-	vd_hasher *h = vd_hasher_new();
+	vd_hasher *h = c->hasher = vd_hasher_new();
 	uint64_t total = 0, done = 0;
 	size_t i;
 	vd_code rc = VD_OK;
@@ -533,7 +561,6 @@ static vd_code compute_hash(verify_ctx *c)
 	if (rc == VD_OK && (vd_hash_struct(h, &c->hdr) < 0 ||
 	    vd_hasher_final(h, c->out->content_hash) < 0))
 		rc = vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed");
-	vd_hasher_free(h);
 	c->out->tensors = c->ntensors;
 	c->out->bytes = total;
 	return rc;
@@ -587,6 +614,7 @@ static void release(verify_ctx *c)
 	}
 	free(c->files);
 	free(c->sorted);
+	vd_hasher_free(c->hasher);
 	if (c->have_hdr)
 		vd_header_free(&c->hdr);
 }
@@ -601,25 +629,70 @@ static const verify_step steps[] = {
 	check_unchanged, compare_hashes,
 };
 
+static void run_steps(verify_ctx *c)
+{
+	vd_code rc = VD_OK;
+	size_t i;
+
+	for (i = 0; i < VD_ARRAY_LEN(steps) && rc == VD_OK; i++)
+		rc = steps[i](c);
+}
+
 vd_code vd_artifact_verify(int dirfd, const vd_options *opt, vd_verdict *out,
     vd_file_ids *ids)
 {
+	verify_ctx *c = calloc(1, sizeof(*c));
+	sigjmp_buf jb;
+	vd_code rc;
+
+	memset(out, 0, sizeof(*out));
+	if (c == NULL) {
+		out->code = VD_IO_ERROR;
+		snprintf(out->detail, sizeof(out->detail), "out of memory");
+		return out->code;
+	}
+	c->dirfd = dirfd;
+	c->opt = opt;
+	c->out = out;
+	c->ids = ids;
+	if (sigsetjmp(jb, 1) == 0) {
+		bus_jmp = &jb;
+		run_steps(c);
+	} else {
+		vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    "a weight file shrank while it was being read");
+		c->out->content_hash[0] = '\0';
+	}
+	bus_jmp = NULL;
+	release(c);
+	rc = out->code = c->err.code;
+	if (rc != VD_OK)
+		snprintf(out->detail, sizeof(out->detail), "%s", c->err.msg);
+	free(c);
+	return rc;
+}
+
+vd_code vd_artifact_read_header(int dirfd, vd_header *hdr, vd_file_id *id,
+    vd_err *err)
+{
 	verify_ctx c;
-	size_t i;
-	vd_code rc = VD_OK;
+	vd_verdict v;
+	vd_file_ids ids = { 0 };
+	vd_code rc;
 
 	memset(&c, 0, sizeof(c));
-	memset(out, 0, sizeof(*out));
 	c.dirfd = dirfd;
-	c.opt = opt;
-	c.out = out;
-	c.ids = ids;
-	for (i = 0; i < VD_ARRAY_LEN(steps) && rc == VD_OK; i++)
-		rc = steps[i](&c);
-	release(&c);
-	out->code = rc;
-	if (rc != VD_OK)
-		snprintf(out->detail, sizeof(out->detail), "%s", c.err.msg);
+	c.out = &v;
+	c.ids = &ids;
+	rc = load_header(&c);
+	if (rc == VD_OK) {
+		*hdr = c.hdr;
+		if (id != NULL && ids.count > 0)
+			*id = ids.ids[0];
+	} else {
+		*err = c.err;
+	}
+	vd_file_ids_free(&ids);
 	return rc;
 }
 

@@ -67,6 +67,14 @@ static int num(const char *p, int n)
 	return v;
 }
 
+static int days_in_month(int year, int month)
+{
+	static const int days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+
+	return month == 2 && leap ? 29 : days[month - 1];
+}
+
 int vd_rfc3339_utc(vd_str s)
 {
 	const char *p = s.p;
@@ -80,7 +88,7 @@ int vd_rfc3339_utc(vd_str s)
 		return 0;
 	if (num(p + 5, 2) < 1 || num(p + 5, 2) > 12 || num(p + 8, 2) < 1 ||
 	    num(p + 8, 2) > 31 || num(p + 11, 2) > 23 || num(p + 14, 2) > 59 ||
-	    num(p + 17, 2) > 60)
+	    num(p + 17, 2) > 60 || num(p + 8, 2) > days_in_month(num(p, 4), num(p + 5, 2)))
 		return 0;
 	if (p[i] == '.') {
 		size_t start = ++i;

@@ -138,22 +138,27 @@ static vd_code parse_offsets(const vd_jval *v, vd_st_tensor *t, vd_err *err)
 	return VD_OK;
 }
 
+/* Elements first, then bytes, as the reference safetensors library
+ * computes them: [2^62, 0] is an empty tensor, [2^62, 8, 0] overflows. */
 static vd_code check_size(const vd_st_tensor *t, vd_err *err)
 {
-	uint64_t n = vd_dtype_size(t->dtype);
+	uint64_t n = 1;
 	uint32_t i;
 
 	for (i = 0; i < t->rank; i++)
 		if (vd_mul_u64(n, t->shape[i], &n) < 0)
-			return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
-			    NOT_ST "tensor \"%.64s\" has a shape whose size overflows",
-			    t->name.p);
+			goto overflow;
+	if (vd_mul_u64(n, vd_dtype_size(t->dtype), &n) < 0)
+		goto overflow;
 	if (n != t->end - t->begin)
 		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
 		    NOT_ST "tensor \"%.64s\" spans %llu bytes but its %s shape needs %llu",
 		    t->name.p, (unsigned long long)(t->end - t->begin),
 		    vd_dtype_name(t->dtype), (unsigned long long)n);
 	return VD_OK;
+overflow:
+	return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+	    NOT_ST "tensor \"%.64s\" has a shape whose size overflows", t->name.p);
 }
 
 static vd_code parse_tensor(const vd_jval *v, vd_st_file *f, vd_st_tensor *t,

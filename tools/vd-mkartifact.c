@@ -6,7 +6,7 @@
  *
  *   vd-mkartifact [--round N] [--parent HASH] [--bytes N] [--tensors N]
  *                 [--shards N] [--seed N] [--ledger FILE] [--participants a,b]
- *                 [--header-only-hash] DIR
+ *                 [--sparse] DIR
  *
  * Prints the content hash on stdout.
  */
@@ -37,6 +37,7 @@ struct spec {
 	const char *ledger;
 	const char *participants;
 	const char *dir;
+	int sparse;          /* zero tensors as a file hole: big and cheap */
 };
 
 static void die(const char *what, const char *arg)
@@ -119,6 +120,14 @@ static void write_shard(const struct spec *s, unsigned shard, const char *fname,
 		die("cannot create", path);
 	write_all(fd, (uint64_t[]){ htole64(h.len) }, 8, path);
 	write_all(fd, h.p, h.len, path);
+	if (s->sparse) {
+		off_t end = lseek(fd, 0, SEEK_CUR) + (off_t)off;
+		if (ftruncate(fd, end) < 0)
+			die("cannot extend", path);
+		close(fd);
+		vd_buf_free(&h);
+		return;
+	}
 	buf = malloc(WRITE_CHUNK);
 	if (buf == NULL)
 		die("out of memory", "");
@@ -238,7 +247,8 @@ static void append_ledger(const struct spec *s, const char *hash)
 static void usage(void)
 {
 	fputs("usage: vd-mkartifact [--round N] [--parent HASH] [--bytes N] [--tensors N]\n"
-	    "                     [--shards N] [--seed N] [--ledger FILE] [--participants a,b] DIR\n",
+	    "                     [--shards N] [--seed N] [--ledger FILE] [--participants a,b]\n"
+	    "                     [--sparse] DIR\n",
 	    stderr);
 	exit(2);
 }
@@ -254,9 +264,10 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'S' },
 		{ "ledger", required_argument, NULL, 'l' },
 		{ "participants", required_argument, NULL, 'P' },
+		{ "sparse", no_argument, NULL, 'z' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct spec s = { 0, NULL, 4096, 4, 1, 1, NULL, "site-a,site-b", NULL };
+	struct spec s = { 0, NULL, 4096, 4, 1, 1, NULL, "site-a,site-b", NULL, 0 };
 	char name[64], zero[VD_HASH_HEX_LEN + 1];
 	uint64_t rng;
 	vd_verdict v;
@@ -273,6 +284,7 @@ int main(int argc, char **argv)
 		case 'S': s.seed = strtoull(optarg, NULL, 0); break;
 		case 'l': s.ledger = optarg; break;
 		case 'P': s.participants = optarg; break;
+		case 'z': s.sparse = 1; break;
 		default: usage();
 		}
 	}

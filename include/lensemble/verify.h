@@ -47,7 +47,9 @@ typedef struct vd_verdict {
 	uint64_t bytes;                    /* tensor data bytes hashed */
 } vd_verdict;
 
-typedef void (*vd_progress_fn)(uint64_t done, uint64_t total, void *arg);
+/* Called while hashing; a nonzero return cancels the verification, which
+ * then fails with VD_IO_ERROR. */
+typedef int (*vd_progress_fn)(uint64_t done, uint64_t total, void *arg);
 
 typedef struct vd_options {
 	const char *expected_hash;    /* committed hash to match, or NULL */
