@@ -1,0 +1,378 @@
+/*
+ * lensemble-verifyd: watch a Lensemble artifact store, verify every
+ * artifact's canonical content hash, and answer participants over HTTP
+ * before they load a model.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "vd_api.h"
+#include "vd_artifact.h"
+#include "vd_config.h"
+#include "vd_http.h"
+#include "vd_log.h"
+#include "vd_metrics.h"
+#include "vd_notify.h"
+#include "vd_store.h"
+
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+#define DEFAULT_CONFIG SYSCONFDIR "/lensemble-verifyd.conf"
+#define MAX_OVERRIDES 16
+#define STATUS_INTERVAL_MS 10000
+
+typedef struct daemon_opts {
+	int foreground, check;
+	const char *config;
+	int config_given;
+	const char *keys[MAX_OVERRIDES], *values[MAX_OVERRIDES];
+	int n;
+} daemon_opts;
+
+typedef struct vd_daemon {
+	uv_loop_t loop;
+	daemon_opts opts;
+	vd_config *cfg;
+	vd_metrics metrics;
+	vd_store store;
+	vd_http *http;
+	vd_api api;
+	uv_signal_t sigterm, sigint, sighup;
+	uv_timer_t status, watchdog;
+	int stopping;
+} vd_daemon;
+
+static const char usage_text[] =
+"Usage: lensemble-verifyd [-f] [-t] [-c FILE] [--store DIR] [--listen ADDR:PORT]\n"
+"                         [--state-dir DIR] [--workers N] [--token-file FILE]\n"
+"                         [--genesis-hash HEX]\n"
+"\n"
+"Verify the Lensemble model artifacts of a store and answer over HTTP\n"
+"whether a model is the committed one and unaltered.\n"
+"\n"
+"  -f, --foreground        stay in the foreground, log to stderr\n"
+"  -t, --test              check the configuration and exit (0 good, 1 bad)\n"
+"  -c, --config FILE       configuration file (default " DEFAULT_CONFIG ")\n"
+"      --store DIR         the artifact store (config key: store)\n"
+"      --listen ADDR:PORT  HTTP address; port 0 picks a free one\n"
+"      --state-dir DIR     where the state database lives\n"
+"      --workers N         hasher threads (0: one per core)\n"
+"      --token-file FILE   operator token for POST /roundclose\n"
+"      --genesis-hash HEX  pinned content hash of the round-0 artifact\n"
+"  -h, --help              show this help\n"
+"  -V, --version           show the version\n"
+"\n"
+"Signals: SIGTERM/SIGINT stop; SIGHUP re-reads the configuration (a bad\n"
+"one is refused and the running one kept).\n";
+
+static int parse_args(int argc, char **argv, daemon_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "test", no_argument, NULL, 't' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "store", required_argument, NULL, 1 },
+		{ "listen", required_argument, NULL, 2 },
+		{ "state-dir", required_argument, NULL, 3 },
+		{ "workers", required_argument, NULL, 4 },
+		{ "token-file", required_argument, NULL, 5 },
+		{ "genesis-hash", required_argument, NULL, 6 },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char *const keys[] = { NULL, "store", "listen", "state_dir", "workers",
+		"token_file", "genesis_hash" };
+	int ch;
+
+	o->config = DEFAULT_CONFIG;
+	while ((ch = getopt_long(argc, argv, "ftc:hV", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'f': o->foreground = 1; break;
+		case 't': o->check = 1; break;
+		case 'c': o->config = optarg; o->config_given = 1; break;
+		case 'h': fputs(usage_text, stdout); exit(0);
+		case 'V': printf("lensemble-verifyd %s\n", PACKAGE_VERSION); exit(0);
+		case 1: case 2: case 3: case 4: case 5: case 6:
+			if (o->n == MAX_OVERRIDES)
+				return -1;
+			o->keys[o->n] = keys[ch];
+			o->values[o->n++] = optarg;
+			break;
+		default:
+			return -1;
+		}
+	}
+	return optind == argc ? 0 : -1;
+}
+
+/* Defaults, then the file, then the command line. */
+static vd_config *load_config(const daemon_opts *o, char *err, size_t errlen)
+{
+	vd_config *c = malloc(sizeof(*c));
+	char msg[256];
+	int i;
+
+	if (c == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	vd_config_defaults(c);
+	if ((o->config_given || access(o->config, F_OK) == 0) &&
+	    vd_config_load(o->config, c, err, errlen) < 0)
+		goto fail;
+	for (i = 0; i < o->n; i++) {
+		if (vd_config_set(c, o->keys[i], o->values[i], msg, sizeof(msg)) < 0) {
+			snprintf(err, errlen, "command line: %s", msg);
+			goto fail;
+		}
+	}
+	if (vd_config_check(c, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s", msg);
+		goto fail;
+	}
+	return c;
+fail:
+	free(c);
+	return NULL;
+}
+
+/* Keys read once at start: a reload that changes them only warns. */
+static void warn_restart_keys(const vd_config *old, const vd_config *new)
+{
+	if (strcmp(old->listen, new->listen) != 0 || strcmp(old->store, new->store) != 0 ||
+	    strcmp(old->state_dir, new->state_dir) != 0 || old->workers != new->workers ||
+	    strcmp(old->user, new->user) != 0 || strcmp(old->tls_cert, new->tls_cert) != 0 ||
+	    strcmp(old->tls_key, new->tls_key) != 0 ||
+	    old->max_connections != new->max_connections ||
+	    old->max_connections_per_ip != new->max_connections_per_ip ||
+	    old->connection_timeout != new->connection_timeout ||
+	    old->max_request_header_bytes != new->max_request_header_bytes)
+		log_warn("reload: listen, store, state_dir, workers, user, TLS and connection limits change only on restart");
+}
+
+static void reload(vd_daemon *d)
+{
+	char err[512];
+	vd_config *c = load_config(&d->opts, err, sizeof(err));
+	vd_config *old = d->cfg;
+
+	if (c == NULL) {
+		log_error("reload refused, keeping the running configuration: %s", err);
+		return;
+	}
+	warn_restart_keys(old, c);
+	d->cfg = c;
+	vd_log_set_level(c->log_level);
+	vd_store_set_config(&d->store, c);
+	vd_http_set_config(d->http, c);
+	d->api.cfg = c;
+	free(old);
+	log_info("configuration reloaded from %s", d->opts.config);
+	vd_store_scan(&d->store);
+}
+
+static void closed_noop(uv_handle_t *h)
+{
+}
+
+static void on_store_closed(void *arg)
+{
+	vd_daemon *d = arg;
+
+	uv_close((uv_handle_t *)&d->sigterm, closed_noop);
+	uv_close((uv_handle_t *)&d->sigint, closed_noop);
+	uv_close((uv_handle_t *)&d->sighup, closed_noop);
+	uv_close((uv_handle_t *)&d->status, closed_noop);
+	uv_close((uv_handle_t *)&d->watchdog, closed_noop);
+}
+
+static void shutdown_daemon(vd_daemon *d, const char *why)
+{
+	if (d->stopping)
+		return;
+	d->stopping = 1;
+	log_info("%s: stopping", why);
+	vd_notify("STOPPING=1");
+	/* Stop accepting first; waiting clients get their 202 from the store. */
+	vd_store_close(&d->store, on_store_closed, d);
+	vd_http_stop(d->http);
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+	vd_daemon *d = h->data;
+
+	if (sig == SIGHUP)
+		reload(d);
+	else
+		shutdown_daemon(d, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void on_status(uv_timer_t *t)
+{
+	vd_daemon *d = t->data;
+	vd_gauges g;
+
+	memset(&g, 0, sizeof(g));
+	vd_store_gauges(&d->store, &g);
+	vd_notifyf("STATUS=%llu verified, %llu failed, %llu pending; queue %llu",
+	    (unsigned long long)g.artifacts[VD_AS_VERIFIED],
+	    (unsigned long long)g.artifacts[VD_AS_FAILED],
+	    (unsigned long long)(g.artifacts[VD_AS_PENDING] + g.artifacts[VD_AS_VERIFYING]),
+	    (unsigned long long)g.queue_depth);
+}
+
+/* The loop pings only while it turns: a stuck loop misses its pings. */
+static void on_watchdog(uv_timer_t *t)
+{
+	vd_notify("WATCHDOG=1");
+}
+
+static int drop_privileges(const vd_config *c)
+{
+	struct passwd *pw;
+
+	if (geteuid() != 0)
+		return 0;
+	if ((pw = getpwnam(c->user)) == NULL) {
+		log_error("user \"%s\" does not exist", c->user);
+		return -1;
+	}
+	if (pw->pw_uid == 0) {
+		log_error("user \"%s\" is root; name an unprivileged user", c->user);
+		return -1;
+	}
+	if (initgroups(pw->pw_name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
+	    setuid(pw->pw_uid) < 0) {
+		log_error("cannot switch to user %s: %s", c->user, strerror(errno));
+		return -1;
+	}
+	if (setuid(0) == 0) {
+		log_error("could regain root after switching to %s; refusing to run", c->user);
+		return -1;
+	}
+	prctl(PR_SET_DUMPABLE, 1);
+	log_info("running as user %s", c->user);
+	return 0;
+}
+
+static void start_timers(vd_daemon *d)
+{
+	uint64_t wd = vd_notify_watchdog_usec();
+
+	uv_timer_init(&d->loop, &d->status);
+	uv_timer_init(&d->loop, &d->watchdog);
+	d->status.data = d->watchdog.data = d;
+	uv_timer_start(&d->status, on_status, STATUS_INTERVAL_MS, STATUS_INTERVAL_MS);
+	if (wd > 0)
+		uv_timer_start(&d->watchdog, on_watchdog, 0, wd / 2000);
+}
+
+static void start_signals(vd_daemon *d)
+{
+	signal(SIGPIPE, SIG_IGN);
+	uv_signal_init(&d->loop, &d->sigterm);
+	uv_signal_init(&d->loop, &d->sigint);
+	uv_signal_init(&d->loop, &d->sighup);
+	d->sigterm.data = d->sigint.data = d->sighup.data = d;
+	uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&d->sigint, on_signal, SIGINT);
+	uv_signal_start(&d->sighup, on_signal, SIGHUP);
+}
+
+static int start_http(vd_daemon *d)
+{
+	char err[512];
+	int rc;
+
+	rc = vd_http_start(&d->http, &d->loop, d->cfg, vd_api_handle, &d->api, err, sizeof(err));
+	if (rc < 0) {
+		log_error("%s", err);
+		return -1;
+	}
+	vd_http_on_done(d->http, vd_api_done, &d->api);
+	log_info("listening on %s%s%s:%u%s", d->cfg->listen_v6 ? "[" : "", d->cfg->listen_host,
+	    d->cfg->listen_v6 ? "]" : "", (unsigned)vd_http_port(d->http),
+	    d->cfg->tls_cert[0] ? " (HTTPS)" : "");
+	return 0;
+}
+
+static int run(vd_daemon *d)
+{
+	struct timespec ts;
+	int rc;
+
+	uv_loop_init(&d->loop);
+	vd_metrics_init(&d->metrics);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	d->api = (vd_api){ &d->store, &d->metrics, d->cfg, 1,
+		(double)ts.tv_sec + (double)ts.tv_nsec / 1e9 };
+	start_signals(d);
+	if (start_http(d) < 0)
+		return 1;
+	if (d->cfg->user[0] && drop_privileges(d->cfg) < 0)
+		return 1;
+	if ((rc = vd_store_init(&d->store, &d->loop, d->cfg, &d->metrics)) < 0) {
+		log_error("cannot start the store: %s", uv_strerror(rc));
+		return 1;
+	}
+	start_timers(d);
+	vd_notify("READY=1");
+	log_info("lensemble-verifyd %s watching %s", PACKAGE_VERSION, d->cfg->store);
+	uv_run(&d->loop, UV_RUN_DEFAULT);
+	rc = uv_loop_close(&d->loop);
+	if (rc != 0)
+		log_warn("event loop closed with handles open");
+	log_info("stopped");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static vd_daemon d;
+	char err[512];
+
+	if (parse_args(argc, argv, &d.opts) < 0) {
+		fprintf(stderr, "lensemble-verifyd: bad arguments\nTry 'lensemble-verifyd --help'.\n");
+		return 2;
+	}
+	if ((d.cfg = load_config(&d.opts, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "lensemble-verifyd: %s\n", err);
+		return 1;
+	}
+	if (d.opts.check) {
+		printf("configuration OK: %s\n", d.opts.config_given ||
+		    access(d.opts.config, F_OK) == 0 ? d.opts.config : "(defaults)");
+		free(d.cfg);
+		return 0;
+	}
+	if (geteuid() == 0 && d.cfg->user[0] == '\0') {
+		fprintf(stderr, "lensemble-verifyd: refusing to run as root; set \"user\" in the configuration to the account to switch to after binding\n");
+		free(d.cfg);
+		return 1;
+	}
+	vd_log_open("lensemble-verifyd", d.opts.foreground || getenv("JOURNAL_STREAM") != NULL);
+	vd_log_set_level(d.cfg->log_level);
+	vd_artifact_guard_sigbus();
+	if (run(&d) != 0) {
+		free(d.cfg);
+		return 1;
+	}
+	free(d.cfg);
+	return 0;
+}

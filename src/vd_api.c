@@ -1,0 +1,625 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vd_api.h"
+#include "vd_log.h"
+#include "vd_reqparse.h"
+
+#define JSON_OUT (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+typedef struct verify_wait {
+	vd_api *api;
+	vd_req *req;
+	vd_waiter *waiter;
+	vd_verify_req vr;
+	char relpath[VD_REQ_PATH_MAX];   /* the copy, for the path form */
+} verify_wait;
+
+static json_object *jstr_or_null(const char *s)
+{
+	return s && s[0] ? json_object_new_string(s) : NULL;
+}
+
+static void rfc3339(double t, char *out, size_t n)
+{
+	time_t secs = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&secs, &tm);
+	snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+	    (int)((t - (double)secs) * 1000));
+}
+
+static json_object *copy_json(const vd_copy *c)
+{
+	json_object *o = json_object_new_object();
+	vd_astate st = vd_copy_state(c);
+	int show = c->has_verdict && (st == VD_AS_VERIFIED || st == VD_AS_FAILED);
+	char when[40];
+
+	json_object_object_add(o, "path", json_object_new_string(c->relpath));
+	json_object_object_add(o, "state", json_object_new_string(vd_astate_name(st)));
+	json_object_object_add(o, "code", show && c->code != VD_OK ?
+	    json_object_new_string(vd_code_name(c->code)) : NULL);
+	json_object_object_add(o, "detail", show && c->code != VD_OK ?
+	    json_object_new_string(c->detail) : NULL);
+	rfc3339(c->verified_at, when, sizeof(when));
+	json_object_object_add(o, "verified_at", c->has_verdict ? json_object_new_string(when) : NULL);
+	json_object_object_add(o, "duration_ms", c->has_verdict ?
+	    json_object_new_double(c->duration_ms) : NULL);
+	if (show && c->recomputed[0] && c->code != VD_OK)
+		json_object_object_add(o, "recomputed_hash", json_object_new_string(c->recomputed));
+	return o;
+}
+
+static json_object *header_json(const vd_hdrinfo *h)
+{
+	json_object *o = json_object_new_object(), *groups = json_object_new_array();
+	size_t i;
+
+	json_object_object_add(o, "schema_version", json_object_new_int64(h->schema_version));
+	json_object_object_add(o, "round_index", json_object_new_int64(h->round_index));
+	json_object_object_add(o, "parent_hash", h->has_parent ?
+	    json_object_new_string(h->parent_hash) : NULL);
+	json_object_object_add(o, "wmcp_version", jstr_or_null(h->wmcp_version));
+	json_object_object_add(o, "config_hash", jstr_or_null(h->config_hash));
+	for (i = 0; i < h->n_param_groups; i++)
+		json_object_array_add(groups, json_object_new_string(h->param_groups[i]));
+	json_object_object_add(o, "param_groups", groups);
+	json_object_object_add(o, "created_at", jstr_or_null(h->created_at));
+	return o;
+}
+
+static json_object *pending_chain(void)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "status", json_object_new_string("pending"));
+	json_object_object_add(o, "length", json_object_new_int(0));
+	json_object_object_add(o, "root", NULL);
+	json_object_object_add(o, "breaks", json_object_new_array());
+	return o;
+}
+
+/* The first failed copy speaks for the hash; a verified copy gives sizes. */
+static void summary(const vd_group *g, const vd_copy **failed, const vd_copy **good)
+{
+	size_t i;
+
+	*failed = *good = NULL;
+	for (i = 0; i < g->n; i++) {
+		vd_astate st = vd_copy_state(g->copies[i]);
+		if (st == VD_AS_FAILED && *failed == NULL)
+			*failed = g->copies[i];
+		if (st == VD_AS_VERIFIED && *good == NULL)
+			*good = g->copies[i];
+	}
+}
+
+static json_object *group_json(const vd_group *g)
+{
+	json_object *o = json_object_new_object(), *copies = json_object_new_array();
+	const vd_copy *failed, *good;
+	size_t i;
+
+	summary(g, &failed, &good);
+	json_object_object_add(o, "content_hash", json_object_new_string(g->hash));
+	json_object_object_add(o, "state", json_object_new_string(vd_astate_name(vd_group_state(g))));
+	json_object_object_add(o, "code", failed ? json_object_new_string(vd_code_name(failed->code)) : NULL);
+	json_object_object_add(o, "detail", failed ? json_object_new_string(failed->detail) : NULL);
+	for (i = 0; i < g->n; i++)
+		json_object_array_add(copies, copy_json(g->copies[i]));
+	json_object_object_add(o, "copies", copies);
+	json_object_object_add(o, "header", header_json(&g->copies[0]->hdr));
+	json_object_object_add(o, "tensors", good ? json_object_new_uint64(good->tensors) : NULL);
+	json_object_object_add(o, "bytes", good ? json_object_new_uint64(good->bytes) : NULL);
+	json_object_object_add(o, "commitment", NULL);
+	json_object_object_add(o, "chain", pending_chain());
+	json_object_object_add(o, "trusted", json_object_new_boolean(0));
+	return o;
+}
+
+/* A directory whose header.json cannot be read claims no hash. */
+static json_object *headerless_json(const vd_copy *c)
+{
+	json_object *o = json_object_new_object(), *copies = json_object_new_array();
+	vd_astate st = vd_copy_state(c);
+	int show = st == VD_AS_FAILED;
+
+	json_object_object_add(o, "content_hash", NULL);
+	json_object_object_add(o, "state", json_object_new_string(vd_astate_name(st)));
+	json_object_object_add(o, "code", show ? json_object_new_string(vd_code_name(c->code)) : NULL);
+	json_object_object_add(o, "detail", show ? json_object_new_string(c->detail) : NULL);
+	json_object_array_add(copies, copy_json(c));
+	json_object_object_add(o, "copies", copies);
+	json_object_object_add(o, "header", NULL);
+	json_object_object_add(o, "tensors", NULL);
+	json_object_object_add(o, "bytes", NULL);
+	json_object_object_add(o, "commitment", NULL);
+	json_object_object_add(o, "chain", pending_chain());
+	json_object_object_add(o, "trusted", json_object_new_boolean(0));
+	return o;
+}
+
+json_object *vd_api_status(vd_api *api, const char *hash)
+{
+	vd_group *g = vd_store_group(api->store, hash);
+
+	return g ? group_json(g) : NULL;
+}
+
+static void send_json(vd_req *r, unsigned status, json_object *o,
+    const char *const *extra)
+{
+	const char *s = json_object_to_json_string_ext(o, JSON_OUT);
+
+	vd_http_respond(r, status, "application/json", s, strlen(s), extra);
+	json_object_put(o);
+}
+
+static void not_allowed(vd_req *r, const char *allow)
+{
+	char detail[96];
+
+	snprintf(detail, sizeof(detail), "%s is not allowed here; use %s", r->method, allow);
+	vd_http_error(r, 405, "method_not_allowed", detail,
+	    (const char *const[]){ "Allow", allow, NULL });
+}
+
+/* ---- GET routes ------------------------------------------------------- */
+
+static void get_artifact(vd_api *api, vd_req *r, const char *hash)
+{
+	json_object *o;
+
+	if (!vd_is_hex64((vd_str){ hash, strlen(hash) })) {
+		vd_http_error(r, 400, "bad_request",
+		    "an artifact is named by its content hash: 64 lowercase hex characters", NULL);
+		return;
+	}
+	if ((o = vd_api_status(api, hash)) == NULL) {
+		vd_http_error(r, 404, "not_found", "no artifact directory in the store claims this hash", NULL);
+		return;
+	}
+	send_json(r, 200, o, NULL);
+}
+
+static int parse_state(const char *s, int *out)
+{
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		if (strcmp(s, vd_astate_name((vd_astate)i)) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+	return strcmp((*(vd_group *const *)a)->hash, (*(vd_group *const *)b)->hash);
+}
+
+static void get_artifacts(vd_api *api, vd_req *r)
+{
+	const char *q = vd_req_query(r, "state"), *k;
+	json_object *list = json_object_new_array(), *o;
+	vd_group **groups;
+	size_t it = 0, n = 0, i;
+	void *v;
+	int want = -1;
+
+	if (q != NULL && parse_state(q, &want) < 0) {
+		json_object_put(list);
+		vd_http_error(r, 400, "bad_request",
+		    "state must be pending, verifying, verified or failed", NULL);
+		return;
+	}
+	groups = calloc(api->store->groups.count + 1, sizeof(*groups));
+	while (groups && vd_map_next(&api->store->groups, &it, &k, &v))
+		groups[n++] = v;
+	if (groups)
+		qsort(groups, n, sizeof(*groups), group_cmp);
+	for (i = 0; i < n; i++)
+		if (want < 0 || (int)vd_group_state(groups[i]) == want)
+			json_object_array_add(list, group_json(groups[i]));
+	free(groups);
+	it = 0;
+	while (vd_map_next(&api->store->copies, &it, &k, &v)) {
+		vd_copy *c = v;
+		if (c->hdr.code != VD_OK && (want < 0 || (int)vd_copy_state(c) == want))
+			json_object_array_add(list, headerless_json(c));
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "artifacts", list);
+	send_json(r, 200, o, NULL);
+}
+
+static void get_metrics(vd_api *api, vd_req *r)
+{
+	vd_gauges g;
+	vd_buf b;
+
+	memset(&g, 0, sizeof(g));
+	g.committed_head_round = -1;
+	g.start_time = api->start_time;
+	vd_store_gauges(api->store, &g);
+	vd_buf_init(&b);
+	if (vd_metrics_render(api->metrics, &g, &b) < 0) {
+		vd_buf_free(&b);
+		vd_http_error(r, 500, "internal", "out of memory rendering metrics", NULL);
+		return;
+	}
+	vd_http_respond(r, 200, "text/plain; version=0.0.4; charset=utf-8",
+	    (const char *)b.p, b.len, NULL);
+	vd_buf_free(&b);
+}
+
+static void get_readyz(vd_api *api, vd_req *r)
+{
+	if (!api->store->scanned_once || !api->state_ready) {
+		vd_http_error(r, 503, "not_ready",
+		    api->store->scanned_once ? "the state database is not loaded yet" :
+		    "the first store scan has not finished", (const char *const[]){
+		    "Retry-After", "1", NULL });
+		return;
+	}
+	vd_http_respond(r, 200, "text/plain; charset=utf-8", "ready\n", 6, NULL);
+}
+
+/* ---- POST /verify ------------------------------------------------------ */
+
+static json_object *path_status(vd_api *api, const vd_copy *c)
+{
+	json_object *o = NULL;
+
+	if (c->hdr.code == VD_OK)
+		o = vd_api_status(api, c->hdr.content_hash);
+	return o ? o : headerless_json(c);
+}
+
+/* Why a verdict is "fail": each reason one sentence. */
+static void add_reason(json_object *reasons, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_reason(json_object *reasons, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	json_object_array_add(reasons, json_object_new_string(buf));
+}
+
+static void copy_reasons(const vd_copy *c, json_object *reasons)
+{
+	vd_astate st = vd_copy_state(c);
+
+	if (st == VD_AS_FAILED)
+		add_reason(reasons, "%s: %s: %s", c->relpath, vd_code_name(c->code), c->detail);
+	else if (st != VD_AS_VERIFIED)
+		add_reason(reasons, "%s is still %s", c->relpath, vd_astate_name(st));
+}
+
+static void verdict_for_group(vd_api *api, verify_wait *vw, json_object *o,
+    json_object *reasons)
+{
+	vd_group *g = vd_store_group(api->store, vw->vr.hash);
+	size_t i;
+
+	if (g == NULL) {
+		add_reason(reasons, "no artifact directory claims %s any more", vw->vr.hash);
+		return;
+	}
+	for (i = 0; i < g->n; i++) {
+		copy_reasons(g->copies[i], reasons);
+		if (vw->vr.form == VD_VERIFY_ROUNDCLOSE &&
+		    g->copies[i]->hdr.round_index != vw->vr.rc.round_index + 1)
+			add_reason(reasons,
+			    "%s has round_index %lld, but RoundClose for round %lld commits the artifact of round %lld",
+			    g->copies[i]->relpath, (long long)g->copies[i]->hdr.round_index,
+			    (long long)vw->vr.rc.round_index, (long long)vw->vr.rc.round_index + 1);
+	}
+}
+
+static json_object *verify_answer(vd_api *api, verify_wait *vw)
+{
+	json_object *o, *reasons = json_object_new_array();
+	vd_copy *c;
+
+	if (vw->vr.form == VD_VERIFY_PATH) {
+		c = vd_store_copy(api->store, vw->relpath);
+		if (c == NULL) {
+			o = json_object_new_object();
+			add_reason(reasons, "%s is no longer in the store", vw->relpath);
+		} else {
+			o = path_status(api, c);
+			copy_reasons(c, reasons);
+			if (vw->vr.has_expected && vd_copy_state(c) == VD_AS_VERIFIED &&
+			    strcmp(c->recomputed, vw->vr.expected) != 0)
+				add_reason(reasons, "the artifact hash %s is not the expected %s",
+				    c->recomputed, vw->vr.expected);
+		}
+	} else {
+		o = vd_api_status(api, vw->vr.hash);
+		if (o == NULL)
+			o = json_object_new_object();
+		verdict_for_group(api, vw, o, reasons);
+	}
+	json_object_object_add(o, "verdict", json_object_new_string(
+	    json_object_array_length(reasons) == 0 ? "ok" : "fail"));
+	json_object_object_add(o, "reasons", reasons);
+	return o;
+}
+
+static void accepted(verify_wait *vw)
+{
+	vd_copy *c = vw->vr.form == VD_VERIFY_PATH ? vd_store_copy(vw->api->store, vw->relpath) : NULL;
+	const char *hash = vw->vr.form != VD_VERIFY_PATH ? vw->vr.hash :
+	    (c && c->hdr.code == VD_OK ? c->hdr.content_hash : NULL);
+	char loc[128];
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "state", json_object_new_string("verifying"));
+	json_object_object_add(o, "content_hash", jstr_or_null(hash));
+	if (hash == NULL) {
+		send_json(vw->req, 202, o, NULL);
+		return;
+	}
+	snprintf(loc, sizeof(loc), "/artifact/%s", hash);
+	json_object_object_add(o, "location", json_object_new_string(loc));
+	send_json(vw->req, 202, o, (const char *const[]){ "Location", loc, NULL });
+}
+
+static void on_verified(void *arg, int timed_out)
+{
+	verify_wait *vw = arg;
+
+	vw->waiter = NULL;
+	vw->req->cancel = NULL;
+	if (timed_out)
+		accepted(vw);
+	else
+		send_json(vw->req, 200, verify_answer(vw->api, vw), NULL);
+	free(vw);
+}
+
+static void on_verify_cancel(vd_req *r)
+{
+	verify_wait *vw = r->handler_state;
+
+	if (vw->waiter)
+		vd_store_wait_cancel(vw->waiter);
+	free(vw);
+}
+
+static int parse_wait(vd_req *r, unsigned max, unsigned *out)
+{
+	const char *q = vd_req_query(r, "wait");
+	char *end;
+	unsigned long v;
+
+	*out = VD_API_DEFAULT_WAIT < max ? VD_API_DEFAULT_WAIT : max;
+	if (q == NULL)
+		return 0;
+	v = strtoul(q, &end, 10);
+	if (q[0] < '0' || q[0] > '9' || *end != '\0' || v > VD_API_MAX_WAIT)
+		return -1;
+	*out = v < max ? (unsigned)v : max;
+	return 0;
+}
+
+/* A path the client named: relative to the store root, or absolute inside it. */
+static int store_relpath(vd_api *api, const char *p, char *out, size_t n)
+{
+	size_t rl = strlen(api->cfg->store);
+
+	if (p[0] == '/') {
+		if (strncmp(p, api->cfg->store, rl) != 0 || p[rl] != '/')
+			return -1;
+		p += rl + 1;
+	}
+	if (!vd_relpath_ok(p) || strlen(p) >= n)
+		return -1;
+	snprintf(out, n, "%s", p);
+	return 0;
+}
+
+static int is_artifact_dir(vd_api *api, const char *relpath)
+{
+	struct stat st;
+	int root = open(api->cfg->store, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd, ok = 0;
+
+	if (root < 0)
+		return 0;
+	fd = vd_open_beneath(root, relpath);
+	close(root);
+	if (fd >= 0) {
+		ok = fstatat(fd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0;
+		close(fd);
+	}
+	return ok;
+}
+
+/* Find the copies a request names; 0, or an HTTP status already sent. */
+static int verify_targets(vd_api *api, verify_wait *vw, vd_copy ***out, size_t *n)
+{
+	vd_group *g;
+	vd_copy *c;
+
+	if (vw->vr.form == VD_VERIFY_PATH) {
+		if (store_relpath(api, vw->vr.path, vw->relpath, sizeof(vw->relpath)) < 0) {
+			vd_http_error(vw->req, 400, "bad_request",
+			    "path must name a directory inside the store, without \"..\" or hidden parts", NULL);
+			return 400;
+		}
+		c = vd_store_copy(api->store, vw->relpath);
+		if (c == NULL && is_artifact_dir(api, vw->relpath))
+			c = vd_store_adopt(api->store, vw->relpath);
+		if (c == NULL) {
+			vd_http_error(vw->req, 404, "not_found", "no artifact directory at that path", NULL);
+			return 404;
+		}
+		*out = malloc(sizeof(**out));
+		(*out)[0] = c;
+		*n = 1;
+		return 0;
+	}
+	if ((g = vd_store_group(api->store, vw->vr.hash)) == NULL) {
+		vd_http_error(vw->req, 404, "not_found", "no artifact directory in the store claims this hash", NULL);
+		return 404;
+	}
+	*out = malloc(g->n * sizeof(**out));
+	memcpy(*out, g->copies, g->n * sizeof(**out));
+	*n = g->n;
+	return 0;
+}
+
+static int start_verifications(vd_api *api, verify_wait *vw, unsigned wait)
+{
+	vd_copy **targets = NULL;
+	char **paths;
+	uint64_t *gens;
+	size_t n = 0, i;
+	int rc = 0;
+
+	if (verify_targets(api, vw, &targets, &n) != 0)
+		return -1;
+	paths = calloc(n, sizeof(*paths));
+	gens = calloc(n, sizeof(*gens));
+	for (i = 0; i < n && rc == 0; i++) {
+		paths[i] = targets[i]->relpath;
+		rc = vd_store_verify_now(api->store, targets[i], &gens[i]);
+	}
+	if (rc == 0 && wait > 0)
+		vw->waiter = vd_store_wait(api->store, paths, gens, n, (uint64_t)wait * 1000,
+		    on_verified, vw);
+	free(paths);
+	free(gens);
+	free(targets);
+	if (rc < 0) {
+		vd_http_error(vw->req, 503, "overloaded",
+		    "the verification queue is full; try again later",
+		    (const char *const[]){ "Retry-After", VD_API_RETRY_AFTER, NULL });
+		return -1;
+	}
+	return 0;
+}
+
+static void post_verify(vd_api *api, vd_req *r)
+{
+	verify_wait *vw;
+	char err[256];
+	unsigned wait;
+
+	if (!vd_is_json_content_type(vd_req_header(r, "Content-Type"))) {
+		vd_http_error(r, 415, "unsupported_media_type", "the body must be application/json", NULL);
+		return;
+	}
+	if (parse_wait(r, api->cfg->max_wait, &wait) < 0) {
+		vd_http_error(r, 400, "bad_request", "wait must be a whole number of seconds from 0 to 300", NULL);
+		return;
+	}
+	if ((vw = calloc(1, sizeof(*vw))) == NULL) {
+		vd_http_error(r, 503, "overloaded", "out of memory", NULL);
+		return;
+	}
+	vw->api = api;
+	vw->req = r;
+	if (vd_parse_verify(r->body.p ? r->body.p : (const uint8_t *)"", r->body.len,
+	    api->cfg->max_json_depth, &vw->vr, err, sizeof(err)) < 0) {
+		vd_http_error(r, 400, "bad_request", err, NULL);
+		free(vw);
+		return;
+	}
+	if (start_verifications(api, vw, wait) < 0) {
+		free(vw);
+		return;
+	}
+	if (vw->waiter == NULL) {
+		accepted(vw);
+		free(vw);
+		return;
+	}
+	r->handler_state = vw;
+	r->cancel = on_verify_cancel;
+	vd_http_suspend(r);
+}
+
+/* ---- routing ---------------------------------------------------------- */
+
+typedef void (*route_fn)(vd_api *api, vd_req *r);
+
+static void get_healthz(vd_api *api, vd_req *r)
+{
+	vd_http_respond(r, 200, "text/plain; charset=utf-8", "ok\n", 3, NULL);
+}
+
+static void get_artifact_route(vd_api *api, vd_req *r)
+{
+	get_artifact(api, r, r->url + strlen("/artifact/"));
+}
+
+static const struct route {
+	const char *path;
+	int prefix;
+	const char *method;      /* GET routes answer HEAD too */
+	route_fn fn;
+} routes[] = {
+	{ "/artifact/", 1, "GET", get_artifact_route },
+	{ "/verify", 0, "POST", post_verify },
+	{ "/artifacts", 0, "GET", get_artifacts },
+	{ "/metrics", 0, "GET", get_metrics },
+	{ "/healthz", 0, "GET", get_healthz },
+	{ "/readyz", 0, "GET", get_readyz },
+};
+
+static int method_ok(const struct route *rt, const char *m)
+{
+	if (strcmp(rt->method, "GET") == 0 && strcmp(m, "HEAD") == 0)
+		return 1;
+	return strcmp(rt->method, m) == 0;
+}
+
+void vd_api_handle(vd_req *r, void *arg)
+{
+	vd_api *api = arg;
+	const struct route *rt;
+	size_t i, n;
+
+	for (i = 0; i < VD_ARRAY_LEN(routes); i++) {
+		rt = &routes[i];
+		n = strlen(rt->path);
+		if (rt->prefix ? strncmp(r->url, rt->path, n) != 0 : strcmp(r->url, rt->path) != 0)
+			continue;
+		/* Label by route, never by the raw path: a hash is not a label. */
+		r->route = rt->prefix ? "/artifact" : rt->path;
+		if (!method_ok(rt, r->method))
+			not_allowed(r, strcmp(rt->method, "GET") == 0 ? "GET, HEAD" : rt->method);
+		else
+			rt->fn(api, r);
+		return;
+	}
+	vd_http_error(r, 404, "not_found", "no such endpoint", NULL);
+}
+
+void vd_api_done(vd_req *r, double seconds, void *arg)
+{
+	vd_api *api = arg;
+
+	vd_metrics_http(api->metrics, r->route, r->status, seconds);
+	log_info("%s %s %u %.1f ms", r->method, r->route, r->status, seconds * 1000.0);
+}

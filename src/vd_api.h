@@ -1,0 +1,33 @@
+/*
+ * The HTTP API (interfaces.md section 3): routes, the artifact status
+ * object, and POST /verify with its waiting. Runs on the loop thread.
+ */
+#ifndef VD_API_H
+#define VD_API_H
+
+#include <json-c/json.h>
+
+#include "vd_config.h"
+#include "vd_http.h"
+#include "vd_metrics.h"
+#include "vd_store.h"
+
+#define VD_API_DEFAULT_WAIT 30     /* seconds, POST /verify?wait= */
+#define VD_API_MAX_WAIT 300
+#define VD_API_RETRY_AFTER "5"     /* seconds, with 503 */
+
+typedef struct vd_api {
+	vd_store *store;
+	vd_metrics *metrics;
+	const vd_config *cfg;
+	int state_ready;           /* the state database is loaded */
+	double start_time;
+} vd_api;
+
+void vd_api_handle(vd_req *r, void *arg);
+void vd_api_done(vd_req *r, double seconds, void *arg);
+
+/* The status object of every copy claiming hash (NULL if none). */
+json_object *vd_api_status(vd_api *api, const char *hash);
+
+#endif

@@ -1,0 +1,369 @@
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vd_config.h"
+#include "vd_log.h"
+#include "vd_util.h"
+
+typedef enum key_type { K_STR, K_PATH, K_UINT, K_U64, K_LISTEN, K_LEVEL, K_HASH } key_type;
+
+typedef struct key_spec {
+	const char *name;
+	key_type type;
+	size_t off, size;        /* where and how large (strings) */
+	uint64_t min, max;
+	const char *def;
+	const char *doc;
+} key_spec;
+
+#define S(f) offsetof(vd_config, f), sizeof(((vd_config *)0)->f)
+#define U(f) offsetof(vd_config, f), 0
+
+/* Every key, its default and its range: the one place limits live. */
+static const key_spec keys[] = {
+	{ "listen", K_LISTEN, S(listen), 0, 0, "127.0.0.1:8420",
+	  "address and port of the HTTP API (port 0: any free port)" },
+	{ "store", K_PATH, S(store), 0, 0, "/srv/lensemble/artifacts",
+	  "the artifact store root, read only" },
+	{ "state_dir", K_PATH, S(state_dir), 0, 0, "/var/lib/lensemble-verifyd",
+	  "where the state database lives" },
+	{ "token_file", K_PATH, S(token_file), 0, 0, "",
+	  "file holding the operator token for POST /roundclose (empty: endpoint refused)" },
+	{ "genesis_hash", K_HASH, S(genesis_hash), 0, 0, "",
+	  "pinned content hash of the round-0 artifact (empty: none)" },
+	{ "user", K_STR, S(user), 0, 0, "",
+	  "user to switch to after binding when started as root" },
+	{ "tls_cert", K_PATH, S(tls_cert), 0, 0, "", "PEM certificate: serve HTTPS" },
+	{ "tls_key", K_PATH, S(tls_key), 0, 0, "", "PEM private key for tls_cert" },
+	{ "log_level", K_LEVEL, U(log_level), 0, 0, "info", "error, warning, info or debug" },
+	{ "workers", K_UINT, U(workers), 0, 256, "0", "hasher threads (0: one per core)" },
+	{ "queue_max", K_UINT, U(queue_max), 1, 1000000, "4096",
+	  "verification jobs waiting at most; beyond it requests get 503" },
+	{ "scan_depth", K_UINT, U(scan_depth), 1, 32, "4",
+	  "directory levels below the store root searched for artifacts" },
+	{ "rescan_interval", K_UINT, U(rescan_interval), 1, 86400, "60",
+	  "seconds between identity rescans (for file systems without inotify)" },
+	{ "debounce_ms", K_UINT, U(debounce_ms), 0, 60000, "200",
+	  "milliseconds a burst of file changes settles before a scan" },
+	{ "max_body_bytes", K_UINT, U(max_body_bytes), 64, 16 << 20, "65536",
+	  "largest request body accepted (413 beyond)" },
+	{ "max_request_header_bytes", K_UINT, U(max_request_header_bytes), 1024, 1 << 20, "16384",
+	  "memory for one request's line and headers (431 beyond)" },
+	{ "max_json_depth", K_UINT, U(max_json_depth), 2, 256, "16",
+	  "nesting depth accepted in request bodies" },
+	{ "max_connections", K_UINT, U(max_connections), 1, 100000, "512",
+	  "open HTTP connections at most" },
+	{ "max_connections_per_ip", K_UINT, U(max_connections_per_ip), 1, 100000, "64",
+	  "open HTTP connections from one address at most" },
+	{ "connection_timeout", K_UINT, U(connection_timeout), 1, 3600, "15",
+	  "seconds an idle or slow connection is kept" },
+	{ "max_wait", K_UINT, U(max_wait), 0, 300, "300",
+	  "seconds POST /verify?wait= may hold its answer" },
+	{ "max_header_len", K_U64, U(max_header_len), 2, 100000000, "100000000",
+	  "largest safetensors JSON header, bytes" },
+	{ "scrub_interval", K_UINT, U(scrub_interval), 0, 31536000, "86400",
+	  "seconds between re-hashes of every artifact (0: never)" },
+	{ "scrub_rate", K_U64, U(scrub_rate), 1048576, UINT64_MAX, "104857600",
+	  "bytes per second a scrub reads at most" },
+	{ "shutdown_grace", K_UINT, U(shutdown_grace), 0, 60, "3",
+	  "seconds to let running hashes finish on SIGTERM" },
+};
+
+static const vd_config_key *key_docs;
+
+const vd_config_key *vd_config_keys(size_t *n)
+{
+	static vd_config_key docs[VD_ARRAY_LEN(keys)];
+	size_t i;
+
+	for (i = 0; i < VD_ARRAY_LEN(keys); i++) {
+		docs[i].name = keys[i].name;
+		docs[i].def = keys[i].def;
+		docs[i].doc = keys[i].doc;
+	}
+	key_docs = docs;
+	*n = VD_ARRAY_LEN(keys);
+	return key_docs;
+}
+
+static const key_spec *find_key(const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < VD_ARRAY_LEN(keys); i++)
+		if (strlen(keys[i].name) == len && memcmp(keys[i].name, name, len) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+static int parse_u64(const char *v, uint64_t *out)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)v[0]))
+		return -1;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	return errno || *end != '\0' ? -1 : 0;
+}
+
+/* "127.0.0.1:8420", "[::1]:8420", "0.0.0.0:0". */
+static int parse_listen(vd_config *c, const char *v, char *err, size_t errlen)
+{
+	const char *colon = strrchr(v, ':');
+	uint64_t port;
+	size_t hlen;
+
+	if (colon == NULL || parse_u64(colon + 1, &port) < 0 || port > 65535) {
+		snprintf(err, errlen, "listen must be ADDR:PORT with a port from 0 to 65535");
+		return -1;
+	}
+	hlen = (size_t)(colon - v);
+	c->listen_v6 = v[0] == '[';
+	if (c->listen_v6) {
+		if (hlen < 3 || v[hlen - 1] != ']') {
+			snprintf(err, errlen, "listen: an IPv6 address goes in brackets, as [::1]:8420");
+			return -1;
+		}
+		v++;
+		hlen -= 2;
+	}
+	if (hlen == 0 || hlen >= sizeof(c->listen_host)) {
+		snprintf(err, errlen, "listen: the address is empty or too long");
+		return -1;
+	}
+	memcpy(c->listen_host, v, hlen);
+	c->listen_host[hlen] = '\0';
+	c->listen_port = (unsigned)port;
+	return 0;
+}
+
+static int set_string(const key_spec *k, vd_config *c, const char *v, char *err,
+    size_t errlen)
+{
+	if (strlen(v) >= k->size) {
+		snprintf(err, errlen, "%s is longer than %zu characters", k->name, k->size - 1);
+		return -1;
+	}
+	if (k->type == K_PATH && v[0] != '\0' && v[0] != '/') {
+		snprintf(err, errlen, "%s must be an absolute path", k->name);
+		return -1;
+	}
+	if (k->type == K_HASH && v[0] != '\0' && !vd_is_hex64((vd_str){ v, strlen(v) })) {
+		snprintf(err, errlen, "%s must be 64 lowercase hex characters", k->name);
+		return -1;
+	}
+	memcpy((char *)c + k->off, v, strlen(v) + 1);
+	return 0;
+}
+
+static int set_number(const key_spec *k, vd_config *c, const char *v, char *err,
+    size_t errlen)
+{
+	uint64_t n;
+
+	if (parse_u64(v, &n) < 0 || n < k->min || n > k->max) {
+		snprintf(err, errlen, "%s must be a whole number from %llu to %llu", k->name,
+		    (unsigned long long)k->min, (unsigned long long)k->max);
+		return -1;
+	}
+	if (k->type == K_UINT)
+		*(unsigned *)(void *)((char *)c + k->off) = (unsigned)n;
+	else
+		*(uint64_t *)(void *)((char *)c + k->off) = n;
+	return 0;
+}
+
+static int set_key(const key_spec *k, vd_config *c, const char *v, char *err,
+    size_t errlen)
+{
+	int level;
+
+	switch (k->type) {
+	case K_STR: case K_PATH: case K_HASH:
+		return set_string(k, c, v, err, errlen);
+	case K_UINT: case K_U64:
+		return set_number(k, c, v, err, errlen);
+	case K_LISTEN:
+		if (set_string(k, c, v, err, errlen) < 0)
+			return -1;
+		return parse_listen(c, v, err, errlen);
+	case K_LEVEL:
+		if ((level = vd_log_level_parse(v)) < 0) {
+			snprintf(err, errlen, "log_level must be error, warning, info or debug");
+			return -1;
+		}
+		c->log_level = level;
+		return 0;
+	}
+	return -1;
+}
+
+void vd_config_defaults(vd_config *c)
+{
+	char err[128];
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < VD_ARRAY_LEN(keys); i++)
+		if (set_key(&keys[i], c, keys[i].def, err, sizeof(err)) < 0)
+			abort();    /* a bad default is a build bug */
+}
+
+int vd_config_set(vd_config *c, const char *key, const char *value, char *err,
+    size_t errlen)
+{
+	const key_spec *k = find_key(key, strlen(key));
+
+	if (k == NULL) {
+		snprintf(err, errlen, "unknown key \"%s\"", key);
+		return -1;
+	}
+	return set_key(k, c, value, err, errlen);
+}
+
+/* One "key = value" line, comments and blanks already excluded. Values may
+ * be double-quoted to keep leading or trailing spaces or a '#'. */
+static int parse_line(const char *p, const char *end, vd_config *c, char *seen,
+    char *err, size_t errlen)
+{
+	const char *eq = memchr(p, '=', (size_t)(end - p)), *k_end, *v;
+	char value[VD_CONFIG_PATH_MAX + 2];
+	const key_spec *k;
+	size_t vlen;
+
+	if (eq == NULL) {
+		snprintf(err, errlen, "expected \"key = value\"");
+		return -1;
+	}
+	for (k_end = eq; k_end > p && isspace((unsigned char)k_end[-1]); k_end--)
+		;
+	if ((k = find_key(p, (size_t)(k_end - p))) == NULL) {
+		snprintf(err, errlen, "unknown key \"%.*s\"", (int)(k_end - p > 64 ? 64 : k_end - p), p);
+		return -1;
+	}
+	if (seen[k - keys]++) {
+		snprintf(err, errlen, "%s is set twice", k->name);
+		return -1;
+	}
+	for (v = eq + 1; v < end && isspace((unsigned char)*v); v++)
+		;
+	vlen = (size_t)(end - v);
+	if (vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"') {
+		v++;
+		vlen -= 2;
+	} else if (memchr(v, '"', vlen) != NULL) {
+		snprintf(err, errlen, "%s: unbalanced quote", k->name);
+		return -1;
+	}
+	if (vlen >= sizeof(value) || memchr(v, '\0', vlen) != NULL) {
+		snprintf(err, errlen, "%s: the value is too long or holds a NUL byte", k->name);
+		return -1;
+	}
+	memcpy(value, v, vlen);
+	value[vlen] = '\0';
+	return set_key(k, c, value, err, errlen);
+}
+
+/* Trim a line to its content: drop comments (outside quotes) and spaces. */
+static const char *content_end(const char *p, const char *end)
+{
+	const char *q;
+	int quoted = 0;
+
+	for (q = p; q < end; q++) {
+		if (*q == '"')
+			quoted = !quoted;
+		else if (*q == '#' && !quoted)
+			break;
+	}
+	while (q > p && isspace((unsigned char)q[-1]))
+		q--;
+	return q;
+}
+
+int vd_config_parse(const char *text, size_t len, const char *filename,
+    vd_config *c, char *err, size_t errlen)
+{
+	const char *p = text, *end = text + len, *nl, *e;
+	char seen[VD_ARRAY_LEN(keys)] = { 0 }, msg[256];
+	unsigned line = 0;
+
+	while (p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (nl == NULL)
+			nl = end;
+		line++;
+		while (p < nl && isspace((unsigned char)*p))
+			p++;
+		e = content_end(p, nl);
+		if (e > p && parse_line(p, e, c, seen, msg, sizeof(msg)) < 0) {
+			snprintf(err, errlen, "%s:%u: %s", filename, line, msg);
+			return -1;
+		}
+		p = nl + 1;
+	}
+	if (vd_config_check(c, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s: %s", filename, msg);
+		return -1;
+	}
+	return 0;
+}
+
+int vd_config_check(const vd_config *c, char *err, size_t errlen)
+{
+	if ((c->tls_cert[0] == '\0') != (c->tls_key[0] == '\0')) {
+		snprintf(err, errlen, "tls_cert and tls_key go together: set both or neither");
+		return -1;
+	}
+	if (c->store[0] == '\0') {
+		snprintf(err, errlen, "store must be set");
+		return -1;
+	}
+	if (c->max_connections_per_ip > c->max_connections) {
+		snprintf(err, errlen, "max_connections_per_ip exceeds max_connections");
+		return -1;
+	}
+	return 0;
+}
+
+int vd_config_load(const char *path, vd_config *c, char *err, size_t errlen)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > VD_CONFIG_MAX_BYTES) {
+		snprintf(err, errlen, "%s: not a regular file of at most %u bytes", path,
+		    VD_CONFIG_MAX_BYTES);
+		close(fd);
+		return -1;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	n = buf ? read(fd, buf, (size_t)st.st_size) : -1;
+	close(fd);
+	if (n < 0) {
+		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+		free(buf);
+		return -1;
+	}
+	rc = vd_config_parse(buf, (size_t)n, path, c, err, errlen);
+	free(buf);
+	return rc;
+}

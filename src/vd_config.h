@@ -1,0 +1,74 @@
+/*
+ * The daemon's configuration: an immutable value built from defaults, the
+ * config file and command-line overrides. Every limit the daemon enforces
+ * is a key here, with its default, range and meaning in one table
+ * (vd_config.c), which `lensemble-verifyd.conf(5)` documents.
+ */
+#ifndef VD_CONFIG_H
+#define VD_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lensemble/verify.h"
+
+#define VD_CONFIG_MAX_BYTES (1u << 20)   /* a config file larger than this is refused */
+#define VD_CONFIG_PATH_MAX 1024
+
+typedef struct vd_config {
+	char listen[128];           /* ADDR:PORT as given */
+	char listen_host[64];       /* parsed address */
+	unsigned listen_port;
+	int listen_v6;
+	char store[VD_CONFIG_PATH_MAX];
+	char state_dir[VD_CONFIG_PATH_MAX];
+	char token_file[VD_CONFIG_PATH_MAX];
+	char genesis_hash[VD_HASH_HEX_LEN + 1];
+	char user[64];
+	char tls_cert[VD_CONFIG_PATH_MAX];
+	char tls_key[VD_CONFIG_PATH_MAX];
+	int log_level;
+	unsigned workers;           /* 0: one per core */
+	unsigned queue_max;
+	unsigned scan_depth;
+	unsigned rescan_interval;   /* seconds */
+	unsigned debounce_ms;
+	unsigned max_body_bytes;
+	unsigned max_request_header_bytes;
+	unsigned max_json_depth;
+	unsigned max_connections;
+	unsigned max_connections_per_ip;
+	unsigned connection_timeout;  /* seconds */
+	unsigned max_wait;          /* seconds a /verify may hold its answer */
+	uint64_t max_header_len;    /* safetensors header cap, bytes */
+	unsigned scrub_interval;    /* seconds; 0: never */
+	uint64_t scrub_rate;        /* bytes per second */
+	unsigned shutdown_grace;    /* seconds to finish work on SIGTERM */
+} vd_config;
+
+void vd_config_defaults(vd_config *c);
+
+/* Parse config text. On error returns -1 and writes "FILE:LINE: problem". */
+int vd_config_parse(const char *text, size_t len, const char *filename,
+    vd_config *c, char *err, size_t errlen);
+
+/* Set one key (a command-line override). -1 with a sentence on error. */
+int vd_config_set(vd_config *c, const char *key, const char *value,
+    char *err, size_t errlen);
+
+/* Checks across keys (TLS cert without key, ...). */
+int vd_config_check(const vd_config *c, char *err, size_t errlen);
+
+/* Read and parse a file on top of defaults. */
+int vd_config_load(const char *path, vd_config *c, char *err, size_t errlen);
+
+/* Iterate the key table, for docs and `-t -v`. */
+typedef struct vd_config_key {
+	const char *name;
+	const char *def;
+	const char *doc;
+} vd_config_key;
+const vd_config_key *vd_config_keys(size_t *n);
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * HTTP plumbing: libmicrohttpd in external-epoll mode, driven from the
+ * libuv loop (a uv_poll_t on MHD's epoll fd and a uv_timer_t for its
+ * timeouts). Every handler therefore runs on the loop thread and reads
+ * the store without locks. Request bodies are read here, by hand, with an
+ * explicit limit (no MHD PostProcessor).
+ */
+#ifndef VD_HTTP_H
+#define VD_HTTP_H
+
+#include <stdint.h>
+
+#include <uv.h>
+#include <microhttpd.h>
+
+#include "vd_config.h"
+#include "vd_util.h"
+
+typedef struct vd_http vd_http;
+
+typedef struct vd_req {
+	vd_http *http;
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *url;          /* path only, owned by MHD */
+	const char *route;        /* fixed name for logs and metrics */
+	vd_buf body;
+	int body_too_large;
+	int body_started;
+	int dispatched;
+	int suspended;
+	uint64_t t0_ns;
+	unsigned status;          /* what was answered */
+	void *handler_state;      /* a handler's, across a suspension */
+	void (*cancel)(struct vd_req *r);   /* called if the client goes away */
+	struct MHD_Response *ready;
+	unsigned ready_status;
+} vd_req;
+
+/* The application's router: answers (vd_http_respond*) or suspends. */
+typedef void (*vd_http_handler)(vd_req *r, void *arg);
+
+int vd_http_start(vd_http **out, uv_loop_t *loop, const vd_config *cfg,
+    vd_http_handler handler, void *arg, char *err, size_t errlen);
+void vd_http_set_config(vd_http *h, const vd_config *cfg);
+uint16_t vd_http_port(vd_http *h);
+void vd_http_stop(vd_http *h);   /* stop accepting; closes handles */
+
+const char *vd_req_header(vd_req *r, const char *name);
+const char *vd_req_query(vd_req *r, const char *name);
+
+/* Answer now (or, for a suspended request, resume and answer). The body
+ * is copied. extra_headers: NULL-terminated name/value pairs. */
+void vd_http_respond(vd_req *r, unsigned status, const char *content_type,
+    const char *body, size_t len, const char *const *extra_headers);
+/* {"error": {"code": code, "detail": detail}} */
+void vd_http_error(vd_req *r, unsigned status, const char *code,
+    const char *detail, const char *const *extra_headers);
+void vd_http_suspend(vd_req *r);
+
+/* Called when a request completes, for the access log and metrics. */
+typedef void (*vd_http_done_fn)(vd_req *r, double seconds, void *arg);
+void vd_http_on_done(vd_http *h, vd_http_done_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,148 @@
+#include "config.h"
+
+#include <string.h>
+
+#include "vd_metrics.h"
+
+#define P "lensemble_verifyd_"
+
+static const double verify_bounds[] = { 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600 };
+static const double http_bounds[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30 };
+static const char *const state_names[] = { "pending", "verifying", "verified", "failed" };
+
+const char *vd_alert_name(vd_alert_kind k)
+{
+	static const char *const names[VD_ALERT_COUNT] = {
+		"artifact_failed", "commitment_mismatch", "ledger_broken", "fork",
+		"equivocation", "chain_broken",
+	};
+
+	return k < VD_ALERT_COUNT ? names[k] : "unknown";
+}
+
+void vd_histogram_observe(vd_histogram *h, double v)
+{
+	size_t i;
+
+	for (i = 0; i < h->n && v > h->bounds[i]; i++)
+		;
+	h->counts[i]++;
+	h->sum += v;
+	h->count++;
+}
+
+void vd_metrics_init(vd_metrics *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->verify_duration.bounds = verify_bounds;
+	m->verify_duration.n = VD_ARRAY_LEN(verify_bounds);
+	m->http_duration.bounds = http_bounds;
+	m->http_duration.n = VD_ARRAY_LEN(http_bounds);
+}
+
+void vd_metrics_http(vd_metrics *m, const char *route, unsigned code, double seconds)
+{
+	size_t i;
+
+	vd_histogram_observe(&m->http_duration, seconds);
+	for (i = 0; i < m->n_http; i++) {
+		if (m->http[i].code == code && strcmp(m->http[i].route, route) == 0) {
+			m->http[i].count++;
+			return;
+		}
+	}
+	if (m->n_http < VD_METRICS_MAX_HTTP_SERIES) {
+		m->http[m->n_http].route = route;
+		m->http[m->n_http].code = code;
+		m->http[m->n_http++].count = 1;
+	}
+}
+
+void vd_metrics_verified(vd_metrics *m, vd_code code, uint64_t bytes, double seconds)
+{
+	m->verifications_total++;
+	if (code != VD_OK && (unsigned)code <= VD_IO_ERROR)
+		m->failures[code]++;
+	m->bytes_hashed_total += bytes;
+	vd_histogram_observe(&m->verify_duration, seconds);
+}
+
+static void help(vd_buf *b, const char *name, const char *type, const char *text)
+{
+	vd_buf_printf(b, "# HELP " P "%s %s\n# TYPE " P "%s %s\n", name, text, name, type);
+}
+
+static void histogram(vd_buf *b, const char *name, const vd_histogram *h)
+{
+	uint64_t cum = 0;
+	size_t i;
+
+	for (i = 0; i < h->n; i++) {
+		cum += h->counts[i];
+		vd_buf_printf(b, P "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i],
+		    (unsigned long long)cum);
+	}
+	cum += h->counts[h->n];
+	vd_buf_printf(b, P "%s_bucket{le=\"+Inf\"} %llu\n" P "%s_sum %.6f\n" P "%s_count %llu\n",
+	    name, (unsigned long long)cum, name, h->sum, name, (unsigned long long)h->count);
+}
+
+static void render_verification(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
+{
+	size_t i;
+
+	help(b, "artifacts", "gauge", "Artifact directories by verification state.");
+	for (i = 0; i < 4; i++)
+		vd_buf_printf(b, P "artifacts{state=\"%s\"} %llu\n", state_names[i],
+		    (unsigned long long)g->artifacts[i]);
+	help(b, "verifications_total", "counter", "Verifications completed.");
+	vd_buf_printf(b, P "verifications_total %llu\n", (unsigned long long)m->verifications_total);
+	help(b, "verification_failures_total", "counter", "Failed verifications by code.");
+	for (i = 1; i <= VD_IO_ERROR; i++)
+		vd_buf_printf(b, P "verification_failures_total{code=\"%s\"} %llu\n",
+		    vd_code_name((vd_code)i), (unsigned long long)m->failures[i]);
+	help(b, "integrity_alerts", "gauge", "Integrity conditions currently raised, by kind.");
+	for (i = 0; i < VD_ALERT_COUNT; i++)
+		vd_buf_printf(b, P "integrity_alerts{kind=\"%s\"} %llu\n",
+		    vd_alert_name((vd_alert_kind)i), (unsigned long long)g->alerts[i]);
+	help(b, "bytes_hashed_total", "counter", "Bytes fed to SHA-256.");
+	vd_buf_printf(b, P "bytes_hashed_total %llu\n", (unsigned long long)m->bytes_hashed_total);
+	help(b, "verify_duration_seconds", "histogram", "Time to verify one artifact.");
+	histogram(b, "verify_duration_seconds", &m->verify_duration);
+}
+
+static void render_runtime(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
+{
+	size_t i;
+
+	help(b, "queue_depth", "gauge", "Verification jobs waiting for a worker.");
+	vd_buf_printf(b, P "queue_depth %llu\n", (unsigned long long)g->queue_depth);
+	help(b, "workers_busy", "gauge", "Hasher threads working.");
+	vd_buf_printf(b, P "workers_busy %llu\n", (unsigned long long)g->workers_busy);
+	help(b, "workers", "gauge", "Hasher threads.");
+	vd_buf_printf(b, P "workers %llu\n", (unsigned long long)g->workers);
+	help(b, "committed_head_round", "gauge",
+	    "Round index of the newest trusted artifact (-1: none).");
+	vd_buf_printf(b, P "committed_head_round %lld\n", (long long)g->committed_head_round);
+	help(b, "last_scan_timestamp_seconds", "gauge", "When the last store scan finished.");
+	vd_buf_printf(b, P "last_scan_timestamp_seconds %.3f\n", g->last_scan);
+	help(b, "last_scrub_timestamp_seconds", "gauge", "When the last scrub pass finished.");
+	vd_buf_printf(b, P "last_scrub_timestamp_seconds %.3f\n", g->last_scrub);
+	help(b, "start_time_seconds", "gauge", "When the daemon started.");
+	vd_buf_printf(b, P "start_time_seconds %.3f\n", g->start_time);
+	help(b, "http_requests_total", "counter", "HTTP requests by route and status.");
+	for (i = 0; i < m->n_http; i++)
+		vd_buf_printf(b, P "http_requests_total{route=\"%s\",code=\"%u\"} %llu\n",
+		    m->http[i].route, m->http[i].code, (unsigned long long)m->http[i].count);
+	help(b, "http_request_duration_seconds", "histogram", "Time to answer a request.");
+	histogram(b, "http_request_duration_seconds", &m->http_duration);
+	help(b, "build_info", "gauge", "The running version.");
+	vd_buf_printf(b, P "build_info{version=\"%s\"} 1\n", PACKAGE_VERSION);
+}
+
+int vd_metrics_render(const vd_metrics *m, const vd_gauges *g, vd_buf *out)
+{
+	render_verification(m, g, out);
+	render_runtime(m, g, out);
+	return out->oom ? -1 : 0;
+}

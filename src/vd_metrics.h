@@ -1,0 +1,69 @@
+/*
+ * Counters and histograms, rendered in the Prometheus text format 0.0.4.
+ * Owned by the event loop thread; no labels carry hashes or paths.
+ */
+#ifndef VD_METRICS_H
+#define VD_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lensemble/verify.h"
+#include "vd_util.h"
+
+#define VD_METRICS_MAX_HTTP_SERIES 128
+
+typedef enum vd_alert_kind {
+	VD_ALERT_ARTIFACT_FAILED,
+	VD_ALERT_COMMITMENT_MISMATCH,
+	VD_ALERT_LEDGER_BROKEN,
+	VD_ALERT_FORK,
+	VD_ALERT_EQUIVOCATION,
+	VD_ALERT_CHAIN_BROKEN,
+	VD_ALERT_COUNT
+} vd_alert_kind;
+
+const char *vd_alert_name(vd_alert_kind k);
+
+typedef struct vd_histogram {
+	const double *bounds;
+	size_t n;
+	uint64_t counts[32];      /* per bucket (non-cumulative), n + 1 with +Inf */
+	double sum;
+	uint64_t count;
+} vd_histogram;
+
+void vd_histogram_observe(vd_histogram *h, double v);
+
+typedef struct vd_http_series {
+	const char *route;        /* a fixed route name, never a raw path */
+	unsigned code;
+	uint64_t count;
+} vd_http_series;
+
+typedef struct vd_metrics {
+	uint64_t verifications_total;
+	uint64_t failures[VD_IO_ERROR + 1];
+	uint64_t bytes_hashed_total;
+	vd_histogram verify_duration;
+	vd_histogram http_duration;
+	vd_http_series http[VD_METRICS_MAX_HTTP_SERIES];
+	size_t n_http;
+} vd_metrics;
+
+/* Values read off the store when rendering. */
+typedef struct vd_gauges {
+	uint64_t artifacts[4];            /* pending, verifying, verified, failed */
+	uint64_t alerts[VD_ALERT_COUNT];
+	uint64_t queue_depth, workers_busy, workers;
+	int64_t committed_head_round;     /* -1: none */
+	double last_scan, last_scrub;     /* unix seconds; 0: never */
+	double start_time;
+} vd_gauges;
+
+void vd_metrics_init(vd_metrics *m);
+void vd_metrics_http(vd_metrics *m, const char *route, unsigned code, double seconds);
+void vd_metrics_verified(vd_metrics *m, vd_code code, uint64_t bytes, double seconds);
+int vd_metrics_render(const vd_metrics *m, const vd_gauges *g, vd_buf *out);
+
+#endif

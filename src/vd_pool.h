@@ -1,0 +1,57 @@
+/*
+ * The hasher pool: dedicated threads that verify artifacts (libuv's shared
+ * threadpool stays free for file-system calls). One bounded queue with
+ * explicit requests ahead of background work; results go back to the
+ * event loop thread through a uv_async_t.
+ */
+#ifndef VD_POOL_H
+#define VD_POOL_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "vd_artifact.h"
+#include "vd_scan.h"
+
+typedef enum vd_job_kind {
+	VD_JOB_EXPLICIT,     /* a client is waiting */
+	VD_JOB_BACKGROUND,   /* a new or changed artifact */
+	VD_JOB_SCRUB         /* a periodic re-hash, throttled */
+} vd_job_kind;
+
+typedef struct vd_job vd_job;
+struct vd_job {
+	vd_job *next;
+	vd_job_kind kind;
+	char *relpath;
+	uint64_t gen;              /* the request generation it answers */
+	uint64_t max_header_len;
+	uint64_t rate;             /* bytes/s for scrubs; 0: unthrottled */
+	/* Results, filled by the worker. */
+	vd_verdict verdict;
+	vd_fingerprint fp_before, fp_after;
+	double started;            /* wall clock, seconds */
+	double duration;           /* seconds */
+	uint64_t hashed;           /* bytes fed to SHA-256 */
+};
+
+typedef struct vd_pool vd_pool;
+typedef void (*vd_pool_done_fn)(vd_job *job, void *arg);   /* loop thread; owns job */
+
+/* Jobs name directories relative to the store root. */
+int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
+    vd_pool_done_fn done, void *arg, vd_pool **out);
+/* 0, or -EAGAIN when queue_max jobs already wait. Takes the job. */
+int vd_pool_submit(vd_pool *p, vd_job *job, unsigned queue_max);
+unsigned vd_pool_queued(vd_pool *p);
+unsigned vd_pool_busy(vd_pool *p);
+unsigned vd_pool_threads(vd_pool *p);
+/* Stop: drop queued jobs, cancel running ones after grace_ms, join the
+ * threads, then close the async handle; free happens in its close callback. */
+void vd_pool_stop(vd_pool *p, unsigned grace_ms);
+
+vd_job *vd_job_new(vd_job_kind kind, const char *relpath);
+void vd_job_free(vd_job *job);
+
+#endif

@@ -1,0 +1,444 @@
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "vd_scan.h"
+
+void vd_hdrinfo_free(vd_hdrinfo *h)
+{
+	size_t i;
+
+	free(h->wmcp_version);
+	free(h->config_hash);
+	free(h->created_at);
+	for (i = 0; i < h->n_param_groups; i++)
+		free(h->param_groups[i]);
+	free(h->param_groups);
+	memset(h, 0, sizeof(*h));
+}
+
+static char *dup_str(vd_str s)
+{
+	char *p = malloc(s.len + 1);
+
+	if (p != NULL) {
+		memcpy(p, s.p, s.len);
+		p[s.len] = '\0';
+	}
+	return p;
+}
+
+static char *dup_c(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int vd_hdrinfo_copy(vd_hdrinfo *dst, const vd_hdrinfo *src)
+{
+	size_t i;
+
+	*dst = *src;
+	dst->wmcp_version = dup_c(src->wmcp_version);
+	dst->config_hash = dup_c(src->config_hash);
+	dst->created_at = dup_c(src->created_at);
+	dst->param_groups = NULL;
+	dst->n_param_groups = 0;
+	if (src->n_param_groups) {
+		dst->param_groups = calloc(src->n_param_groups, sizeof(char *));
+		if (dst->param_groups == NULL)
+			return -1;
+		for (i = 0; i < src->n_param_groups; i++)
+			dst->param_groups[dst->n_param_groups++] = dup_c(src->param_groups[i]);
+	}
+	return 0;
+}
+
+void vd_hdrinfo_read(int dirfd, vd_hdrinfo *out)
+{
+	vd_header h;
+	vd_err err = { 0 };
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->code = vd_artifact_read_header(dirfd, &h, NULL, &err);
+	if (out->code != VD_OK) {
+		snprintf(out->detail, sizeof(out->detail), "%s", err.msg);
+		return;
+	}
+	memcpy(out->content_hash, h.content_hash.p, VD_HASH_HEX_LEN);
+	if ((out->has_parent = h.has_parent))
+		memcpy(out->parent_hash, h.parent_hash.p, VD_HASH_HEX_LEN);
+	out->schema_version = h.schema_version;
+	out->round_index = h.round_index;
+	out->wmcp_version = dup_str(h.wmcp_version);
+	out->config_hash = dup_str(h.config_hash);
+	out->created_at = dup_str(h.created_at);
+	out->param_groups = calloc(h.n_param_groups ? h.n_param_groups : 1, sizeof(char *));
+	for (i = 0; out->param_groups && i < h.n_param_groups; i++)
+		out->param_groups[out->n_param_groups++] = dup_str(h.param_groups[i]);
+	vd_header_free(&h);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Names of a directory's entries, sorted; NULL on error. */
+static char **list_dir(int dirfd, size_t *n)
+{
+	char **names = NULL, **grown;
+	struct dirent *de;
+	size_t cap = 0;
+	DIR *d;
+	int fd = dup(dirfd);
+
+	*n = 0;
+	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	rewinddir(d);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (*n == VD_SCAN_MAX_DIR_ENTRIES)
+			break;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			if ((grown = realloc(names, cap * sizeof(*names))) == NULL)
+				break;
+			names = grown;
+		}
+		names[(*n)++] = strdup(de->d_name);
+	}
+	closedir(d);
+	if (names != NULL)
+		qsort(names, *n, sizeof(*names), name_cmp);
+	else
+		names = calloc(1, sizeof(*names));
+	return names;
+}
+
+static void free_names(char **names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	struct stat st;
+	char **names;
+	size_t n, i;
+	int64_t rec[9];
+
+	memset(fp, 0, sizeof(*fp));
+	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(ctx);
+		return -1;
+	}
+	names = list_dir(dirfd, &n);
+	for (i = 0; names != NULL && i < n; i++) {
+		memset(rec, 0, sizeof(rec));
+		if (names[i] && fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			rec[0] = st.st_mode;
+			rec[1] = (int64_t)st.st_dev;
+			rec[2] = (int64_t)st.st_ino;
+			rec[3] = st.st_size;
+			rec[4] = st.st_mtim.tv_sec;
+			rec[5] = st.st_mtim.tv_nsec;
+			rec[6] = st.st_ctim.tv_sec;
+			rec[7] = st.st_ctim.tv_nsec;
+			rec[8] = (int64_t)st.st_nlink;
+		}
+		/* The name with its NUL, then the identity. */
+		EVP_DigestUpdate(ctx, names[i] ? names[i] : "", names[i] ? strlen(names[i]) + 1 : 1);
+		EVP_DigestUpdate(ctx, rec, sizeof(rec));
+	}
+	fp->entries = n;
+	fp->ok = names != NULL && EVP_DigestFinal_ex(ctx, fp->digest, NULL) == 1;
+	free_names(names, n);
+	EVP_MD_CTX_free(ctx);
+	return fp->ok ? 0 : -1;
+}
+
+int vd_fingerprint_eq(const vd_fingerprint *a, const vd_fingerprint *b)
+{
+	return a->ok && b->ok && memcmp(a->digest, b->digest, sizeof(a->digest)) == 0;
+}
+
+int vd_relpath_ok(const char *p)
+{
+	const char *c = p;
+
+	if (p[0] == '\0' || p[0] == '/')
+		return 0;
+	while (*c) {
+		const char *slash = strchr(c, '/');
+		size_t len = slash ? (size_t)(slash - c) : strlen(c);
+		if (len == 0 || c[0] == '.')
+			return 0;     /* empty, ".", ".." and hidden components */
+		c += len + (slash != NULL);
+		if (slash && *c == '\0')
+			return 0;
+	}
+	return 1;
+}
+
+int vd_open_beneath(int rootfd, const char *relpath)
+{
+	char comp[256];
+	const char *p = relpath;
+	int fd = dup(rootfd), next;
+
+	if (fd < 0)
+		return -errno;
+	while (*p) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+		if (len == 0 || len >= sizeof(comp)) {
+			close(fd);
+			return -EINVAL;
+		}
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		if (next < 0)
+			return errno == ELOOP ? -ELOOP : -errno;
+		fd = next;
+		p += len + (slash != NULL);
+	}
+	return fd;
+}
+
+static void *grow(void *arr, size_t *cap, size_t n, size_t size)
+{
+	void *p;
+	size_t c;
+
+	if (n < *cap)
+		return arr;
+	c = *cap ? *cap * 2 : 16;
+	if ((p = realloc(arr, c * size)) == NULL)
+		return NULL;
+	*cap = c;
+	return p;
+}
+
+static char *join(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *p = malloc(la + lb + 2);
+
+	if (p == NULL)
+		return NULL;
+	if (la) {
+		memcpy(p, a, la);
+		p[la++] = '/';
+	}
+	memcpy(p + la, b, lb + 1);
+	return p;
+}
+
+static void add_artifact(vd_scan_result *r, int dirfd, const char *rel, const char *run)
+{
+	vd_scan_artifact *a, *arr;
+
+	if (r->n_artifacts >= VD_SCAN_MAX_ARTIFACTS) {
+		r->truncated = 1;
+		return;
+	}
+	arr = grow(r->artifacts, &r->cap_artifacts, r->n_artifacts, sizeof(*arr));
+	if (arr == NULL)
+		return;
+	r->artifacts = arr;
+	a = &arr[r->n_artifacts++];
+	memset(a, 0, sizeof(*a));
+	a->relpath = strdup(rel);
+	a->run = strdup(run);
+	vd_fingerprint_dir(dirfd, &a->fp);
+	vd_hdrinfo_read(dirfd, &a->hdr);
+}
+
+static void collect_entry(const vd_ledger_record *rec, size_t line, int trusted,
+    void *arg)
+{
+	vd_scan_ledger *l = arg;
+	vd_ledger_entry *arr = grow(l->entries, &l->cap_entries, l->n_entries, sizeof(*arr));
+
+	if (arr == NULL)
+		return;
+	l->entries = arr;
+	arr[l->n_entries].round_index = rec->round_index;
+	memcpy(arr[l->n_entries].global_model_hash, rec->global_model_hash, VD_HASH_HEX_LEN + 1);
+	arr[l->n_entries].line = line;
+	arr[l->n_entries].trusted = trusted;
+	l->n_entries++;
+}
+
+void vd_scan_read_ledger(int dirfd, vd_scan_ledger *l)
+{
+	struct stat st;
+	vd_buf b;
+	ssize_t n;
+	int fd;
+
+	vd_buf_init(&b);
+	fd = openat(dirfd, VD_LEDGER_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(l->read_error, sizeof(l->read_error), "cannot read %s: %s", l->relpath,
+		    fd < 0 ? strerror(errno) : "not a regular file");
+		goto out;
+	}
+	vd_file_id_from_stat(&l->id, VD_LEDGER_FILE, &st);
+	for (;;) {
+		uint8_t tmp[65536];
+		n = read(fd, tmp, sizeof(tmp));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (b.len + (size_t)n > VD_LEDGER_MAX_BYTES || vd_buf_put(&b, tmp, (size_t)n) < 0) {
+			snprintf(l->read_error, sizeof(l->read_error),
+			    "%s is larger than %u bytes", l->relpath, VD_LEDGER_MAX_BYTES);
+			goto out;
+		}
+	}
+	if (n < 0) {
+		snprintf(l->read_error, sizeof(l->read_error), "cannot read %s: %s",
+		    l->relpath, strerror(errno));
+		goto out;
+	}
+	vd_ledger_verify(b.p, b.len, collect_entry, l, &l->result);
+	l->read_ok = 1;
+out:
+	if (fd >= 0)
+		close(fd);
+	vd_buf_free(&b);
+}
+
+void vd_scan_ledger_free(vd_scan_ledger *l)
+{
+	free(l->relpath);
+	free(l->run);
+	free(l->entries);
+	memset(l, 0, sizeof(*l));
+}
+
+static void add_ledger(vd_scan_result *r, int dirfd, const char *rel, const char *run)
+{
+	vd_scan_ledger *arr = grow(r->ledgers, &r->cap_ledgers, r->n_ledgers, sizeof(*arr));
+
+	if (arr == NULL)
+		return;
+	r->ledgers = arr;
+	memset(&arr[r->n_ledgers], 0, sizeof(arr[0]));
+	arr[r->n_ledgers].relpath = strdup(rel);
+	arr[r->n_ledgers].run = strdup(run);
+	vd_scan_read_ledger(dirfd, &arr[r->n_ledgers]);
+	r->n_ledgers++;
+}
+
+static void add_dir(vd_scan_result *r, const char *rel)
+{
+	char **arr = grow(r->dirs, &r->cap_dirs, r->n_dirs, sizeof(*arr));
+
+	if (arr == NULL)
+		return;
+	r->dirs = arr;
+	arr[r->n_dirs++] = strdup(rel);
+}
+
+/* Walk one directory: an artifact directory is not descended into; hidden
+ * entries (a save in progress, ".x.tmp-*") and symbolic links are skipped. */
+static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
+{
+	struct stat st;
+	char **names, *child;
+	size_t n, i;
+	int fd;
+
+	add_dir(r, rel);
+	if (fstatat(dirfd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && rel[0] != '\0') {
+		char *slash = strrchr(rel, '/');
+		char *run = slash ? strndup(rel, (size_t)(slash - rel)) : strdup("");
+		add_artifact(r, dirfd, rel, run ? run : "");
+		free(run);
+		return;
+	}
+	if (fstatat(dirfd, VD_LEDGER_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+		child = join(rel, VD_LEDGER_FILE);
+		if (child)
+			add_ledger(r, dirfd, child, rel);
+		free(child);
+	}
+	if (depth == 0 || (names = list_dir(dirfd, &n)) == NULL)
+		return;
+	for (i = 0; i < n; i++) {
+		if (names[i] == NULL || names[i][0] == '.')
+			continue;
+		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		fd = openat(dirfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || (child = join(rel, names[i])) == NULL) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		walk(r, fd, child, depth - 1);
+		free(child);
+		close(fd);
+	}
+	free_names(names, n);
+}
+
+void vd_scan_store(const char *root, unsigned depth, vd_scan_result *out)
+{
+	int fd;
+
+	memset(out, 0, sizeof(*out));
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(out->root_error, sizeof(out->root_error),
+		    "cannot open the store %s: %s", root, strerror(errno));
+		return;
+	}
+	out->root_ok = 1;
+	walk(out, fd, "", depth);
+	close(fd);
+}
+
+void vd_scan_result_free(vd_scan_result *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->n_artifacts; i++) {
+		free(r->artifacts[i].relpath);
+		free(r->artifacts[i].run);
+		vd_hdrinfo_free(&r->artifacts[i].hdr);
+	}
+	for (i = 0; i < r->n_ledgers; i++)
+		vd_scan_ledger_free(&r->ledgers[i]);
+	for (i = 0; i < r->n_dirs; i++)
+		free(r->dirs[i]);
+	free(r->artifacts);
+	free(r->ledgers);
+	free(r->dirs);
+	memset(r, 0, sizeof(*r));
+}

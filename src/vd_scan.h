@@ -1,0 +1,102 @@
+/*
+ * The store walk: find artifact directories and ledgers under the store
+ * root, read each artifact's header.json (never its weights) and take the
+ * identity of every file in it. Runs off the event loop (it blocks on the
+ * file system); the result is a plain value handed back to the loop.
+ */
+#ifndef VD_SCAN_H
+#define VD_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vd_artifact.h"
+#include "vd_ledger.h"
+#include "vd_util.h"
+
+#define VD_SCAN_MAX_ARTIFACTS 100000
+#define VD_SCAN_MAX_DIR_ENTRIES 10000   /* entries in one artifact directory */
+#define VD_LEDGER_FILE "ledger.jsonl"
+
+/* What header.json says, copied out of the parsed document. */
+typedef struct vd_hdrinfo {
+	vd_code code;                  /* VD_OK when header.json parsed */
+	char detail[VD_DETAIL_MAX];
+	char content_hash[VD_HASH_HEX_LEN + 1];
+	int has_parent;
+	char parent_hash[VD_HASH_HEX_LEN + 1];
+	int64_t schema_version, round_index;
+	char *wmcp_version, *config_hash, *created_at;
+	char **param_groups;
+	size_t n_param_groups;
+} vd_hdrinfo;
+
+void vd_hdrinfo_free(vd_hdrinfo *h);
+int vd_hdrinfo_copy(vd_hdrinfo *dst, const vd_hdrinfo *src);
+void vd_hdrinfo_read(int dirfd, vd_hdrinfo *out);
+
+/* A digest of every entry of a directory (name, type, device, inode, size,
+ * times): equal digests mean nothing in it changed. */
+typedef struct vd_fingerprint {
+	uint8_t digest[32];
+	size_t entries;
+	int ok;
+} vd_fingerprint;
+
+int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp);
+int vd_fingerprint_eq(const vd_fingerprint *a, const vd_fingerprint *b);
+
+typedef struct vd_scan_artifact {
+	char *relpath;       /* relative to the store root */
+	char *run;           /* its parent directory, "" for the root */
+	vd_fingerprint fp;
+	vd_hdrinfo hdr;
+} vd_scan_artifact;
+
+#define VD_LEDGER_MAX_BYTES (64u << 20)   /* a larger ledger is refused */
+
+typedef struct vd_ledger_entry {
+	int64_t round_index;
+	char global_model_hash[VD_HASH_HEX_LEN + 1];
+	size_t line;
+	int trusted;
+} vd_ledger_entry;
+
+typedef struct vd_scan_ledger {
+	char *relpath;
+	char *run;
+	vd_file_id id;
+	int read_ok;
+	char read_error[VD_DETAIL_MAX];
+	vd_ledger_result result;
+	vd_ledger_entry *entries;
+	size_t n_entries, cap_entries;
+} vd_scan_ledger;
+
+/* Read and verify one ledger file (opened beneath dirfd). */
+void vd_scan_read_ledger(int dirfd, vd_scan_ledger *l);
+void vd_scan_ledger_free(vd_scan_ledger *l);
+
+typedef struct vd_scan_result {
+	int root_ok;
+	char root_error[VD_DETAIL_MAX];
+	vd_scan_artifact *artifacts;
+	size_t n_artifacts, cap_artifacts;
+	vd_scan_ledger *ledgers;
+	size_t n_ledgers, cap_ledgers;
+	char **dirs;         /* every directory walked, for watches */
+	size_t n_dirs, cap_dirs;
+	int truncated;       /* hit VD_SCAN_MAX_ARTIFACTS */
+} vd_scan_result;
+
+void vd_scan_store(const char *root, unsigned depth, vd_scan_result *out);
+void vd_scan_result_free(vd_scan_result *r);
+
+/* Open relpath below rootfd one component at a time, following no
+ * symbolic link. Returns a directory fd or -errno. */
+int vd_open_beneath(int rootfd, const char *relpath);
+
+/* A relative path inside the store: no "..", no hidden or empty component. */
+int vd_relpath_ok(const char *relpath);
+
+#endif

@@ -1,0 +1,179 @@
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "vd_log.h"
+#include "vd_watch.h"
+
+#define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
+	IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | \
+	IN_ONLYDIR | IN_EXCL_UNLINK)
+
+static void wd_key(int wd, char *out, size_t n)
+{
+	snprintf(out, n, "%d", wd);
+}
+
+static void forget_wd(vd_watch *w, int wd)
+{
+	char key[16], *dir;
+
+	wd_key(wd, key, sizeof(key));
+	dir = vd_map_del(&w->by_wd, key);
+	if (dir != NULL) {
+		if ((intptr_t)vd_map_get(&w->by_dir, dir) == wd)
+			vd_map_del(&w->by_dir, dir);
+		free(dir);
+	}
+}
+
+static void handle_event(vd_watch *w, const struct inotify_event *ev)
+{
+	char key[16];
+	const char *dir;
+
+	if (ev->mask & IN_Q_OVERFLOW) {
+		w->fn(w->arg, "", "", 1);
+		return;
+	}
+	wd_key(ev->wd, key, sizeof(key));
+	dir = vd_map_get(&w->by_wd, key);
+	if (dir == NULL)
+		return;
+	/* A save in progress (".round-00005.tmp-*") is not the store's business
+	 * until it is renamed into place. */
+	if (ev->len > 0 && ev->name[0] == '.')
+		return;
+	w->fn(w->arg, dir, ev->len > 0 ? ev->name : "", 0);
+	if (ev->mask & IN_IGNORED)
+		forget_wd(w, ev->wd);
+}
+
+static void on_readable(uv_poll_t *h, int status, int events)
+{
+	vd_watch *w = h->data;
+	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+	char *p;
+
+	for (;;) {
+		n = read(w->fd, buf, sizeof(buf));
+		if (n <= 0)
+			return;      /* EAGAIN: drained */
+		for (p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)(void *)p;
+			handle_event(w, ev);
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+}
+
+int vd_watch_init(vd_watch *w, uv_loop_t *loop, const char *root,
+    vd_watch_fn fn, void *arg)
+{
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	vd_map_init(&w->by_dir);
+	vd_map_init(&w->by_wd);
+	w->fn = fn;
+	w->arg = arg;
+	w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (w->fd < 0)
+		return -errno;
+	if ((w->root = strdup(root)) == NULL) {
+		close(w->fd);
+		return -ENOMEM;
+	}
+	if ((rc = uv_poll_init(loop, &w->poll, w->fd)) < 0) {
+		free(w->root);
+		close(w->fd);
+		return rc;
+	}
+	w->poll.data = w;
+	w->active = 1;
+	return uv_poll_start(&w->poll, UV_READABLE, on_readable);
+}
+
+static void add_watch(vd_watch *w, const char *dir)
+{
+	char path[PATH_MAX], key[16], *copy;
+	int wd;
+
+	snprintf(path, sizeof(path), "%s%s%s", w->root, dir[0] ? "/" : "", dir);
+	wd = inotify_add_watch(w->fd, path, WATCH_MASK | IN_DONT_FOLLOW);
+	if (wd < 0) {
+		if (errno == ENOSPC)
+			log_warn("out of inotify watches at %s: raise fs.inotify.max_user_watches; the periodic rescan still sees changes",
+			    path);
+		return;
+	}
+	wd_key(wd, key, sizeof(key));
+	copy = strdup(dir);
+	if (copy == NULL)
+		return;
+	free(vd_map_del(&w->by_wd, key));
+	vd_map_put(&w->by_wd, key, copy);
+	vd_map_put(&w->by_dir, dir, (void *)(intptr_t)wd);
+}
+
+void vd_watch_sync(vd_watch *w, char *const *dirs, size_t n)
+{
+	vd_map keep;
+	const char *k;
+	void *v;
+	size_t i, it = 0;
+	int stale[256], nstale;
+
+	if (!w->active)
+		return;
+	vd_map_init(&keep);
+	for (i = 0; i < n; i++) {
+		vd_map_put(&keep, dirs[i], (void *)1);
+		if (vd_map_get(&w->by_dir, dirs[i]) == NULL)
+			add_watch(w, dirs[i]);
+	}
+	/* Drop watches of directories that went away, in batches. */
+	do {
+		nstale = 0;
+		it = 0;
+		while (nstale < 256 && vd_map_next(&w->by_dir, &it, &k, &v))
+			if (vd_map_get(&keep, k) == NULL)
+				stale[nstale++] = (int)(intptr_t)v;
+		for (i = 0; i < (size_t)nstale; i++) {
+			inotify_rm_watch(w->fd, stale[i]);
+			forget_wd(w, stale[i]);
+		}
+	} while (nstale == 256);
+	vd_map_free(&keep);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	vd_watch *w = h->data;
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	while (vd_map_next(&w->by_wd, &it, &k, &v))
+		free(v);
+	vd_map_free(&w->by_wd);
+	vd_map_free(&w->by_dir);
+	close(w->fd);
+	free(w->root);
+}
+
+void vd_watch_close(vd_watch *w)
+{
+	if (!w->active)
+		return;
+	w->active = 0;
+	uv_close((uv_handle_t *)&w->poll, on_closed);
+}

@@ -1,0 +1,38 @@
+/*
+ * inotify watches on the directories of the store, driven by the libuv
+ * loop through one uv_poll_t. Linux inotify is not recursive: the store
+ * hands over the list of directories after every scan.
+ */
+#ifndef VD_WATCH_H
+#define VD_WATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "vd_map.h"
+
+/* dir is relative to the store root ("" for the root); name may be "".
+ * overflow: events were lost, rescan everything. */
+typedef void (*vd_watch_fn)(void *arg, const char *dir, const char *name, int overflow);
+
+typedef struct vd_watch {
+	uv_poll_t poll;
+	int fd;
+	char *root;
+	vd_map by_dir;      /* rel dir -> wd (as intptr_t) */
+	vd_map by_wd;       /* "wd" -> rel dir (strdup'd) */
+	vd_watch_fn fn;
+	void *arg;
+	int active;
+} vd_watch;
+
+int vd_watch_init(vd_watch *w, uv_loop_t *loop, const char *root,
+    vd_watch_fn fn, void *arg);
+/* Watch exactly these directories (add new ones, drop vanished ones). */
+void vd_watch_sync(vd_watch *w, char *const *dirs, size_t n);
+/* Close: the poll handle is closed; maps and fd are freed in its callback. */
+void vd_watch_close(vd_watch *w);
+
+#endif
