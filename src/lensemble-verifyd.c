@@ -176,13 +176,13 @@ static void reload(vd_daemon *d)
 		return;
 	}
 	warn_restart_keys(old, c);
+	log_info("configuration reloaded from %s", d->opts.config);
 	d->cfg = c;
 	vd_log_set_level(c->log_level);
 	vd_store_set_config(&d->store, c);
 	vd_http_set_config(d->http, c);
 	d->api.cfg = c;
 	free(old);
-	log_info("configuration reloaded from %s", d->opts.config);
 	vd_store_scan(&d->store);
 }
 

@@ -136,6 +136,10 @@ static int parse_listen(vd_config *c, const char *v, char *err, size_t errlen)
 		v++;
 		hlen -= 2;
 	}
+	if (!c->listen_v6 && memchr(v, ':', hlen) != NULL) {
+		snprintf(err, errlen, "listen: an IPv6 address goes in brackets, as [::1]:8420");
+		return -1;
+	}
 	if (hlen == 0 || hlen >= sizeof(c->listen_host)) {
 		snprintf(err, errlen, "listen: the address is empty or too long");
 		return -1;
@@ -260,7 +264,8 @@ static int parse_line(const char *p, const char *end, vd_config *c, char *seen,
 	if (vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"') {
 		v++;
 		vlen -= 2;
-	} else if (memchr(v, '"', vlen) != NULL) {
+	}
+	if (memchr(v, '"', vlen) != NULL) {
 		snprintf(err, errlen, "%s: unbalanced quote", k->name);
 		return -1;
 	}

@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "vd_http.h"
+#include "vd_json.h"
 #include "vd_log.h"
 
 #define MHD_TIMER_MAX_MS 1000     /* re-check MHD at least this often */
@@ -112,10 +113,13 @@ void vd_http_error(vd_req *r, unsigned status, const char *code,
     const char *detail, const char *const *extra)
 {
 	json_object *o = json_object_new_object(), *e = json_object_new_object();
+	char clean[512];
 	const char *s;
 
+	snprintf(clean, sizeof(clean), "%s", detail);
+	vd_utf8_sanitize(clean);
 	json_object_object_add(e, "code", json_object_new_string(code));
-	json_object_object_add(e, "detail", json_object_new_string(detail));
+	json_object_object_add(e, "detail", json_object_new_string(clean));
 	json_object_object_add(o, "error", e);
 	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -311,13 +315,13 @@ static struct MHD_Daemon *start_mhd(vd_http *h, const vd_config *cfg,
 	if (ss->ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_request_header_bytes,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 	    MHD_OPTION_ARRAY, tls,
 	    MHD_OPTION_END);

@@ -92,6 +92,20 @@ int vd_utf8_valid(const uint8_t *p, size_t len)
 	return 1;
 }
 
+void vd_utf8_sanitize(char *s)
+{
+	uint8_t *p = (uint8_t *)s, *end = p + strlen(s);
+	size_t n;
+
+	while (p < end) {
+		if ((n = utf8_seq(p, end)) == 0) {
+			*p++ = '?';
+			continue;
+		}
+		p += n;
+	}
+}
+
 static int hex4(const uint8_t *p, unsigned *out)
 {
 	unsigned v = 0;

@@ -67,5 +67,8 @@ const char *vd_jtype_name(vd_jtype t);
 
 /* Validate UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
 int vd_utf8_valid(const uint8_t *p, size_t len);
+/* Replace every byte that is not part of valid UTF-8 with '?', in place:
+ * a message that cut a name mid-character still goes into JSON whole. */
+void vd_utf8_sanitize(char *s);
 
 #endif

@@ -49,6 +49,7 @@ void vd_job_free(vd_job *j)
 {
 	if (j == NULL)
 		return;
+	vd_hdrinfo_free(&j->hdr);
 	free(j->relpath);
 	free(j);
 }
@@ -126,6 +127,7 @@ static void run_job(vd_pool *p, vd_job *j)
 	vd_fingerprint_dir(fd, &j->fp_before);
 	vd_artifact_verify(fd, &opt, &j->verdict, NULL);
 	vd_fingerprint_dir(fd, &j->fp_after);
+	vd_hdrinfo_read(fd, &j->hdr);
 	close(fd);
 	j->duration = mono_now() - pc.t0;
 }

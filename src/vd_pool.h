@@ -31,6 +31,7 @@ struct vd_job {
 	/* Results, filled by the worker. */
 	vd_verdict verdict;
 	vd_fingerprint fp_before, fp_after;
+	vd_hdrinfo hdr;            /* header.json as read after hashing */
 	double started;            /* wall clock, seconds */
 	double duration;           /* seconds */
 	uint64_t hashed;           /* bytes fed to SHA-256 */

@@ -10,6 +10,7 @@
 static int fail(char *err, size_t n, const char *msg)
 {
 	snprintf(err, n, "%s", msg);
+	vd_utf8_sanitize(err);
 	return -1;
 }
 
@@ -24,6 +25,7 @@ static int only_keys(const vd_jval *o, const char *const *keys, size_t nkeys,
 			;
 		if (i == nkeys) {
 			snprintf(err, n, "unknown field \"%.64s\"", c->key.p);
+			vd_utf8_sanitize(err);
 			return -1;
 		}
 	}
@@ -155,5 +157,7 @@ int vd_is_json_content_type(const char *ct)
 
 	if (ct == NULL || strncasecmp(ct, "application/json", n) != 0)
 		return 0;
-	return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+	for (ct += n; *ct == ' ' || *ct == '\t'; ct++)
+		;
+	return *ct == '\0' || *ct == ';';
 }

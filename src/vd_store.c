@@ -228,14 +228,45 @@ static void record_verdict(vd_copy *c, const vd_job *j)
 	c->verified_at = j->started + j->duration;
 	c->duration_ms = j->duration * 1000.0;
 	c->verdict_fp = j->fp_before;
-	c->done_gen = j->gen;
+}
+
+/* Run c once more: for a booked request (again), or because its bytes
+ * changed under the last run (kind, gen of that run), whichever is more
+ * urgent and later. */
+static void follow_up(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t gen)
+{
+	if (c->again) {
+		if (c->again_kind < kind)
+			kind = c->again_kind;
+		if (c->again_gen > gen)
+			gen = c->again_gen;
+		c->again = 0;
+	}
+	if (submit(s, c, kind, gen) < 0 && !c->backlog) {
+		c->backlog = 1;
+		s->backlog++;
+	}
+}
+
+/* The worker read header.json too: a directory adopted before any scan,
+ * or a header rewritten since, is indexed by what it claims now. */
+static void take_header(vd_store *s, vd_copy *c, vd_job *j)
+{
+	if (c->hdr.code == j->hdr.code &&
+	    strcmp(c->hdr.content_hash, j->hdr.content_hash) == 0)
+		return;
+	index_remove(s, c);
+	vd_hdrinfo_free(&c->hdr);
+	c->hdr = j->hdr;
+	memset(&j->hdr, 0, sizeof(j->hdr));
+	index_add(s, c);
 }
 
 static void on_job_done(vd_job *j, void *arg)
 {
 	vd_store *s = arg;
 	vd_copy *c = vd_map_get(&s->copies, j->relpath);
-	int changed, header_moved;
+	int changed;
 
 	vd_metrics_verified(s->metrics, j->verdict.code, j->hashed, j->duration);
 	if (c == NULL || c->inflight != j) {
@@ -249,23 +280,21 @@ static void on_job_done(vd_job *j, void *arg)
 	else
 		log_verdict(c, j);
 	record_verdict(c, j);
-	/* Bytes that changed under the hash: the verdict says nothing. */
+	if (!c->fp.ok)
+		c->fp = j->fp_before;
+	take_header(s, c, j);
+	/* Bytes that changed under the hash: the verdict describes nothing on
+	 * disk, so whoever waits for this run waits for the next one. */
 	changed = !vd_fingerprint_eq(&j->fp_before, &j->fp_after);
-	header_moved = j->verdict.claimed_hash[0] != '\0' && c->hdr.code == VD_OK &&
-	    strcmp(j->verdict.claimed_hash, c->hdr.content_hash) != 0;
-	if (changed || header_moved) {
+	if (changed) {
 		c->fp = j->fp_after;
-		schedule(s, c, VD_JOB_BACKGROUND, NULL);
+		follow_up(s, c, j->kind, j->gen);
 		vd_store_scan(s);
-	} else if (c->again) {
-		c->again = 0;
-		if (submit(s, c, c->again_kind, c->again_gen) < 0) {
-			c->backlog = 1;
-			s->backlog++;
-		}
+	} else {
+		c->done_gen = j->gen;
+		if (c->again)
+			follow_up(s, c, c->again_kind, c->again_gen);
 	}
-	if (c->inflight == NULL)
-		c->again = 0;
 	vd_job_free(j);
 	drain_backlog(s);
 	refresh(s);
@@ -487,9 +516,15 @@ static int waiter_done(vd_store *s, const vd_waiter *w)
 {
 	size_t i;
 
+	/* Done when the asked-for run finished and no newer one (for a change
+	 * seen since) is under way: the answer then describes the bytes on
+	 * disk. A scrub does not hold an answer back. */
 	for (i = 0; i < w->n; i++) {
 		vd_copy *c = vd_map_get(&s->copies, w->relpaths[i]);
-		if (c != NULL && c->done_gen < w->gens[i])
+		if (c == NULL)
+			continue;
+		if (c->done_gen < w->gens[i] ||
+		    (c->inflight != NULL && c->inflight_kind != VD_JOB_SCRUB))
 			return 0;
 	}
 	return 1;

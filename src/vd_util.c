@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vd_json.h"
 #include "vd_util.h"
 
 vd_code vd_fail(vd_err *err, vd_code code, const char *fmt, ...)
@@ -16,6 +17,7 @@ vd_code vd_fail(vd_err *err, vd_code code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
+	vd_utf8_sanitize(err->msg);
 	return code;
 }
 

@@ -1,0 +1,40 @@
+#!/bin/sh
+# /metrics: every series of the interface, valid Prometheus text.
+. "$top_srcdir/tests/integration/lib.sh"
+
+cp -r "$DATA/store-basic/." "$STORE/"
+start_daemon
+done_() { [ "$(metric 'artifacts{state="verified"}')" = 5 ]; }
+wait_for $((10 * SLOW)) done_ > /dev/null || not_ok "store-basic verified"
+code GET /healthz > /dev/null
+get /metrics > "$WORK/metrics"
+
+if command -v promtool > /dev/null 2>&1; then
+	if promtool check metrics < "$WORK/metrics" > "$WORK/promtool.out" 2>&1; then
+		ok "promtool accepts the exposition"
+	else
+		not_ok "promtool accepts the exposition"; cat "$WORK/promtool.out"
+	fi
+else
+	echo "SKIP: promtool is not installed"; exit 77
+fi
+check "Content-Type is the 0.0.4 text format" "text/plain; version=0.0.4; charset=utf-8" \
+	"$(curl -s -D - -o /dev/null "$(url /metrics)" | tr -d '\r' | sed -n 's/^Content-Type: //p')"
+
+for series in 'artifacts{state="pending"}' 'artifacts{state="verifying"}' \
+	'artifacts{state="verified"}' 'artifacts{state="failed"}' verifications_total \
+	'verification_failures_total{code="checkpoint_integrity"}' \
+	'integrity_alerts{kind="artifact_failed"}' 'integrity_alerts{kind="commitment_mismatch"}' \
+	'integrity_alerts{kind="ledger_broken"}' 'integrity_alerts{kind="fork"}' \
+	'integrity_alerts{kind="equivocation"}' 'integrity_alerts{kind="chain_broken"}' \
+	bytes_hashed_total verify_duration_seconds_count 'verify_duration_seconds_bucket{le="+Inf"}' \
+	queue_depth workers_busy committed_head_round last_scan_timestamp_seconds \
+	last_scrub_timestamp_seconds 'http_requests_total{route="/healthz",code="200"}' \
+	http_request_duration_seconds_count 'build_info{version="'"$(sed -n 's/^PACKAGE_VERSION = //p' "$top_builddir/Makefile")"'"}'; do
+	v=$(awk -v n="lensemble_verifyd_$series" '$1 == n { print $2 }' "$WORK/metrics")
+	if [ -n "$v" ]; then ok "series $series = $v"; else not_ok "series $series is exported"; fi
+done
+check "verified count" 5 "$(metric 'artifacts{state="verified"}')"
+check "bytes hashed: five artifacts of 352 tensor bytes" 1760 "$(metric bytes_hashed_total)"
+check "no hash or path in any label" 0 "$(grep -cE '[0-9a-f]{64}|round-0' "$WORK/metrics")"
+finish

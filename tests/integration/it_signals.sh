@@ -1,0 +1,63 @@
+#!/bin/sh
+# Configuration checks, SIGHUP reloads (good and bad), SIGTERM while
+# hashing, port 0, and the root refusal.
+. "$top_srcdir/tests/integration/lib.sh"
+
+cp -r "$DATA/store-basic/." "$STORE/"
+H4=31ceb436627afcffadc9adaa9ebaf7b86029955c1fc49236999a28ab33cb235e
+
+# -t: good and bad configurations.
+write_conf
+"$DAEMON" -t -c "$CONF" > "$WORK/t.out" 2>&1
+check "-t accepts a good configuration" 0 "$?"
+printf 'store = %s\nworkers = many\n' "$STORE" > "$WORK/bad.conf"
+"$DAEMON" -t -c "$WORK/bad.conf" > "$WORK/t.out" 2>&1
+check "-t refuses a bad configuration with status 1" 1 "$?"
+check "and names the file and line" 1 "$(grep -c "bad.conf:2: workers must be a whole number" "$WORK/t.out")"
+"$DAEMON" -t -c "$WORK/missing.conf" > "$WORK/t.out" 2>&1
+check "-t refuses a missing file" 1 "$?"
+"$DAEMON" -t -c "$CONF" --listen nowhere > "$WORK/t.out" 2>&1
+check "a bad command-line override is refused" 1 "$?"
+"$DAEMON" --bogus > /dev/null 2>&1
+check "an unknown option is a usage error" 2 "$?"
+if [ "$(id -u)" = 0 ]; then
+	printf 'store = %s\nlisten = 127.0.0.1:0\n' "$STORE" > "$WORK/root.conf"
+	"$DAEMON" -f -c "$WORK/root.conf" > "$WORK/t.out" 2>&1
+	check "as root without a user to switch to, it refuses to start" 1 "$?"
+	check "saying why" 1 "$(grep -c 'refusing to run as root' "$WORK/t.out")"
+fi
+
+start_daemon
+check "port 0: the bound port is logged" 1 "$(grep -c 'listening on 127.0.0.1:[1-9]' "$LOG")"
+wait_for $((10 * SLOW)) sh -c "[ \"\$(curl -s $(url /artifact/$H4) | jq -r .state)\" = verified ]" >/dev/null
+[ -n "$RUN_AS" ] && check "it switched user after binding" 1 "$(grep -c "running as user $RUN_AS" "$LOG")"
+
+# A bad configuration on SIGHUP: refused, old one kept, still serving.
+cp "$CONF" "$WORK/good.conf"
+echo "bogus_key = 1" >> "$CONF"
+kill -HUP "$DPID"
+refused() { grep -q 'reload refused' "$LOG"; }
+wait_for $((2 * SLOW)) refused >/dev/null
+check "a bad reload is refused, naming the line" 1 "$(grep -c 'reload refused.*verifyd.conf:[0-9]*: unknown key "bogus_key"' "$LOG")"
+check "it keeps serving" 200 "$(code GET "/artifact/$H4")"
+check "with the old configuration" verified "$(state_of "$H4")"
+
+# A good configuration on SIGHUP applies.
+cp "$WORK/good.conf" "$CONF"
+sed -i 's/^log_level = debug/log_level = warning/' "$CONF"
+kill -HUP "$DPID"
+reloaded() { grep -q 'configuration reloaded' "$LOG"; }
+wait_for $((2 * SLOW)) reloaded >/dev/null
+check "a good reload is applied" 1 "$(grep -c 'configuration reloaded' "$LOG")"
+n=$(grep -c 'GET /healthz' "$LOG")
+code GET /healthz > /dev/null
+check "the new log level holds (no access log at warning)" "$n" "$(grep -c 'GET /healthz' "$LOG")"
+
+# SIGTERM while a large artifact is being hashed: out within 5 s, status 0.
+"$MKART" --round 9 --sparse --bytes $((1024 * 1024 * 1024)) "$STORE/big" > /dev/null
+chmod -R a+rX "$STORE/big"
+busy() { [ "$(metric workers_busy)" -ge 1 ]; }
+wait_for $((5 * SLOW)) busy > /dev/null || true
+stop_daemon
+
+finish

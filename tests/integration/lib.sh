@@ -1,0 +1,185 @@
+# Shared by the integration tests: start the real daemon on a loopback
+# port against a scratch store, talk HTTP to it with curl, check with jq.
+#
+# Environment: top_srcdir, top_builddir (set by make check);
+# VD_VALGRIND=1 runs the daemon under valgrind memcheck (timeouts scale).
+set -u
+
+: "${top_srcdir:?run through make check}"
+: "${top_builddir:?run through make check}"
+DATA="$top_srcdir/tests/data"
+MKART="$top_builddir/tools/vd-mkartifact"
+DAEMON="$top_builddir/lensemble-verifyd"
+SLOW=1
+[ "${VD_VALGRIND:-0}" = 1 ] && SLOW=8
+
+PASSED=0
+FAILED=0
+DPID=
+PORT=
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/vd-it.XXXXXX")
+# The daemon drops to an unprivileged user when started as root: it must
+# be able to read the store and write its state directory.
+chmod 755 "$WORK"
+STORE="$WORK/store"
+STATE="$WORK/state"
+CONF="$WORK/verifyd.conf"
+LOG="$WORK/daemon.log"
+mkdir -p "$STORE" "$STATE"
+RUN_AS=
+if [ "$(id -u)" = 0 ]; then
+	RUN_AS=nobody
+	chown nobody "$STATE"
+fi
+
+need() {
+	command -v "$1" >/dev/null 2>&1 || { echo "SKIP: $1 is not installed"; exit 77; }
+}
+need curl
+need jq
+
+ok() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
+not_ok() { FAILED=$((FAILED + 1)); echo "not ok - $*"; }
+
+# check DESCRIPTION EXPECTED ACTUAL
+check() {
+	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected '$2', got '$3'"; fi
+}
+
+# write_conf [extra lines...]: a config with the test's store and state.
+write_conf() {
+	{
+		echo "store = $STORE"
+		echo "state_dir = $STATE"
+		echo "listen = 127.0.0.1:0"
+		echo "log_level = debug"
+		echo "debounce_ms = 100"
+		[ -n "$RUN_AS" ] && echo "user = $RUN_AS"
+		for line in "$@"; do echo "$line"; done
+	} > "$CONF"
+}
+
+start_daemon() {
+	local i
+	[ -f "$CONF" ] || write_conf
+	chmod -R a+rX "$STORE"
+	: > "$LOG"
+	if [ "${VD_VALGRIND:-0}" = 1 ]; then
+		valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect \
+			--errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
+			--log-file="$WORK/valgrind.%p" \
+			"$DAEMON" -f -c "$CONF" "$@" >> "$LOG" 2>&1 &
+	else
+		"$DAEMON" -f -c "$CONF" "$@" >> "$LOG" 2>&1 &
+	fi
+	DPID=$!
+	for i in $(seq 1 $((100 * SLOW))); do
+		PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$LOG" | head -n 1)
+		[ -n "$PORT" ] && break
+		kill -0 "$DPID" 2>/dev/null || break
+		sleep 0.05
+	done
+	if [ -z "$PORT" ]; then
+		echo "the daemon did not start:"; cat "$LOG"
+		exit 1
+	fi
+	wait_ready
+}
+
+wait_ready() {
+	local i
+	for i in $(seq 1 $((100 * SLOW))); do
+		[ "$(code GET /readyz)" = 200 ] && return 0
+		sleep 0.05
+	done
+	not_ok "the daemon became ready"
+}
+
+# stop_daemon: SIGTERM, then it must exit 0 within 5 seconds.
+stop_daemon() {
+	local i rc
+	[ -n "$DPID" ] || return 0
+	kill -TERM "$DPID" 2>/dev/null
+	for i in $(seq 1 $((100 * SLOW))); do
+		kill -0 "$DPID" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$DPID" 2>/dev/null; then
+		not_ok "the daemon exits within $((5 * SLOW)) s of SIGTERM"
+		kill -KILL "$DPID"
+	fi
+	wait "$DPID"; rc=$?
+	DPID=
+	check "the daemon exits with status 0 on SIGTERM" 0 "$rc"
+	check_valgrind
+}
+
+check_valgrind() {
+	local f
+	[ "${VD_VALGRIND:-0}" = 1 ] || return 0
+	for f in "$WORK"/valgrind.*; do
+		[ -e "$f" ] || continue
+		if [ -s "$f" ]; then
+			not_ok "valgrind is clean ($f)"; cat "$f"
+		else
+			ok "valgrind reports no errors and no leaks"
+		fi
+		rm -f "$f"
+	done
+}
+
+url() { echo "http://127.0.0.1:$PORT$1"; }
+
+# code METHOD PATH [curl args...]: the HTTP status alone.
+code() {
+	local m=$1 p=$2; shift 2
+	curl -s -o /dev/null -w '%{http_code}' -X "$m" "$@" "$(url "$p")"
+}
+
+get() { curl -s "$(url "$1")"; }
+
+# post PATH BODY [curl args...]
+post() {
+	local p=$1 b=$2; shift 2
+	curl -s -X POST -H 'Content-Type: application/json' --data-binary "$b" "$@" "$(url "$p")"
+}
+
+state_of() { get "/artifact/$1" | jq -r '.state // empty'; }
+
+# wait_for SECONDS COMMAND...: until COMMAND succeeds; prints the seconds it took.
+wait_for() {
+	local limit=$1 start now; shift
+	start=$(date +%s.%N)
+	while :; do
+		if "$@"; then
+			now=$(date +%s.%N)
+			awk -v a="$start" -v b="$now" 'BEGIN { printf "%.2f\n", b - a }'
+			return 0
+		fi
+		now=$(date +%s.%N)
+		if awk -v a="$start" -v b="$now" -v l="$limit" 'BEGIN { exit !(b - a > l) }'; then
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+metric() {
+	get /metrics | awk -v n="lensemble_verifyd_$1" '$1 == n { print $2 }'
+}
+
+finish() {
+	stop_daemon
+	echo "$PASSED passed, $FAILED failed"
+	if [ "$FAILED" -gt 0 ]; then
+		echo "--- daemon log ---"; tail -n 60 "$LOG"
+	fi
+	rm -rf "$WORK"
+	[ "$FAILED" -eq 0 ]
+}
+
+cleanup_on_exit() {
+	[ -n "$DPID" ] && kill -KILL "$DPID" 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup_on_exit INT TERM
