@@ -26,6 +26,7 @@
 #include "vd_log.h"
 #include "vd_metrics.h"
 #include "vd_notify.h"
+#include "vd_state.h"
 #include "vd_store.h"
 
 #ifndef SYSCONFDIR
@@ -51,6 +52,7 @@ typedef struct vd_daemon {
 	vd_store store;
 	vd_http *http;
 	vd_api api;
+	vd_state *state;
 	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t status, watchdog;
 	int stopping;
@@ -182,6 +184,7 @@ static void reload(vd_daemon *d)
 	vd_store_set_config(&d->store, c);
 	vd_http_set_config(d->http, c);
 	d->api.cfg = c;
+	vd_api_load_token(&d->api);
 	free(old);
 	vd_store_scan(&d->store);
 }
@@ -312,6 +315,18 @@ static int start_http(vd_daemon *d)
 	return 0;
 }
 
+/* The database is refused, never recreated, when damaged or too new. */
+static int open_state(vd_daemon *d)
+{
+	char err[512];
+
+	if (vd_state_open(d->cfg->state_dir, &d->state, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
 static int run(vd_daemon *d)
 {
 	struct timespec ts;
@@ -320,17 +335,29 @@ static int run(vd_daemon *d)
 	uv_loop_init(&d->loop);
 	vd_metrics_init(&d->metrics);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	d->api = (vd_api){ &d->store, &d->metrics, d->cfg, 1,
-		(double)ts.tv_sec + (double)ts.tv_nsec / 1e9 };
+	memset(&d->api, 0, sizeof(d->api));
+	d->api.store = &d->store;
+	d->api.metrics = &d->metrics;
+	d->api.cfg = d->cfg;
+	d->api.start_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	start_signals(d);
 	if (start_http(d) < 0)
 		return 1;
+	/* Read as the starting user: the token file may be root's alone. */
+	vd_api_load_token(&d->api);
 	if (d->cfg->user[0] && drop_privileges(d->cfg) < 0)
+		return 1;
+	if (open_state(d) < 0)
 		return 1;
 	if ((rc = vd_store_init(&d->store, &d->loop, d->cfg, &d->metrics)) < 0) {
 		log_error("cannot start the store: %s", uv_strerror(rc));
 		return 1;
 	}
+	if (vd_store_attach_state(&d->store, d->state) < 0) {
+		log_error("cannot load the state database: %s", vd_state_error(d->state));
+		return 1;
+	}
+	d->api.state_ready = 1;
 	start_timers(d);
 	vd_notify("READY=1");
 	log_info("lensemble-verifyd %s watching %s", PACKAGE_VERSION, d->cfg->store);
@@ -338,6 +365,7 @@ static int run(vd_daemon *d)
 	rc = uv_loop_close(&d->loop);
 	if (rc != 0)
 		log_warn("event loop closed with handles open");
+	vd_state_close(d->state);
 	log_info("stopped");
 	return 0;
 }

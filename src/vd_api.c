@@ -6,13 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "vd_api.h"
+#include "vd_hash.h"
 #include "vd_log.h"
 #include "vd_reqparse.h"
+
+#include <openssl/crypto.h>
 
 #define JSON_OUT (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
@@ -80,6 +84,54 @@ static json_object *header_json(const vd_hdrinfo *h)
 	return o;
 }
 
+static json_object *chain_json(const vd_group *g)
+{
+	json_object *o = json_object_new_object(), *breaks = json_object_new_array();
+	size_t i;
+
+	json_object_object_add(o, "status", json_object_new_string(vd_chain_status_name(g->chain)));
+	json_object_object_add(o, "length", json_object_new_uint64(g->chain_len));
+	json_object_object_add(o, "root", jstr_or_null(g->root));
+	for (i = 0; i < g->n_breaks; i++) {
+		json_object *b = json_object_new_object();
+		json_object_object_add(b, "content_hash", json_object_new_string(g->breaks[i].hash));
+		json_object_object_add(b, "round_index", json_object_new_int64(g->breaks[i].round_index));
+		json_object_object_add(b, "reason", json_object_new_string(vd_break_name(g->breaks[i].reason)));
+		json_object_array_add(breaks, b);
+	}
+	json_object_object_add(o, "breaks", breaks);
+	if (g->breaks_total > g->n_breaks)
+		json_object_object_add(o, "breaks_not_listed",
+		    json_object_new_uint64(g->breaks_total - g->n_breaks));
+	return o;
+}
+
+static const char *slot_hash(const vd_commit_slot *sl, vd_commit_source src)
+{
+	return src == VD_SRC_LEDGER ? sl->ledger_hash : src == VD_SRC_ROUNDCLOSE ?
+	    sl->post_hash : sl->pinned_hash;
+}
+
+static json_object *commitment_json(const vd_group *g)
+{
+	const vd_commit_slot *sl = g->commit;
+	json_object *o;
+
+	if (sl == NULL)
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "round_index", sl->has_pinned && sl->round_index < 0 ?
+	    NULL : json_object_new_int64(sl->round_index));
+	json_object_object_add(o, "source", json_object_new_string(vd_commit_source_name(g->commit_source)));
+	json_object_object_add(o, "where", json_object_new_string(
+	    g->commit_source == VD_SRC_LEDGER ? sl->ledger_where :
+	    g->commit_source == VD_SRC_ROUNDCLOSE ? "api" : "config"));
+	json_object_object_add(o, "global_model_hash",
+	    json_object_new_string(slot_hash(sl, g->commit_source)));
+	json_object_object_add(o, "matches", json_object_new_boolean(g->committed));
+	return o;
+}
+
 static json_object *pending_chain(void)
 {
 	json_object *o = json_object_new_object();
@@ -123,9 +175,9 @@ static json_object *group_json(const vd_group *g)
 	json_object_object_add(o, "header", header_json(&g->copies[0]->hdr));
 	json_object_object_add(o, "tensors", good ? json_object_new_uint64(good->tensors) : NULL);
 	json_object_object_add(o, "bytes", good ? json_object_new_uint64(good->bytes) : NULL);
-	json_object_object_add(o, "commitment", NULL);
-	json_object_object_add(o, "chain", pending_chain());
-	json_object_object_add(o, "trusted", json_object_new_boolean(0));
+	json_object_object_add(o, "commitment", commitment_json(g));
+	json_object_object_add(o, "chain", chain_json(g));
+	json_object_object_add(o, "trusted", json_object_new_boolean(g->trusted));
 	return o;
 }
 
@@ -559,6 +611,364 @@ static void post_verify(vd_api *api, vd_req *r)
 	vd_http_suspend(r);
 }
 
+/* ---- POST /roundclose -------------------------------------------------- */
+
+void vd_api_load_token(vd_api *api)
+{
+	char buf[VD_TOKEN_MAX + 2];
+	size_t n = 0, i;
+	FILE *f;
+
+	api->token_error[0] = '\0';
+	if (api->cfg->token_file[0] == '\0') {
+		api->token_len = 0;
+		return;
+	}
+	if ((f = fopen(api->cfg->token_file, "re")) == NULL) {
+		snprintf(api->token_error, sizeof(api->token_error), "cannot read the token file %s: %s",
+		    api->cfg->token_file, strerror(errno));
+		log_error("%s; %s", api->token_error, api->token_len ? "keeping the token read before" :
+		    "POST /roundclose is refused until it can be read");
+		return;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	for (i = 0; i < n && buf[i] > ' ' && buf[i] < 0x7f; i++)
+		;
+	if (n < VD_TOKEN_MIN || n > VD_TOKEN_MAX || i != n) {
+		snprintf(api->token_error, sizeof(api->token_error),
+		    "the token file %s must hold one token of %d to %d printable characters",
+		    api->cfg->token_file, VD_TOKEN_MIN, VD_TOKEN_MAX);
+		log_error("%s", api->token_error);
+		api->token_len = 0;
+		return;
+	}
+	memcpy(api->token, buf, n + 1);
+	api->token_len = n;
+	explicit_bzero(buf, sizeof(buf));
+}
+
+/* Compare digests, so neither the bytes nor the length leak through time. */
+static int token_ok(vd_api *api, const char *given, size_t len)
+{
+	char ha[VD_HASH_HEX_LEN + 1], hb[VD_HASH_HEX_LEN + 1];
+
+	if (vd_sha256_hex(given, len, ha) < 0 || vd_sha256_hex(api->token, api->token_len, hb) < 0)
+		return 0;
+	return CRYPTO_memcmp(ha, hb, VD_HASH_HEX_LEN) == 0;
+}
+
+static int authorized(vd_api *api, vd_req *r)
+{
+	const char *h = vd_req_header(r, "Authorization");
+
+	if (api->token_len == 0) {
+		vd_http_error(r, 403, "forbidden", api->token_error[0] ? api->token_error :
+		    "no operator token is configured (token_file), so commitments cannot be posted", NULL);
+		return 0;
+	}
+	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0 || !token_ok(api, h + 7, strlen(h + 7))) {
+		vd_http_error(r, 401, "unauthorized", "a valid operator token is required: Authorization: Bearer <token>",
+		    (const char *const[]){ "WWW-Authenticate", "Bearer realm=\"lensemble-verifyd\"", NULL });
+		return 0;
+	}
+	return 1;
+}
+
+static int run_param(vd_req *r, char *out, size_t n)
+{
+	const char *q = vd_req_query(r, "run");
+
+	if (q == NULL || q[0] == '\0' || strcmp(q, ".") == 0) {
+		out[0] = '\0';
+		return 0;
+	}
+	if (!vd_relpath_ok(q) || strlen(q) >= n)
+		return -1;
+	snprintf(out, n, "%s", q);
+	return 0;
+}
+
+static void post_roundclose(vd_api *api, vd_req *r)
+{
+	char err[256], run[1024], existing[VD_HASH_HEX_LEN + 1], detail[400];
+	vd_roundclose rc;
+	json_object *o;
+	int res;
+
+	if (!authorized(api, r))
+		return;
+	if (!vd_is_json_content_type(vd_req_header(r, "Content-Type"))) {
+		vd_http_error(r, 415, "unsupported_media_type", "the body must be application/json", NULL);
+		return;
+	}
+	if (run_param(r, run, sizeof(run)) < 0) {
+		vd_http_error(r, 400, "bad_request", "run must name a directory inside the store, without \"..\" or hidden parts", NULL);
+		return;
+	}
+	if (vd_parse_roundclose(r->body.p ? r->body.p : (const uint8_t *)"", r->body.len,
+	    api->cfg->max_json_depth, &rc, err, sizeof(err)) < 0) {
+		vd_http_error(r, 400, "bad_request", err, NULL);
+		return;
+	}
+	res = vd_store_post_commitment(api->store, run, rc.round_index, rc.global_model_hash,
+	    rc.schema_version, existing);
+	if (res < 0) {
+		vd_http_error(r, 503, "overloaded", "the commitment could not be stored durably; try again",
+		    (const char *const[]){ "Retry-After", VD_API_RETRY_AFTER, NULL });
+		return;
+	}
+	if (res == 2) {
+		log_warn("RoundClose for run %s round %lld names %s, but %s is already committed",
+		    vd_run_name(run), (long long)rc.round_index, rc.global_model_hash, existing);
+		snprintf(detail, sizeof(detail), "round %lld of run %s is already committed to %s",
+		    (long long)rc.round_index, vd_run_name(run), existing);
+		vd_http_error(r, 409, "commitment_conflict", detail, NULL);
+		return;
+	}
+	if (res == 0)
+		log_info("commitment recorded: run %s round %lld -> %s", vd_run_name(run),
+		    (long long)rc.round_index, rc.global_model_hash);
+	o = json_object_new_object();
+	json_object_object_add(o, "run", json_object_new_string(vd_run_name(run)));
+	json_object_object_add(o, "round_index", json_object_new_int64(rc.round_index));
+	json_object_object_add(o, "global_model_hash", json_object_new_string(rc.global_model_hash));
+	json_object_object_add(o, "source", json_object_new_string("roundclose"));
+	json_object_object_add(o, "created", json_object_new_boolean(res == 0));
+	send_json(r, res == 0 ? 201 : 200, o, NULL);
+}
+
+/* ---- GET /chain -------------------------------------------------------- */
+
+static json_object *head_json(int64_t round, const char *hash)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "round_index", json_object_new_int64(round));
+	json_object_object_add(o, "content_hash", json_object_new_string(hash));
+	return o;
+}
+
+static int copy_in_run(const vd_group *g, const char *run)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++)
+		if (strcmp(g->copies[i]->run, run) == 0)
+			return 1;
+	return 0;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every run: a directory holding a ledger or an artifact. */
+static char **list_runs(vd_store *s, size_t *n)
+{
+	vd_map seen;
+	const char *k;
+	void *v;
+	size_t it = 0, i;
+	char **runs;
+
+	vd_map_init(&seen);
+	for (i = 0; i < s->n_ledgers; i++)
+		vd_map_put(&seen, s->ledgers[i].run, NULL);
+	while (vd_map_next(&s->copies, &it, &k, &v))
+		vd_map_put(&seen, ((vd_copy *)v)->run, NULL);
+	runs = calloc(seen.count + 1, sizeof(*runs));
+	*n = 0;
+	it = 0;
+	while (runs && vd_map_next(&seen, &it, &k, &v))
+		runs[(*n)++] = strdup(k);
+	if (runs)
+		qsort(runs, *n, sizeof(*runs), str_cmp);
+	vd_map_free(&seen);
+	return runs;
+}
+
+static int parent_of_verified_in_run(vd_store *s, const char *hash, const char *run)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	while (vd_map_next(&s->groups, &it, &k, &v)) {
+		vd_group *c = v;
+		if (c->has_parent && strcmp(c->parent, hash) == 0 &&
+		    vd_group_state(c) == VD_AS_VERIFIED && copy_in_run(c, run))
+			return 1;
+	}
+	return 0;
+}
+
+static json_object *run_json(vd_store *s, const char *run)
+{
+	json_object *o = json_object_new_object(), *heads = json_object_new_array();
+	const vd_group *best = NULL;
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	while (vd_map_next(&s->groups, &it, &k, &v)) {
+		vd_group *g = v;
+		if (!copy_in_run(g, run) || vd_group_state(g) != VD_AS_VERIFIED)
+			continue;
+		if (g->trusted && (best == NULL || g->round_index > best->round_index))
+			best = g;
+		if (!parent_of_verified_in_run(s, g->hash, run))
+			json_object_array_add(heads, head_json(g->round_index, g->hash));
+	}
+	json_object_object_add(o, "run", json_object_new_string(vd_run_name(run)));
+	json_object_object_add(o, "committed_head", best ? head_json(best->round_index, best->hash) : NULL);
+	json_object_object_add(o, "heads", heads);
+	return o;
+}
+
+static json_object *forks_json(vd_store *s)
+{
+	json_object *forks = json_object_new_array();
+	const char *k, *k2;
+	void *v, *v2;
+	size_t it = 0, it2;
+
+	while (vd_map_next(&s->alerts, &it, &k, &v)) {
+		vd_alert *a = v;
+		json_object *f, *children;
+		if (a->kind != VD_ALERT_FORK)
+			continue;
+		f = json_object_new_object();
+		children = json_object_new_array();
+		json_object_object_add(f, "parent", json_object_new_string(a->subject));
+		it2 = 0;
+		while (vd_map_next(&s->groups, &it2, &k2, &v2)) {
+			vd_group *c = v2;
+			if (c->has_parent && strcmp(c->parent, a->subject) == 0 &&
+			    vd_group_state(c) == VD_AS_VERIFIED)
+				json_object_array_add(children, json_object_new_string(c->hash));
+		}
+		json_object_object_add(f, "children", children);
+		json_object_array_add(forks, f);
+	}
+	return forks;
+}
+
+static json_object *ledger_json(const vd_scan_ledger *l)
+{
+	json_object *o = json_object_new_object(), *b = NULL;
+	int valid = l->read_ok && l->result.brk == VD_LEDGER_INTACT;
+	size_t i, suspect = 0;
+
+	json_object_object_add(o, "path", json_object_new_string(l->relpath));
+	json_object_object_add(o, "run", json_object_new_string(vd_run_name(l->run)));
+	json_object_object_add(o, "records", json_object_new_uint64(l->result.records));
+	json_object_object_add(o, "trusted_records", json_object_new_uint64(l->result.trusted));
+	json_object_object_add(o, "chain_valid", json_object_new_boolean(valid));
+	if (!l->read_ok) {
+		b = json_object_new_object();
+		json_object_object_add(b, "line", NULL);
+		json_object_object_add(b, "reason", json_object_new_string("unreadable"));
+		json_object_object_add(b, "detail", json_object_new_string(l->read_error));
+	} else if (!valid) {
+		b = json_object_new_object();
+		json_object_object_add(b, "line", json_object_new_uint64(l->result.break_line));
+		json_object_object_add(b, "reason", json_object_new_string(vd_ledger_break_name(l->result.brk)));
+		json_object_object_add(b, "detail", json_object_new_string(l->result.break_detail));
+		/* The last good record before the break may be the rewritten one. */
+		for (i = 0; i < l->n_entries; i++)
+			if (l->entries[i].line < l->result.break_line)
+				suspect = l->entries[i].line;
+	}
+	json_object_object_add(o, "first_break", b);
+	json_object_object_add(o, "suspect_line", suspect ? json_object_new_uint64(suspect) : NULL);
+	return o;
+}
+
+static void add_commitment(json_object *list, vd_store *s, const char *run, int64_t round,
+    const char *hash, const char *source)
+{
+	json_object *o = json_object_new_object();
+	vd_group *g = vd_store_group(s, hash);
+
+	json_object_object_add(o, "run", json_object_new_string(vd_run_name(run)));
+	json_object_object_add(o, "round_index", round < 0 ? NULL : json_object_new_int64(round));
+	json_object_object_add(o, "global_model_hash", json_object_new_string(hash));
+	json_object_object_add(o, "source", json_object_new_string(source));
+	json_object_object_add(o, "artifact_state", json_object_new_string(
+	    g ? vd_astate_name(vd_group_state(g)) : "missing"));
+	json_object_array_add(list, o);
+}
+
+static int slot_cmp(const void *a, const void *b)
+{
+	const vd_commit_slot *x = *(const vd_commit_slot *const *)a;
+	const vd_commit_slot *y = *(const vd_commit_slot *const *)b;
+	int c = strcmp(x->run, y->run);
+
+	if (c != 0)
+		return c;
+	return (x->round_index > y->round_index) - (x->round_index < y->round_index);
+}
+
+/* Every trusted commitment, by run and round. */
+static json_object *commitments_json(vd_store *s)
+{
+	json_object *list = json_object_new_array();
+	vd_commit_slot **slots = calloc(s->commits.count + 1, sizeof(*slots));
+	const char *k;
+	void *v;
+	size_t it = 0, n = 0, i;
+
+	while (slots && vd_map_next(&s->commits, &it, &k, &v))
+		slots[n++] = v;
+	if (slots)
+		qsort(slots, n, sizeof(*slots), slot_cmp);
+	for (i = 0; i < n; i++) {
+		vd_commit_slot *sl = slots[i];
+		if (sl->has_pinned)
+			add_commitment(list, s, "", -1, sl->pinned_hash, "pinned");
+		if (sl->has_ledger)
+			add_commitment(list, s, sl->run, sl->round_index, sl->ledger_hash, "ledger");
+		if (sl->has_post)
+			add_commitment(list, s, sl->run, sl->round_index, sl->post_hash, "roundclose");
+	}
+	free(slots);
+	return list;
+}
+
+static void get_chain(vd_api *api, vd_req *r)
+{
+	vd_store *s = api->store;
+	json_object *o = json_object_new_object(), *runs = json_object_new_array(), *head = NULL;
+	json_object *ledgers = json_object_new_array();
+	char **names;
+	size_t n = 0, i;
+
+	names = list_runs(s, &n);
+	for (i = 0; names && i < n; i++) {
+		json_object_array_add(runs, run_json(s, names[i]));
+		free(names[i]);
+	}
+	free(names);
+	json_object_object_add(o, "runs", runs);
+	if (s->head_round >= 0) {
+		head = head_json(s->head_round, s->head_hash);
+		json_object_object_add(head, "run", json_object_new_string(vd_run_name(s->head_run)));
+	}
+	json_object_object_add(o, "committed_head", head);
+	json_object_object_add(o, "forks", forks_json(s));
+	for (i = 0; i < s->n_ledgers; i++)
+		json_object_array_add(ledgers, ledger_json(&s->ledgers[i]));
+	json_object_object_add(o, "ledgers", ledgers);
+	json_object_object_add(o, "commitments", commitments_json(s));
+	send_json(r, 200, o, NULL);
+}
+
 /* ---- routing ---------------------------------------------------------- */
 
 typedef void (*route_fn)(vd_api *api, vd_req *r);
@@ -581,6 +991,8 @@ static const struct route {
 } routes[] = {
 	{ "/artifact/", 1, "GET", get_artifact_route },
 	{ "/verify", 0, "POST", post_verify },
+	{ "/roundclose", 0, "POST", post_roundclose },
+	{ "/chain", 0, "GET", get_chain },
 	{ "/artifacts", 0, "GET", get_artifacts },
 	{ "/metrics", 0, "GET", get_metrics },
 	{ "/healthz", 0, "GET", get_healthz },

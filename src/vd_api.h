@@ -15,6 +15,8 @@
 #define VD_API_DEFAULT_WAIT 30     /* seconds, POST /verify?wait= */
 #define VD_API_MAX_WAIT 300
 #define VD_API_RETRY_AFTER "5"     /* seconds, with 503 */
+#define VD_TOKEN_MAX 512           /* bytes in the operator token */
+#define VD_TOKEN_MIN 16
 
 typedef struct vd_api {
 	vd_store *store;
@@ -22,7 +24,13 @@ typedef struct vd_api {
 	const vd_config *cfg;
 	int state_ready;           /* the state database is loaded */
 	double start_time;
+	char token[VD_TOKEN_MAX + 1];  /* never logged, never echoed */
+	size_t token_len;          /* 0: POST /roundclose is refused */
+	char token_error[256];
 } vd_api;
+
+/* (Re)read the operator token from cfg->token_file. */
+void vd_api_load_token(vd_api *api);
 
 void vd_api_handle(vd_req *r, void *arg);
 void vd_api_done(vd_req *r, double seconds, void *arg);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "vd_log.h"
+#include "vd_state.h"
 #include "vd_store.h"
 
 #define SCAN_SETTLE_MAX_MS 1000   /* a stream of events delays a scan at most this */
@@ -21,9 +22,12 @@ struct vd_waiter {
 	void *arg;
 };
 
-static void refresh(vd_store *s);
 static void check_waiters(vd_store *s);
 static void close_step(vd_store *s);
+static void scrub_next(vd_store *s);
+
+
+#define refresh vd_store_refresh
 
 const char *vd_astate_name(vd_astate st)
 {
@@ -217,6 +221,26 @@ static void log_verdict(const vd_copy *c, const vd_job *j)
 		    vd_code_name(j->verdict.code), j->verdict.detail);
 }
 
+/* A verdict outlives the process, keyed by the identities it holds for. */
+static void persist_verdict(vd_store *s, const vd_copy *c)
+{
+	vd_stored_verdict v;
+
+	if (s->state == NULL || !c->verdict_fp.ok)
+		return;
+	memset(&v, 0, sizeof(v));
+	snprintf(v.relpath, sizeof(v.relpath), "%s", c->relpath);
+	memcpy(v.fingerprint, c->verdict_fp.digest, sizeof(v.fingerprint));
+	v.code = c->code;
+	snprintf(v.detail, sizeof(v.detail), "%s", c->detail);
+	memcpy(v.content_hash, c->recomputed, sizeof(v.content_hash));
+	v.tensors = c->tensors;
+	v.bytes = c->bytes;
+	v.verified_at = c->verified_at;
+	v.duration_ms = c->duration_ms;
+	vd_state_put_verdict(s->state, &v);
+}
+
 static void record_verdict(vd_copy *c, const vd_job *j)
 {
 	c->has_verdict = 1;
@@ -270,6 +294,8 @@ static void on_job_done(vd_job *j, void *arg)
 
 	vd_metrics_verified(s->metrics, j->verdict.code, j->hashed, j->duration);
 	if (c == NULL || c->inflight != j) {
+		if (j->kind == VD_JOB_SCRUB)
+			scrub_next(s);
 		vd_job_free(j);     /* the directory went away meanwhile */
 		check_waiters(s);
 		return;
@@ -292,9 +318,12 @@ static void on_job_done(vd_job *j, void *arg)
 		vd_store_scan(s);
 	} else {
 		c->done_gen = j->gen;
+		persist_verdict(s, c);
 		if (c->again)
 			follow_up(s, c, c->again_kind, c->again_gen);
 	}
+	if (j->kind == VD_JOB_SCRUB)
+		scrub_next(s);
 	vd_job_free(j);
 	drain_backlog(s);
 	refresh(s);
@@ -330,12 +359,38 @@ static vd_copy *new_copy(vd_store *s, const char *relpath, const char *run)
 static void remove_copy(vd_store *s, vd_copy *c)
 {
 	log_info("artifact directory %s is gone", c->relpath);
+	if (s->state)
+		vd_state_forget_verdict(s->state, c->relpath);
 	index_remove(s, c);
 	vd_map_del(&s->copies, c->relpath);
 	if (c->backlog)
 		s->backlog--;
 	/* An in-flight job finds no copy on return and is dropped. */
 	free_copy(c);
+}
+
+/* After a restart: a directory whose files have the identities a stored
+ * verdict was reached on gets that verdict without being hashed again. */
+static void adopt_stored(vd_store *s, vd_copy *c)
+{
+	vd_stored_verdict *v = vd_map_get(&s->stored, c->relpath);
+
+	if (v == NULL)
+		return;
+	if (c->fp.ok && !c->has_verdict &&
+	    memcmp(v->fingerprint, c->fp.digest, sizeof(v->fingerprint)) == 0) {
+		c->has_verdict = 1;
+		c->code = v->code;
+		snprintf(c->detail, sizeof(c->detail), "%s", v->detail);
+		memcpy(c->recomputed, v->content_hash, sizeof(c->recomputed));
+		c->tensors = v->tensors;
+		c->bytes = v->bytes;
+		c->verified_at = v->verified_at;
+		c->duration_ms = v->duration_ms;
+		c->verdict_fp = c->fp;
+		log_debug("%s unchanged since its stored verdict: not hashed again", c->relpath);
+	}
+	free(vd_map_del(&s->stored, c->relpath));
 }
 
 static void merge_artifact(vd_store *s, vd_scan_artifact *a)
@@ -357,6 +412,7 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 	memset(&a->hdr, 0, sizeof(a->hdr));
 	c->fp = a->fp;
 	index_add(s, c);
+	adopt_stored(s, c);
 	if (!c->has_verdict || !vd_fingerprint_eq(&c->verdict_fp, &c->fp))
 		schedule(s, c, VD_JOB_BACKGROUND, NULL);
 }
@@ -489,27 +545,6 @@ static void on_rescan(uv_timer_t *t)
 	vd_store_scan(t->data);
 }
 
-/* ---- alerts and refresh ------------------------------------------------ */
-
-static void refresh(vd_store *s)
-{
-	const char *k;
-	void *v;
-	size_t it = 0;
-
-	while (vd_map_next(&s->copies, &it, &k, &v)) {
-		vd_copy *c = v;
-		int failed = vd_copy_state(c) == VD_AS_FAILED;
-		if (failed && !c->was_failed)
-			log_warn("alert raised: artifact_failed: %s (claims %s): %s: %s", c->relpath,
-			    c->hdr.code == VD_OK ? c->hdr.content_hash : "no valid header",
-			    vd_code_name(c->code), c->detail);
-		else if (!failed && c->was_failed)
-			log_info("alert cleared: artifact_failed: %s", c->relpath);
-		c->was_failed = failed;
-	}
-}
-
 /* ---- waiters ---------------------------------------------------------- */
 
 static int waiter_done(vd_store *s, const vd_waiter *w)
@@ -639,6 +674,183 @@ vd_copy *vd_store_adopt(vd_store *s, const char *relpath)
 	return c;
 }
 
+/* ---- scrub ------------------------------------------------------------- */
+
+static int relpath_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One pass: every copy with a verdict, in path order, one at a time so a
+ * scrub never takes more than one worker and its rate stays scrub_rate. */
+static void scrub_start(uv_timer_t *t)
+{
+	vd_store *s = t->data;
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	if (s->scrubbing || s->closing)
+		return;
+	s->scrub_list = calloc(s->copies.count + 1, sizeof(char *));
+	if (s->scrub_list == NULL)
+		return;
+	s->scrub_n = s->scrub_next = 0;
+	while (vd_map_next(&s->copies, &it, &k, &v))
+		if (((vd_copy *)v)->has_verdict)
+			s->scrub_list[s->scrub_n++] = strdup(k);
+	qsort(s->scrub_list, s->scrub_n, sizeof(char *), relpath_cmp);
+	s->scrubbing = 1;
+	log_info("scrub: re-hashing %zu artifacts at up to %llu bytes/s", s->scrub_n,
+	    (unsigned long long)s->cfg->scrub_rate);
+	scrub_next(s);
+}
+
+static void scrub_next(vd_store *s)
+{
+	vd_copy *c;
+	size_t i;
+
+	while (s->scrubbing && s->scrub_next < s->scrub_n) {
+		c = vd_map_get(&s->copies, s->scrub_list[s->scrub_next++]);
+		if (c == NULL || c->inflight != NULL)
+			continue;      /* gone, or being verified anyway */
+		if (submit(s, c, VD_JOB_SCRUB, c->req_gen + 1) == 0) {
+			c->req_gen++;
+			return;
+		}
+	}
+	if (!s->scrubbing)
+		return;
+	for (i = 0; i < s->scrub_n; i++)
+		free(s->scrub_list[i]);
+	free(s->scrub_list);
+	s->scrub_list = NULL;
+	s->scrub_n = s->scrub_next = 0;
+	s->scrubbing = 0;
+	s->last_scrub = wall_now();
+	log_info("scrub: pass finished");
+}
+
+static void arm_scrub(vd_store *s)
+{
+	uint64_t ms = (uint64_t)s->cfg->scrub_interval * 1000;
+
+	if (ms == 0)
+		uv_timer_stop(&s->scrub_timer);
+	else
+		uv_timer_start(&s->scrub_timer, scrub_start, ms, ms);
+}
+
+/* ---- durable state --------------------------------------------------- */
+
+static void load_verdict(const vd_stored_verdict *v, void *arg)
+{
+	vd_store *s = arg;
+	vd_stored_verdict *copy = malloc(sizeof(*copy));
+
+	if (copy == NULL)
+		return;
+	*copy = *v;
+	free(vd_map_del(&s->stored, v->relpath));
+	if (vd_map_put(&s->stored, v->relpath, copy) < 0)
+		free(copy);
+}
+
+static int push_commitment(vd_commitment **arr, size_t *n, size_t *cap,
+    const vd_commitment *c)
+{
+	vd_commitment *grown;
+
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		if ((grown = realloc(*arr, nc * sizeof(*grown))) == NULL)
+			return -1;
+		*arr = grown;
+		*cap = nc;
+	}
+	(*arr)[(*n)++] = *c;
+	return 0;
+}
+
+static void load_posted(const vd_commitment *c, void *arg)
+{
+	vd_store *s = arg;
+
+	push_commitment(&s->posted, &s->n_posted, &s->cap_posted, c);
+}
+
+static void load_equiv(const vd_commitment *c, void *arg)
+{
+	vd_store *s = arg;
+
+	push_commitment(&s->equivs, &s->n_equivs, &s->cap_equivs, c);
+}
+
+int vd_store_attach_state(vd_store *s, vd_state *st)
+{
+	s->state = st;
+	if (vd_state_load_verdicts(st, load_verdict, s) < 0 ||
+	    vd_state_load_commitments(st, load_posted, s) < 0 ||
+	    vd_state_load_equivocations(st, load_equiv, s) < 0)
+		return -1;
+	log_info("state: %zu stored verdicts, %zu posted commitments", s->stored.count,
+	    s->n_posted);
+	vd_store_scan(s);
+	return 0;
+}
+
+/* The ledger's trusted record for (run, round), if any. */
+static const char *ledger_hash(vd_store *s, const char *run, int64_t round)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->n_ledgers; i++) {
+		const vd_scan_ledger *l = &s->ledgers[i];
+		if (strcmp(l->run, run) != 0 || !l->read_ok)
+			continue;
+		for (j = 0; j < l->n_entries; j++)
+			if (l->entries[j].trusted && l->entries[j].round_index == round)
+				return l->entries[j].global_model_hash;
+	}
+	return NULL;
+}
+
+int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
+    const char *hash, int64_t schema_version, char *existing_hash)
+{
+	vd_commitment c, old;
+	const char *ledger = ledger_hash(s, run, round);
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	snprintf(c.run, sizeof(c.run), "%s", run);
+	c.round_index = round;
+	memcpy(c.hash, hash, sizeof(c.hash));
+	c.schema_version = schema_version;
+	if (ledger != NULL && strcmp(ledger, hash) != 0) {
+		/* The ledger already commits another hash for this round. */
+		memcpy(existing_hash, ledger, VD_HASH_HEX_LEN + 1);
+		rc = 2;
+	} else if (s->state == NULL) {
+		return -1;
+	} else {
+		rc = vd_state_post_commitment(s->state, &c, &old);
+		if (rc == 2)
+			memcpy(existing_hash, old.hash, VD_HASH_HEX_LEN + 1);
+	}
+	if (rc == 0)
+		push_commitment(&s->posted, &s->n_posted, &s->cap_posted, &c);
+	if (rc == 2) {
+		if (s->state)
+			vd_state_record_equivocation(s->state, run, round, existing_hash, hash, "roundclose");
+		push_commitment(&s->equivs, &s->n_equivs, &s->cap_equivs, &c);
+	}
+	if (rc >= 0)
+		refresh(s);
+	return rc;
+}
+
 /* ---- life cycle ------------------------------------------------------- */
 
 void vd_store_gauges(vd_store *s, vd_gauges *g)
@@ -647,12 +859,10 @@ void vd_store_gauges(vd_store *s, vd_gauges *g)
 	void *v;
 	size_t it = 0;
 
-	while (vd_map_next(&s->copies, &it, &k, &v)) {
-		vd_astate st = vd_copy_state(v);
-		g->artifacts[st]++;
-		if (st == VD_AS_FAILED)
-			g->alerts[VD_ALERT_ARTIFACT_FAILED]++;
-	}
+	while (vd_map_next(&s->copies, &it, &k, &v))
+		g->artifacts[vd_copy_state(v)]++;
+	memcpy(g->alerts, s->alert_counts, sizeof(g->alerts));
+	g->committed_head_round = s->head_round;
 	g->queue_depth = vd_pool_queued(s->pool);
 	g->workers_busy = vd_pool_busy(s->pool);
 	g->workers = vd_pool_threads(s->pool);
@@ -682,6 +892,10 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->root_ok = 1;
 	vd_map_init(&s->copies);
 	vd_map_init(&s->groups);
+	vd_map_init(&s->stored);
+	vd_map_init(&s->commits);
+	vd_map_init(&s->alerts);
+	s->head_round = -1;
 	if ((s->root = strdup(cfg->store)) == NULL)
 		return -ENOMEM;
 	rc = vd_pool_new(loop, cfg->workers ? cfg->workers : default_workers(), s->root,
@@ -698,7 +912,9 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->debounce.data = s->rescan.data = s;
 	uv_timer_start(&s->rescan, on_rescan, (uint64_t)cfg->rescan_interval * 1000,
 	    (uint64_t)cfg->rescan_interval * 1000);
-	vd_store_scan(s);
+	uv_timer_init(loop, &s->scrub_timer);
+	s->scrub_timer.data = s;
+	arm_scrub(s);
 	return 0;
 }
 
@@ -707,6 +923,8 @@ void vd_store_set_config(vd_store *s, const vd_config *cfg)
 	s->cfg = cfg;
 	uv_timer_start(&s->rescan, on_rescan, (uint64_t)cfg->rescan_interval * 1000,
 	    (uint64_t)cfg->rescan_interval * 1000);
+	arm_scrub(s);
+	refresh(s);         /* the pinned genesis may have changed */
 }
 
 static void free_all(vd_store *s)
@@ -728,6 +946,16 @@ static void free_all(vd_store *s)
 		vd_scan_ledger_free(&s->ledgers[i]);
 	free(s->ledgers);
 	free(s->root);
+	it = 0;
+	while (vd_map_next(&s->stored, &it, &k, &v))
+		free(v);
+	vd_map_free(&s->stored);
+	free(s->posted);
+	free(s->equivs);
+	for (i = 0; i < s->scrub_n; i++)
+		free(s->scrub_list[i]);
+	free(s->scrub_list);
+	vd_lineage_free(s);
 }
 
 /* The store is freed once its timers are closed and no scan runs. */
@@ -756,7 +984,8 @@ void vd_store_close(vd_store *s, void (*done)(void *), void *arg)
 		waiter_fire(w, 1);
 	vd_pool_stop(s->pool, s->cfg->shutdown_grace * 1000);
 	vd_watch_close(&s->watch);
-	s->handles_open = 2 + (s->scanning ? 1 : 0);
+	s->handles_open = 3 + (s->scanning ? 1 : 0);
+	uv_close((uv_handle_t *)&s->scrub_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->debounce, handle_closed);
 	uv_close((uv_handle_t *)&s->rescan, handle_closed);
 }

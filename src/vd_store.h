@@ -50,14 +50,67 @@ typedef struct vd_copy {
 	int was_failed;             /* for alert transitions */
 } vd_copy;
 
+#define VD_CHAIN_MAX_BREAKS 16     /* breaks listed per chain; the rest counted */
+
+typedef enum vd_chain_status { VD_CHAIN_PENDING, VD_CHAIN_INTACT, VD_CHAIN_BROKEN } vd_chain_status;
+
+typedef enum vd_break_reason {
+	VD_BREAK_MISSING_PARENT, VD_BREAK_PARENT_FAILED, VD_BREAK_ROUND_GAP,
+	VD_BREAK_DETACHED_ROOT, VD_BREAK_COMMITMENT_MISMATCH
+} vd_break_reason;
+
+const char *vd_chain_status_name(vd_chain_status s);
+const char *vd_break_name(vd_break_reason r);
+
+typedef struct vd_break {
+	char hash[VD_HASH_HEX_LEN + 1];
+	int64_t round_index;
+	vd_break_reason reason;
+} vd_break;
+
+typedef enum vd_commit_source { VD_SRC_LEDGER, VD_SRC_ROUNDCLOSE, VD_SRC_PINNED } vd_commit_source;
+const char *vd_commit_source_name(vd_commit_source s);
+
+/* What the trusted sources say for one round of one run. */
+typedef struct vd_commit_slot {
+	char run[1024];
+	int64_t round_index;           /* the RoundClose round t (-1: pinned genesis) */
+	int has_ledger, has_post, has_pinned;
+	char ledger_hash[VD_HASH_HEX_LEN + 1], post_hash[VD_HASH_HEX_LEN + 1];
+	char pinned_hash[VD_HASH_HEX_LEN + 1];
+	const char *ledger_where;      /* the ledger's relpath */
+	size_t ledger_line;
+} vd_commit_slot;
+
 typedef struct vd_group {      /* every copy claiming one content hash */
 	char hash[VD_HASH_HEX_LEN + 1];
 	vd_copy **copies;
 	size_t n, cap;
+	/* Lineage, recomputed after every change (vd_lineage.c). */
+	int mark;                      /* 0 not yet, 1 on the walk, 2 done */
+	vd_chain_status chain;
+	size_t chain_len;
+	char root[VD_HASH_HEX_LEN + 1];
+	vd_break breaks[VD_CHAIN_MAX_BREAKS];
+	size_t n_breaks, breaks_total;
+	const vd_commit_slot *commit;  /* the commitment for its round, if any */
+	vd_commit_source commit_source;
+	int committed;                 /* a trusted source names this hash */
+	int trusted;
+	int64_t round_index;
+	int has_parent;
+	char parent[VD_HASH_HEX_LEN + 1];
 } vd_group;
 
 typedef struct vd_waiter vd_waiter;
 typedef void (*vd_wait_fn)(void *arg, int timed_out);
+
+typedef struct vd_state vd_state;
+
+typedef struct vd_alert {
+	int kind;
+	char *subject, *detail;
+} vd_alert;
 
 typedef struct vd_store {
 	uv_loop_t *loop;
@@ -79,6 +132,23 @@ typedef struct vd_store {
 	double last_scan, last_scrub;
 	int root_ok;
 	vd_waiter *waiters;
+	vd_state *state;               /* durable state; NULL: memory only */
+	vd_map stored;                 /* relpath -> stored verdict, from the last run */
+	struct vd_commitment *posted;  /* RoundClose commitments posted */
+	size_t n_posted, cap_posted;
+	struct vd_commitment *equivs;  /* conflicting posts refused */
+	size_t n_equivs, cap_equivs;
+	vd_map commits;                /* "run\nround" -> vd_commit_slot */
+	vd_map alerts;                 /* "kind\nsubject" -> vd_alert */
+	uint64_t alert_counts[VD_ALERT_COUNT];
+	int64_t head_round;            /* committed head, -1: none */
+	char head_hash[VD_HASH_HEX_LEN + 1];
+	char head_run[1024];
+	/* Scrub: one pass re-hashes every verified artifact, one at a time. */
+	uv_timer_t scrub_timer;
+	char **scrub_list;
+	size_t scrub_n, scrub_next;
+	int scrubbing;
 	size_t backlog;
 	int closing;
 	unsigned handles_open;
@@ -112,5 +182,23 @@ vd_waiter *vd_store_wait(vd_store *s, char **relpaths, const uint64_t *gens,
 void vd_store_wait_cancel(vd_waiter *w);
 
 void vd_store_gauges(vd_store *s, vd_gauges *g);
+
+/* Durable state: load stored verdicts and commitments before the first
+ * scan merges (call right after vd_store_init). */
+int vd_store_attach_state(vd_store *s, vd_state *st);
+
+/* Record a RoundClose posted with the operator token: 0 new, 1 the same
+ * again, 2 conflict (*existing_hash filled, equivocation recorded), -1 error. */
+int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
+    const char *hash, int64_t schema_version, char *existing_hash);
+
+/* Recompute commitments, lineage and alerts (after any change). */
+void vd_store_refresh(vd_store *s);
+
+/* Free what vd_store_refresh built (vd_lineage.c; at close). */
+void vd_lineage_free(vd_store *s);
+
+/* The run key as shown: "." for the store root. */
+const char *vd_run_name(const char *run);
 
 #endif

@@ -59,10 +59,18 @@ write_conf() {
 	} > "$CONF"
 }
 
+# Make the store readable by the daemon's user, touching only what lacks
+# it: chmod changes ctime, which the daemon rightly takes for a change.
+readable() {
+	find "$1" -type d ! -perm -o=rx -exec chmod a+rx {} + 2>/dev/null
+	find "$1" -type f ! -perm -o=r -exec chmod a+r {} + 2>/dev/null
+	return 0
+}
+
 start_daemon() {
 	local i
 	[ -f "$CONF" ] || write_conf
-	chmod -R a+rX "$STORE"
+	readable "$STORE"
 	: > "$LOG"
 	if [ "${VD_VALGRIND:-0}" = 1 ]; then
 		valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect \

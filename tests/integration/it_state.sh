@@ -1,0 +1,116 @@
+#!/bin/sh
+# Durable state: RoundClose with the operator token (201, 200, 409 and the
+# equivocation alert), a posted commitment surviving kill -9, a restart
+# answered from stored verdicts without hashing, a damaged or newer
+# database refused, and a scrub pass.
+. "$top_srcdir/tests/integration/lib.sh"
+
+cp -r "$DATA/store-basic/." "$STORE/"
+rm -f "$STORE/expected.json"
+H3=0a180a891c6e40afe74b71a0f047a2f08ff387a88554a40a2460f72d55fea8b7
+H4=31ceb436627afcffadc9adaa9ebaf7b86029955c1fc49236999a28ab33cb235e
+TOKEN=3f9c2a7d0e5b48c1a6f2d9e07b3c5a81
+printf '%s\n' "$TOKEN" > "$WORK/token"
+chmod 600 "$WORK/token"
+settled() { [ "$(metric 'artifacts{state="pending"}')" = 0 ] && [ "$(metric 'artifacts{state="verifying"}')" = 0 ]; }
+alert() { metric "integrity_alerts{kind=\"$1\"}"; }
+rc_body() { printf '{"schema_version":2,"kind":"round_close","round_index":%s,"global_model_hash":"%s"}' "$1" "$2"; }
+roundclose() {   # roundclose TOKEN BODY [query]
+	curl -s -o "$WORK/rc.out" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+		-H "Authorization: Bearer $1" --data-binary "$2" "$(url "/roundclose${3:-}")"
+}
+
+# --- no token configured: the endpoint is closed -----------------------------
+write_conf
+start_daemon
+check "without token_file POST /roundclose is 403" 403 "$(roundclose "$TOKEN" "$(rc_body 5 "$H4")")"
+check "with a forbidden error" forbidden "$(jq -r .error.code "$WORK/rc.out")"
+stop_daemon
+
+# --- the token -----------------------------------------------------------------
+write_conf "token_file = $WORK/token"
+start_daemon
+wait_for $((10 * SLOW)) settled > /dev/null
+check "no Authorization header: 401" 401 "$(code POST /roundclose -H 'Content-Type: application/json' -d "$(rc_body 5 "$H4")")"
+check "401 asks for a bearer token" 'WWW-Authenticate: Bearer realm="lensemble-verifyd"' \
+	"$(curl -s -D - -o /dev/null -X POST "$(url /roundclose)" | tr -d '\r' | grep '^WWW-Authenticate')"
+check "a wrong token: 401" 401 "$(roundclose "${TOKEN}x" "$(rc_body 5 "$H4")")"
+check "a token differing in one character: 401" 401 "$(roundclose "4${TOKEN#?}" "$(rc_body 5 "$H4")")"
+check "the token never appears in the log" 0 "$(grep -c "$TOKEN" "$LOG")"
+check "a bad body: 400" 400 "$(roundclose "$TOKEN" '{"schema_version":2,"kind":"round_close","round_index":5}')"
+check "an unknown field: 400" 400 "$(roundclose "$TOKEN" '{"schema_version":2,"kind":"round_close","round_index":5,"global_model_hash":"'"$H4"'","extra":1}')"
+check "kind other than round_close: 400" 400 "$(roundclose "$TOKEN" '{"schema_version":2,"kind":"round_open","round_index":5,"global_model_hash":"'"$H4"'"}')"
+check "a run outside the store: 400" 400 "$(roundclose "$TOKEN" "$(rc_body 9 "$H4")" '?run=../x')"
+
+# --- 201, 200, 409 ---------------------------------------------------------------
+"$MKART" --round 5 --parent "$H4" --seed 5 "$STORE/round-00005" > "$WORK/h5"; chmod -R a+rX "$STORE/round-00005"
+H5=$(cat "$WORK/h5")
+v5() { [ "$(state_of "$H5")" = verified ]; }
+wait_for $((3 * SLOW)) v5 > /dev/null
+check "round 5 is not committed yet" false "$(get "/artifact/$H5" | jq .trusted)"
+check "a new RoundClose: 201" 201 "$(roundclose "$TOKEN" "$(rc_body 4 "$H5")")"
+check "it answers what was recorded" "roundclose 4 true" "$(jq -r '"\(.source) \(.round_index) \(.created)"' "$WORK/rc.out")"
+check "round 5 is now committed and trusted" "roundclose api true" \
+	"$(get "/artifact/$H5" | jq -r '"\(.commitment.source) \(.commitment.where) \(.trusted)"')"
+check "the same RoundClose again: 200" 200 "$(roundclose "$TOKEN" "$(rc_body 4 "$H5")")"
+check "another hash for the same round: 409" 409 "$(roundclose "$TOKEN" "$(rc_body 4 "$H3")")"
+check "with commitment_conflict" commitment_conflict "$(jq -r .error.code "$WORK/rc.out")"
+check "which raises the equivocation alert" 1 "$(alert equivocation)"
+check "a RoundClose contradicting the ledger: 409" 409 "$(roundclose "$TOKEN" "$(rc_body 2 "$H4")")"
+check "a second equivocation" 2 "$(alert equivocation)"
+check "the same round in another run is independent: 201" 201 "$(roundclose "$TOKEN" "$(rc_body 4 "$H3")" '?run=other')"
+check "GET /chain lists the posted commitment" "roundclose verified" \
+	"$(get /chain | jq -r --arg h "$H5" '.commitments[] | select(.global_model_hash == $h) | "\(.source) \(.artifact_state)"')"
+
+# --- kill -9: what was answered 201 is on disk ----------------------------------
+"$MKART" --round 6 --parent "$H5" --seed 6 "$STORE/round-00006" > "$WORK/h6"; chmod -R a+rX "$STORE/round-00006"
+H6=$(cat "$WORK/h6")
+check "RoundClose for round 5: 201" 201 "$(roundclose "$TOKEN" "$(rc_body 5 "$H6")")"
+kill -KILL "$DPID"; wait "$DPID" 2>/dev/null; DPID=
+start_daemon
+wait_for $((10 * SLOW)) settled > /dev/null
+check "after kill -9 the posted commitment is still there" "roundclose true" \
+	"$(get "/artifact/$H6" | jq -r '"\(.commitment.source) \(.trusted)"')"
+check "the equivocations too" 2 "$(alert equivocation)"
+
+# --- restart answered from stored verdicts ---------------------------------------
+stop_daemon
+start_daemon
+wait_for $((10 * SLOW)) settled > /dev/null
+check "after a restart nothing is hashed again" 0 "$(metric bytes_hashed_total)"
+check "and every artifact is still verified" 7 "$(metric 'artifacts{state="verified"}')"
+printf '\001' | dd of="$STORE/round-00001/weights.safetensors" bs=1 seek=300 conv=notrunc 2>/dev/null
+stop_daemon
+start_daemon
+wait_for $((10 * SLOW)) settled > /dev/null
+check "a file changed while stopped is hashed again (and only it)" 352 "$(metric bytes_hashed_total)"
+check "and fails" 1 "$(metric 'artifacts{state="failed"}')"
+stop_daemon
+
+# --- a damaged or newer database is refused, not recreated -------------------------
+cp "$STATE/state.db" "$WORK/state.good"
+rm -f "$STATE"/state.db-wal "$STATE"/state.db-shm
+dd if=/dev/urandom of="$STATE/state.db" bs=1024 count=8 conv=notrunc 2>/dev/null
+"$DAEMON" -f -c "$CONF" > "$WORK/refused.log" 2>&1
+check "a damaged database stops the daemon with status 1" 1 "$?"
+check "with a message naming the file" 1 "$(grep -c "state.db" "$WORK/refused.log")"
+check "the damaged file is left in place, not recreated" 0 "$(head -c 16 "$STATE/state.db" | grep -c 'SQLite format')"
+cp "$WORK/state.good" "$STATE/state.db"
+if command -v sqlite3 > /dev/null 2>&1; then
+	sqlite3 "$STATE/state.db" 'PRAGMA user_version = 99'
+	"$DAEMON" -f -c "$CONF" > "$WORK/refused.log" 2>&1
+	check "a newer schema is refused with status 1" 1 "$?"
+	check "saying so" 1 "$(grep -c 'schema version 99, newer than' "$WORK/refused.log")"
+	sqlite3 "$STATE/state.db" 'PRAGMA user_version = 1'
+fi
+[ -n "$RUN_AS" ] && chown -R "$RUN_AS" "$STATE"
+
+# --- a scrub pass ------------------------------------------------------------------
+write_conf "token_file = $WORK/token" "scrub_interval = 1" "rescan_interval = 3600"
+start_daemon
+wait_for $((10 * SLOW)) settled > /dev/null
+scrubbed() { [ "$(metric last_scrub_timestamp_seconds | cut -d. -f1)" -gt 0 ]; }
+if wait_for $((10 * SLOW)) scrubbed > /dev/null; then ok "a scrub pass finishes and is exported"; else not_ok "a scrub pass finishes"; fi
+check "the scrub re-hashed the artifacts" true "$(test "$(metric bytes_hashed_total)" -ge 2112 && echo true)"
+check "the scrub left verdicts standing" 6 "$(metric 'artifacts{state="verified"}')"
+finish
