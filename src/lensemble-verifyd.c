@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <uv.h>
 
 #include "vd_api.h"
@@ -211,6 +212,8 @@ static void shutdown_daemon(vd_daemon *d, const char *why)
 	d->stopping = 1;
 	log_info("%s: stopping", why);
 	vd_notify("STOPPING=1");
+	uv_timer_stop(&d->status);
+	uv_timer_stop(&d->watchdog);
 	/* Stop accepting first; waiting clients get their 202 from the store. */
 	vd_store_close(&d->store, on_store_closed, d);
 	vd_http_stop(d->http);
@@ -397,6 +400,9 @@ int main(int argc, char **argv)
 	vd_log_open("lensemble-verifyd", d.opts.foreground || getenv("JOURNAL_STREAM") != NULL);
 	vd_log_set_level(d.cfg->log_level);
 	vd_artifact_guard_sigbus();
+	/* Initialise libcrypto here, not lazily in whichever hasher thread
+	 * hashes first: its global state then belongs to the main thread. */
+	OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL);
 	if (run(&d) != 0) {
 		free(d.cfg);
 		return 1;

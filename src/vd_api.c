@@ -328,7 +328,7 @@ static void get_readyz(vd_api *api, vd_req *r)
 		    "Retry-After", "1", NULL });
 		return;
 	}
-	vd_http_respond(r, 200, "text/plain; charset=utf-8", "ready\n", 6, NULL);
+	vd_http_respond(r, 200, "application/json", "{\"ready\":true}", 14, NULL);
 }
 
 /* ---- POST /verify ------------------------------------------------------ */

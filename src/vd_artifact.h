@@ -14,7 +14,8 @@
 #include "vd_util.h"
 
 #define VD_ARTIFACT_MAX_FILES 4096     /* weight files per artifact */
-#define VD_HASH_CHUNK (8u << 20)       /* bytes hashed between progress calls */
+#define VD_HASH_CHUNK (1u << 20)       /* bytes hashed between progress calls: the
+                                        * granularity of cancellation */
 
 typedef struct vd_file_id {
 	char name[256];

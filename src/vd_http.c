@@ -160,6 +160,26 @@ static int take_body(vd_req *r, const char *data, size_t *size)
 	return 1;
 }
 
+static enum MHD_Result add_header_size(void *cls, enum MHD_ValueKind kind,
+    const char *key, const char *value)
+{
+	size_t *n = cls;
+
+	*n += strlen(key) + (value ? strlen(value) : 0) + 4;
+	return MHD_YES;
+}
+
+/* The request line and headers, counted here against the configured
+ * limit so that the answer is our JSON error; libmicrohttpd's own memory
+ * limit is a larger backstop (see start_mhd). */
+static size_t header_bytes(struct MHD_Connection *conn, const char *url)
+{
+	size_t n = strlen(url) + 16;
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header_size, &n);
+	return n;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     const char *url, const char *method, const char *version,
     const char *upload_data, size_t *upload_size, void **con_cls)
@@ -179,6 +199,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		r->t0_ns = now_ns();
 		vd_buf_init(&r->body);
 		*con_cls = r;
+		if (header_bytes(conn, url) > h->cfg->max_request_header_bytes) {
+			r->dispatched = 1;
+			snprintf(detail, sizeof(detail), "the request line and headers exceed %u bytes",
+			    h->cfg->max_request_header_bytes);
+			vd_http_error(r, 431, "request_header_too_large", detail,
+			    (const char *const[]){ "Connection", "close", NULL });
+			return MHD_YES;
+		}
 		take_body(r, NULL, &(size_t){ 0 });
 		if (!r->body_too_large)
 			return MHD_YES;
@@ -322,7 +350,7 @@ static struct MHD_Daemon *start_mhd(vd_http *h, const vd_config *cfg,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_request_header_bytes,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_request_header_bytes * 2 + 32768,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 	    MHD_OPTION_ARRAY, tls,

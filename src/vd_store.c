@@ -140,10 +140,12 @@ vd_copy *vd_store_copy(vd_store *s, const char *relpath)
 
 static int submit(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t gen)
 {
-	vd_job *j = vd_job_new(kind, c->relpath);
+	vd_job *j;
 	int rc;
 
-	if (j == NULL)
+	if (s->pool == NULL)
+		return -ESHUTDOWN;
+	if ((j = vd_job_new(kind, c->relpath)) == NULL)
 		return -ENOMEM;
 	j->gen = gen;
 	j->max_header_len = s->cfg->max_header_len;
@@ -690,7 +692,7 @@ static void scrub_start(uv_timer_t *t)
 	void *v;
 	size_t it = 0;
 
-	if (s->scrubbing || s->closing)
+	if (s->scrubbing || s->closing || !s->scanned_once)
 		return;
 	s->scrub_list = calloc(s->copies.count + 1, sizeof(char *));
 	if (s->scrub_list == NULL)
@@ -863,21 +865,22 @@ void vd_store_gauges(vd_store *s, vd_gauges *g)
 		g->artifacts[vd_copy_state(v)]++;
 	memcpy(g->alerts, s->alert_counts, sizeof(g->alerts));
 	g->committed_head_round = s->head_round;
-	g->queue_depth = vd_pool_queued(s->pool);
-	g->workers_busy = vd_pool_busy(s->pool);
-	g->workers = vd_pool_threads(s->pool);
+	if (s->pool != NULL) {
+		g->queue_depth = vd_pool_queued(s->pool);
+		g->workers_busy = vd_pool_busy(s->pool);
+		g->workers = vd_pool_threads(s->pool);
+	}
 	g->last_scan = s->last_scan;
 	g->last_scrub = s->last_scrub;
 }
 
+/* CPUs this process may run on (affinity, cgroup quota); unlike counting
+ * /proc/stat it works under systemd's ProcSubset=pid. */
 static unsigned default_workers(void)
 {
-	uv_cpu_info_t *cpus;
-	int n = 0;
+	unsigned n = uv_available_parallelism();
 
-	if (uv_cpu_info(&cpus, &n) == 0)
-		uv_free_cpu_info(cpus, n);
-	return n > 0 ? (unsigned)n : 1;
+	return n > 0 ? n : 1;
 }
 
 int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
@@ -983,6 +986,7 @@ void vd_store_close(vd_store *s, void (*done)(void *), void *arg)
 	while ((w = s->waiters) != NULL)
 		waiter_fire(w, 1);
 	vd_pool_stop(s->pool, s->cfg->shutdown_grace * 1000);
+	s->pool = NULL;             /* freed once its handle closes */
 	vd_watch_close(&s->watch);
 	s->handles_open = 3 + (s->scanning ? 1 : 0);
 	uv_close((uv_handle_t *)&s->scrub_timer, handle_closed);

@@ -73,7 +73,7 @@ start_daemon() {
 	readable "$STORE"
 	: > "$LOG"
 	if [ "${VD_VALGRIND:-0}" = 1 ]; then
-		valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect \
+		valgrind --quiet --vgdb=no --fair-sched=yes --leak-check=full --show-leak-kinds=definite,indirect \
 			--errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
 			--log-file="$WORK/valgrind.%p" \
 			"$DAEMON" -f -c "$CONF" "$@" >> "$LOG" 2>&1 &
