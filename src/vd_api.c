@@ -63,6 +63,8 @@ static json_object *copy_json(const vd_copy *c)
 	    json_object_new_double(c->duration_ms) : NULL);
 	if (show && c->recomputed[0] && c->code != VD_OK)
 		json_object_object_add(o, "recomputed_hash", json_object_new_string(c->recomputed));
+	if (show && c->code != VD_OK && c->changed[0])
+		json_object_object_add(o, "changed", json_object_new_string(c->changed));
 	return o;
 }
 

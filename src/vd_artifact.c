@@ -10,6 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <openssl/sha.h>
+
 #include "vd_artifact.h"
 #include "vd_hash.h"
 #include "vd_header.h"
@@ -27,6 +29,7 @@ typedef struct weight_file {
 	uint8_t *map;
 	size_t map_len;
 	vd_st_file sf;
+	uint64_t prefetched;        /* file offset read ahead up to */
 } weight_file;
 
 typedef struct verify_ctx {
@@ -42,6 +45,9 @@ typedef struct verify_ctx {
 	const vd_st_tensor **sorted;   /* every tensor, by name */
 	size_t ntensors;
 	vd_hasher *hasher;
+	const vd_chunk_sink *sink;
+	int sink_started;
+	vd_meta_digests meta;
 } verify_ctx;
 
 /* A mapped file truncated by another process faults on access (SIGBUS).
@@ -213,8 +219,10 @@ static vd_code load_header(verify_ctx *c)
 
 	vd_buf_init(&b);
 	rc = read_small(c, HEADER_FILE, VD_HEADER_MAX_BYTES, VD_ARTIFACT_INVALID, &b);
-	if (rc == VD_OK)
+	if (rc == VD_OK) {
+		SHA256(b.p ? b.p : (const uint8_t *)"", b.len, c->meta.header);
 		rc = vd_header_parse(b.p ? b.p : (const uint8_t *)"", b.len, &c->hdr, &c->err);
+	}
 	vd_buf_free(&b);
 	if (rc != VD_OK)
 		return rc;
@@ -291,6 +299,27 @@ static vd_code check_structure(verify_ctx *c)
 			return rc;
 		}
 	}
+	return VD_OK;
+}
+
+/* The files are mapped and well formed: a sink may digest them now. */
+static vd_code start_sink(verify_ctx *c)
+{
+	vd_mapped_file *files;
+	size_t i;
+
+	if (c->sink == NULL || c->sink->start == NULL)
+		return VD_OK;
+	if ((files = calloc(c->nfiles, sizeof(*files))) == NULL)
+		return VD_OK;       /* digests are an optimisation: go without */
+	for (i = 0; i < c->nfiles; i++) {
+		files[i].name = c->files[i].name.p;
+		files[i].map = c->files[i].map;
+		files[i].size = c->files[i].map_len;
+	}
+	c->sink->start(c->sink->arg, files, c->nfiles);
+	c->sink_started = 1;
+	free(files);
 	return VD_OK;
 }
 
@@ -455,6 +484,8 @@ static vd_code check_index(verify_ctx *c)
 	rc = read_small(c, INDEX_FILE, VD_HEADER_MAX_BYTES, VD_CHECKPOINT_INTEGRITY, &b);
 	if (rc != VD_OK)
 		goto out;
+	c->meta.has_index = 1;
+	SHA256(b.p ? b.p : (const uint8_t *)"", b.len, c->meta.index);
 	if (vd_json_parse(b.p ? b.p : (const uint8_t *)"", b.len, NULL, &doc, msg, sizeof(msg)) < 0) {
 		rc = vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
 		    INDEX_FILE " is not valid JSON (%s)", msg);
@@ -513,18 +544,101 @@ static vd_code check_manifest(verify_ctx *c)
 	return VD_OK;
 }
 
+/* Keep the disk busy while SHA-256 runs: ask for the window ahead of the
+ * hash position asynchronously, so a cold read overlaps hashing instead
+ * of faulting page by page. */
+static void prefetch(weight_file *w, uint64_t off)
+{
+	uint64_t want = off + VD_PREFETCH_WINDOW;
+
+	if (want > w->map_len)
+		want = w->map_len;
+	while (w->prefetched < want) {
+		uint64_t n = want - w->prefetched < VD_PREFETCH_STEP ? want - w->prefetched :
+		    VD_PREFETCH_STEP;
+		posix_fadvise(w->fd, (off_t)w->prefetched, (off_t)n, POSIX_FADV_WILLNEED);
+		w->prefetched += n;
+	}
+}
+
+static long page_size(void)
+{
+	static long ps;
+
+	if (ps == 0)
+		ps = sysconf(_SC_PAGESIZE);
+	return ps;
+}
+
+/* The pages of [off, off + n) already in the page cache, one byte each. */
+static unsigned char *residency(const weight_file *w, uint64_t off, size_t n,
+    uint64_t *first_page)
+{
+	uint64_t ps = (uint64_t)page_size(), start = off / ps * ps;
+	size_t pages = (size_t)((off + n - start + ps - 1) / ps);
+	unsigned char *vec = malloc(pages ? pages : 1);
+
+	if (vec != NULL && mincore(w->map + start, (size_t)(off + n - start), vec) < 0) {
+		free(vec);
+		vec = NULL;
+	}
+	*first_page = start / ps;
+	return vec;
+}
+
+/* Evict the pages this read brought in, in runs; pages that were cached
+ * before (a model someone is loading) stay. */
+static void evict_new_pages(const weight_file *w, uint64_t first_page,
+    const unsigned char *was, uint64_t off, size_t n)
+{
+	uint64_t ps = (uint64_t)page_size(), p = first_page, end = (off + n + ps - 1) / ps;
+
+	while (p < end) {
+		uint64_t q = p;
+		while (q < end && !(was[q - first_page] & 1))
+			q++;
+		if (q > p)
+			posix_fadvise(w->fd, (off_t)(p * ps), (off_t)((q - p) * ps), POSIX_FADV_DONTNEED);
+		p = q + 1;
+	}
+}
+
+/* Hash one chunk; drop it from this mapping afterwards so that resident
+ * memory stays flat however large the artifact (the page cache keeps it). */
+static int hash_chunk(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off, size_t n)
+{
+	int clean = c->opt && (c->opt->flags & VD_VERIFY_KEEP_CACHE_CLEAN);
+	unsigned char *was = NULL;
+	uint64_t first = 0, ps = (uint64_t)page_size(), a, b;
+	int rc;
+
+	if (clean)
+		was = residency(w, off, n, &first);
+	else
+		prefetch(w, off);
+	rc = vd_hasher_update(h, w->map + off, n);
+	if (was != NULL) {
+		evict_new_pages(w, first, was, off, n);
+		free(was);
+	}
+	a = (off + ps - 1) / ps * ps;
+	b = (off + n) / ps * ps;
+	if (b > a)
+		madvise(w->map + a, (size_t)(b - a), MADV_DONTNEED);
+	return rc;
+}
+
 static vd_code hash_data(verify_ctx *c, vd_hasher *h, const vd_st_tensor *t,
     uint64_t *done, uint64_t total)
 {
-	const weight_file *w = &c->files[t->file];
-	const uint8_t *p = w->map + w->sf.data_start + t->begin;
-	uint64_t left = t->end - t->begin;
+	weight_file *w = &c->files[t->file];
+	uint64_t off = w->sf.data_start + t->begin, left = t->end - t->begin;
 
 	while (left > 0) {
 		size_t n = left > VD_HASH_CHUNK ? VD_HASH_CHUNK : (size_t)left;
-		if (vd_hasher_update(h, p, n) < 0)
+		if (hash_chunk(c, h, w, off, n) < 0)
 			return vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed");
-		p += n;
+		off += n;
 		left -= n;
 		*done += n;
 		if (c->opt && c->opt->progress &&
@@ -604,6 +718,8 @@ static void release(verify_ctx *c)
 {
 	size_t i;
 
+	if (c->sink_started && c->sink->finish != NULL)
+		c->sink->finish(c->sink->arg, &c->meta);
 	for (i = 0; i < c->nfiles; i++) {
 		weight_file *w = &c->files[i];
 		vd_st_free(&w->sf);
@@ -624,7 +740,7 @@ typedef vd_code (*verify_step)(verify_ctx *c);
 /* The order decides which code a multiply-broken artifact gets
  * (canonical-hash.md section 5). */
 static const verify_step steps[] = {
-	load_header, open_weights, check_structure, check_dtypes, check_residency,
+	load_header, open_weights, check_structure, start_sink, check_dtypes, check_residency,
 	check_groups, merge_tensors, check_index, check_manifest, compute_hash,
 	check_unchanged, compare_hashes,
 };
@@ -638,8 +754,8 @@ static void run_steps(verify_ctx *c)
 		rc = steps[i](c);
 }
 
-vd_code vd_artifact_verify(int dirfd, const vd_options *opt, vd_verdict *out,
-    vd_file_ids *ids)
+vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
+    vd_file_ids *ids, const vd_chunk_sink *sink)
 {
 	verify_ctx *c = calloc(1, sizeof(*c));
 	sigjmp_buf jb;
@@ -655,6 +771,7 @@ vd_code vd_artifact_verify(int dirfd, const vd_options *opt, vd_verdict *out,
 	c->opt = opt;
 	c->out = out;
 	c->ids = ids;
+	c->sink = sink;
 	if (sigsetjmp(jb, 1) == 0) {
 		bus_jmp = &jb;
 		run_steps(c);
@@ -669,6 +786,51 @@ vd_code vd_artifact_verify(int dirfd, const vd_options *opt, vd_verdict *out,
 	if (rc != VD_OK)
 		snprintf(out->detail, sizeof(out->detail), "%s", c->err.msg);
 	free(c);
+	return rc;
+}
+
+int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32])
+{
+	sigjmp_buf jb;
+	int rc = -1;
+
+	if (sigsetjmp(jb, 1) == 0) {
+		bus_jmp = &jb;
+		rc = SHA256(p, n, out) != NULL ? 0 : -1;
+	}
+	bus_jmp = NULL;
+	return rc;
+}
+
+vd_code vd_artifact_open_member(int dirfd, const char *name, int *fd,
+    struct stat *st, vd_err *err)
+{
+	verify_ctx c;
+	vd_code rc;
+
+	memset(&c, 0, sizeof(c));
+	c.dirfd = dirfd;
+	rc = open_member(&c, name, VD_CHECKPOINT_INTEGRITY, fd, st);
+	if (rc != VD_OK)
+		*err = c.err;
+	return rc;
+}
+
+vd_code vd_artifact_digest_small(int dirfd, const char *name, uint8_t out[32], vd_err *err)
+{
+	verify_ctx c;
+	vd_buf b;
+	vd_code rc;
+
+	memset(&c, 0, sizeof(c));
+	c.dirfd = dirfd;
+	vd_buf_init(&b);
+	rc = read_small(&c, name, VD_HEADER_MAX_BYTES, VD_CHECKPOINT_INTEGRITY, &b);
+	if (rc == VD_OK)
+		SHA256(b.p ? b.p : (const uint8_t *)"", b.len, out);
+	else
+		*err = c.err;
+	vd_buf_free(&b);
 	return rc;
 }
 

@@ -14,6 +14,8 @@
 #include "vd_util.h"
 
 #define VD_ARTIFACT_MAX_FILES 4096     /* weight files per artifact */
+#define VD_PREFETCH_WINDOW (64u << 20) /* read ahead of the hash position */
+#define VD_PREFETCH_STEP (8u << 20)
 #define VD_HASH_CHUNK (1u << 20)       /* bytes hashed between progress calls: the
                                         * granularity of cancellation */
 
@@ -34,9 +36,47 @@ void vd_file_ids_free(vd_file_ids *ids);
 void vd_file_id_from_stat(vd_file_id *id, const char *name, const struct stat *st);
 int vd_file_id_same(const vd_file_id *a, const vd_file_id *b);
 
-/* Verify dirfd; when ids is not NULL, record the identity of every file read. */
-vd_code vd_artifact_verify(int dirfd, const vd_options *opt, vd_verdict *out,
-    vd_file_ids *ids);
+/* A weight file as the verifier mapped it, for digesting chunks alongside
+ * the canonical pass. */
+typedef struct vd_mapped_file {
+	const char *name;
+	const uint8_t *map;
+	uint64_t size;
+} vd_mapped_file;
+
+/* Digests of what the verifier read besides the weights. */
+typedef struct vd_meta_digests {
+	uint8_t header[32];         /* header.json bytes */
+	int has_index;
+	uint8_t index[32];          /* weights.index.json bytes */
+} vd_meta_digests;
+
+/* Told when the weight files are mapped and structurally valid (start),
+ * and before they are unmapped (finish: anything reading the mappings
+ * must be done when it returns). */
+typedef struct vd_chunk_sink {
+	void (*start)(void *arg, const vd_mapped_file *files, size_t n);
+	void (*finish)(void *arg, const vd_meta_digests *meta);
+	void *arg;
+} vd_chunk_sink;
+
+/* Verify dirfd; when ids is not NULL, record the identity of every file
+ * read; when sink is not NULL, hand it the mapped weight files. */
+vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
+    vd_file_ids *ids, const vd_chunk_sink *sink);
+#define vd_artifact_verify(fd, opt, out, ids) vd_artifact_verify_ex(fd, opt, out, ids, NULL)
+
+/* SHA-256 of a mapped range; -1 if the file shrank under it (SIGBUS). */
+int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32]);
+
+/* Open a member file the way the verifier does (no symlink, regular file,
+ * no blocking on a FIFO). */
+vd_code vd_artifact_open_member(int dirfd, const char *name, int *fd,
+    struct stat *st, vd_err *err);
+
+/* SHA-256 of a small member file's bytes (header.json, the index);
+ * VD_CHECKPOINT_INTEGRITY when absent. */
+vd_code vd_artifact_digest_small(int dirfd, const char *name, uint8_t out[32], vd_err *err);
 
 /* Route SIGBUS from a truncated mapped file back to the verification that
  * touched it (which then fails) instead of killing the process. */

@@ -8,10 +8,35 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "vd_log.h"
 #include "vd_pool.h"
+
+/* Chunk work: digests taken alongside a canonical pass, or compared in a
+ * re-check. Items are queued for idle workers; the job that queued them
+ * works on its own batch too and waits for it. */
+typedef struct chunk_batch chunk_batch;
+typedef struct chunk_item {
+	struct chunk_item *next;
+	chunk_batch *batch;
+	const uint8_t *p;
+	size_t n;
+	uint8_t *out;              /* where the digest goes */
+	const uint8_t *expect;     /* re-check: what it must be */
+	size_t file, chunk;
+	int claimed;
+} chunk_item;
+
+struct chunk_batch {
+	chunk_item *items;
+	size_t count, pending, claimed_by_others;
+	int failed;                /* a file shrank under a digest */
+	int mismatch;
+	size_t mm_file, mm_chunk;  /* the first chunk that differs */
+};
 
 struct vd_pool {
 	uv_loop_t *loop;
@@ -24,6 +49,8 @@ struct vd_pool {
 	vd_job *explicit_head, *explicit_tail;
 	vd_job *bg_head, *bg_tail;
 	vd_job *done_head, *done_tail;
+	chunk_item *chunk_head;
+	pthread_cond_t chunk_cv;   /* a batch item finished */
 	unsigned queued, busy;
 	int stopping;
 	atomic_int cancel;          /* running verifications give up */
@@ -49,6 +76,8 @@ void vd_job_free(vd_job *j)
 {
 	if (j == NULL)
 		return;
+	vd_chunkmap_free(j->recheck);
+	vd_chunkmap_free(j->chunks);
 	vd_hdrinfo_free(&j->hdr);
 	free(j->relpath);
 	free(j);
@@ -97,6 +126,309 @@ static int on_progress(uint64_t done, uint64_t total, void *arg)
 	return pc->pool->cancel ? 1 : 0;
 }
 
+/* ---- chunk work (caller holds p->mu where noted) -------------------- */
+
+static void do_item(chunk_item *it)
+{
+	uint8_t d[32];
+
+	if (vd_digest_range(it->p, it->n, it->expect ? d : it->out) < 0) {
+		it->batch->failed = 1;
+		return;
+	}
+	if (it->expect && memcmp(d, it->expect, 32) != 0) {
+		chunk_batch *b = it->batch;
+		if (!b->mismatch || it->file < b->mm_file ||
+		    (it->file == b->mm_file && it->chunk < b->mm_chunk)) {
+			b->mismatch = 1;
+			b->mm_file = it->file;
+			b->mm_chunk = it->chunk;
+		}
+	}
+}
+
+/* p->mu held. */
+static chunk_item *pop_chunk(vd_pool *p, const chunk_batch *only)
+{
+	chunk_item **pp, *it;
+
+	for (pp = &p->chunk_head; (it = *pp) != NULL; pp = &it->next) {
+		if (only == NULL || it->batch == only) {
+			*pp = it->next;
+			it->next = NULL;
+			it->claimed = 1;
+			return it;
+		}
+	}
+	return NULL;
+}
+
+/* p->mu held: an item is done; wake whoever waits for its batch. */
+static void item_done(vd_pool *p, chunk_item *it)
+{
+	it->batch->pending--;
+	pthread_cond_broadcast(&p->chunk_cv);
+}
+
+static void queue_batch(vd_pool *p, chunk_batch *b)
+{
+	size_t i;
+
+	pthread_mutex_lock(&p->mu);
+	for (i = b->count; i > 0; i--) {
+		b->items[i - 1].next = p->chunk_head;
+		p->chunk_head = &b->items[i - 1];
+	}
+	b->pending = b->count;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Work on b's unclaimed items, then wait for the ones others took. */
+static void finish_batch(vd_pool *p, chunk_batch *b, int help)
+{
+	chunk_item *it;
+	size_t dropped = 0;
+
+	pthread_mutex_lock(&p->mu);
+	while ((it = pop_chunk(p, b)) != NULL) {
+		if (!help || p->cancel) {
+			dropped++;
+			item_done(p, it);
+			continue;
+		}
+		pthread_mutex_unlock(&p->mu);
+		do_item(it);
+		pthread_mutex_lock(&p->mu);
+		item_done(p, it);
+	}
+	while (b->pending > 0)
+		pthread_cond_wait(&p->chunk_cv, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+	if (dropped)
+		b->failed = 1;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+
+	nanosleep(&ts, NULL);
+}
+
+/* One item after another on this thread, at the job's rate. */
+static void throttled_batch(vd_pool *p, vd_job *j, chunk_batch *b)
+{
+	double t0 = mono_now(), ahead;
+	uint64_t done = 0;
+	size_t i;
+
+	for (i = 0; i < b->count && !p->cancel; i++) {
+		do_item(&b->items[i]);
+		done += b->items[i].n;
+		ahead = (double)done / (double)j->rate - (mono_now() - t0);
+		while (ahead > 0 && !p->cancel) {
+			sleep_s(ahead > 0.2 ? 0.2 : ahead);
+			ahead -= 0.2;
+		}
+	}
+	if (i < b->count)
+		b->failed = 1;
+}
+
+static chunk_batch *new_batch(const vd_chunkmap *m, const uint8_t *const *maps, int re)
+{
+	chunk_batch *b = calloc(1, sizeof(*b));
+	size_t f, c, n = 0, k = 0;
+
+	if (b == NULL)
+		return NULL;
+	for (f = 0; f < m->n_files; f++)
+		n += m->files[f].n_chunks;
+	if ((b->items = calloc(n ? n : 1, sizeof(*b->items))) == NULL) {
+		free(b);
+		return NULL;
+	}
+	for (f = 0; f < m->n_files; f++) {
+		for (c = 0; c < m->files[f].n_chunks; c++) {
+			uint64_t off = (uint64_t)c * m->chunk_size, left = m->files[f].size - off;
+			chunk_item *it = &b->items[k++];
+			it->batch = b;
+			it->p = maps[f] + off;
+			it->n = (size_t)(left < m->chunk_size ? left : m->chunk_size);
+			it->out = m->files[f].digests[c];
+			it->expect = re ? m->files[f].digests[c] : NULL;
+			it->file = f;
+			it->chunk = c;
+		}
+	}
+	b->count = n;
+	return b;
+}
+
+static void free_batch(chunk_batch *b)
+{
+	if (b != NULL) {
+		free(b->items);
+		free(b);
+	}
+}
+
+/* The sink: digests of a canonical pass's chunks, taken by idle workers. */
+typedef struct sink_ctx {
+	vd_pool *pool;
+	vd_job *job;
+	chunk_batch *batch;
+} sink_ctx;
+
+static void sink_start(void *arg, const vd_mapped_file *files, size_t n)
+{
+	sink_ctx *sc = arg;
+	const uint8_t **maps;
+	size_t i;
+
+	if ((sc->job->chunks = vd_chunkmap_new(files, n, VD_CHUNK_SIZE)) == NULL)
+		return;
+	if ((maps = calloc(n ? n : 1, sizeof(*maps))) == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		maps[i] = files[i].map;
+	sc->batch = new_batch(sc->job->chunks, maps, 0);
+	free(maps);
+	if (sc->batch != NULL)
+		queue_batch(sc->pool, sc->batch);
+}
+
+/* Finish the digests only if idle workers took most of them: with every
+ * worker busy the map is skipped rather than slowing verification down;
+ * a later scrub takes it. */
+static void sink_finish(void *arg, const vd_meta_digests *meta)
+{
+	sink_ctx *sc = arg;
+	chunk_batch *b = sc->batch;
+	size_t unclaimed = 0, i;
+
+	if (b == NULL) {
+		vd_chunkmap_free(sc->job->chunks);
+		sc->job->chunks = NULL;
+		return;
+	}
+	pthread_mutex_lock(&sc->pool->mu);
+	for (i = 0; i < b->count; i++)
+		unclaimed += !b->items[i].claimed;
+	pthread_mutex_unlock(&sc->pool->mu);
+	finish_batch(sc->pool, b, unclaimed * 2 <= b->count && sc->job->kind != VD_JOB_EXPLICIT);
+	if (b->failed) {
+		vd_chunkmap_free(sc->job->chunks);
+		sc->job->chunks = NULL;
+	} else {
+		sc->job->chunks->meta = *meta;
+	}
+	free_batch(b);
+	sc->batch = NULL;
+}
+
+/* Map every file of the map; their sizes must not have changed. */
+static int map_files(int dirfd, const vd_chunkmap *m, const uint8_t **maps, int *fds,
+    char *why, size_t n)
+{
+	struct stat st;
+	vd_err err = { 0 };
+	size_t f;
+
+	for (f = 0; f < m->n_files; f++) {
+		if (vd_artifact_open_member(dirfd, m->files[f].name, &fds[f], &st, &err) != VD_OK) {
+			snprintf(why, n, "%s", err.msg);
+			return -1;
+		}
+		if ((uint64_t)st.st_size != m->files[f].size) {
+			snprintf(why, n, "%s changed size from %llu to %lld bytes", m->files[f].name,
+			    (unsigned long long)m->files[f].size, (long long)st.st_size);
+			return -1;
+		}
+		if (m->files[f].size > 0) {
+			maps[f] = mmap(NULL, (size_t)m->files[f].size, PROT_READ, MAP_SHARED, fds[f], 0);
+			if (maps[f] == MAP_FAILED) {
+				maps[f] = NULL;
+				snprintf(why, n, "cannot map %s", m->files[f].name);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int same_meta(int dirfd, const vd_chunkmap *m, char *why, size_t n)
+{
+	uint8_t d[32];
+	vd_err err = { 0 };
+	vd_code rc;
+
+	if (vd_artifact_digest_small(dirfd, "header.json", d, &err) != VD_OK ||
+	    memcmp(d, m->meta.header, 32) != 0) {
+		snprintf(why, n, "header.json changed");
+		return 0;
+	}
+	rc = vd_artifact_digest_small(dirfd, "weights.index.json", d, &err);
+	if ((rc == VD_OK) != (m->meta.has_index != 0) ||
+	    (rc == VD_OK && memcmp(d, m->meta.index, 32) != 0)) {
+		snprintf(why, n, "weights.index.json changed");
+		return 0;
+	}
+	return 1;
+}
+
+/* Compare every chunk with its digest, on all idle workers at once.
+ * 1: every byte as verified; 0: changed (j->changed says where). */
+static int recheck(vd_pool *p, vd_job *j, int dirfd)
+{
+	const vd_chunkmap *m = j->recheck;
+	const uint8_t **maps = calloc(m->n_files, sizeof(*maps));
+	int *fds = malloc(m->n_files * sizeof(*fds)), same = 0;
+	chunk_batch *b = NULL;
+	size_t f;
+
+	if (maps == NULL || fds == NULL)
+		goto out;
+	for (f = 0; f < m->n_files; f++)
+		fds[f] = -1;
+	if (!same_meta(dirfd, m, j->changed, sizeof(j->changed)) ||
+	    map_files(dirfd, m, maps, fds, j->changed, sizeof(j->changed)) < 0 ||
+	    (b = new_batch(m, maps, 1)) == NULL)
+		goto out;
+	if (j->rate > 0) {
+		throttled_batch(p, j, b);     /* a scrub keeps to scrub_rate */
+	} else {
+		queue_batch(p, b);
+		finish_batch(p, b, 1);
+	}
+	j->hashed = 0;
+	for (f = 0; f < m->n_files; f++)
+		j->hashed += m->files[f].size;
+	if (b->failed) {
+		snprintf(j->changed, sizeof(j->changed), "a weight file shrank during the re-check");
+	} else if (b->mismatch) {
+		uint64_t a = (uint64_t)b->mm_chunk * m->chunk_size;
+		uint64_t e = a + m->chunk_size < m->files[b->mm_file].size ? a + m->chunk_size :
+		    m->files[b->mm_file].size;
+		snprintf(j->changed, sizeof(j->changed), "%s bytes %llu to %llu changed",
+		    m->files[b->mm_file].name, (unsigned long long)a, (unsigned long long)e);
+	} else {
+		same = 1;
+	}
+out:
+	for (f = 0; maps && fds && f < m->n_files; f++) {
+		if (maps[f] != NULL)
+			munmap((void *)maps[f], (size_t)m->files[f].size);
+		if (fds[f] >= 0)
+			close(fds[f]);
+	}
+	free_batch(b);
+	free(maps);
+	free(fds);
+	return same;
+}
+
 static void run_job(vd_pool *p, vd_job *j)
 {
 	vd_options opt = { 0 };
@@ -122,10 +454,23 @@ static void run_job(vd_pool *p, vd_job *j)
 		return;
 	}
 	opt.max_header_len = j->max_header_len;
+	if (j->kind == VD_JOB_SCRUB)
+		opt.flags |= VD_VERIFY_KEEP_CACHE_CLEAN;
 	opt.progress = on_progress;
 	opt.progress_arg = &pc;
 	vd_fingerprint_dir(fd, &j->fp_before);
-	vd_artifact_verify(fd, &opt, &j->verdict, NULL);
+	if (j->recheck != NULL && (j->rechecked = recheck(p, j, fd))) {
+		vd_fingerprint_dir(fd, &j->fp_after);
+		vd_hdrinfo_read(fd, &j->hdr);
+		close(fd);
+		j->duration = mono_now() - pc.t0;
+		return;
+	}
+	{
+		sink_ctx sc = { p, j, NULL };
+		vd_chunk_sink sink = { sink_start, sink_finish, &sc };
+		vd_artifact_verify_ex(fd, &opt, &j->verdict, NULL, &sink);
+	}
 	vd_fingerprint_dir(fd, &j->fp_after);
 	vd_hdrinfo_read(fd, &j->hdr);
 	close(fd);
@@ -157,10 +502,20 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (!p->stopping && (j = pop(p)) == NULL)
+		chunk_item *it = NULL;
+		/* Jobs first; chunk work only when no job waits. */
+		while (!p->stopping && (j = pop(p)) == NULL && (it = pop_chunk(p, NULL)) == NULL)
 			pthread_cond_wait(&p->cv, &p->mu);
 		if (p->stopping)
 			break;
+		if (j == NULL) {
+			it->batch->claimed_by_others++;
+			pthread_mutex_unlock(&p->mu);
+			do_item(it);
+			pthread_mutex_lock(&p->mu);
+			item_done(p, it);
+			continue;
+		}
 		p->busy++;
 		pthread_mutex_unlock(&p->mu);
 		run_job(p, j);
@@ -213,6 +568,7 @@ int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
 	p->arg = arg;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
+	pthread_cond_init(&p->chunk_cv, NULL);
 	p->threads = calloc(threads, sizeof(*p->threads));
 	if (p->threads == NULL || p->root == NULL ||
 	    (rc = uv_async_init(loop, &p->async, on_async)) < 0) {
@@ -310,6 +666,7 @@ static void on_closed(uv_handle_t *h)
 
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
+	pthread_cond_destroy(&p->chunk_cv);
 	free(p->threads);
 	free(p->root);
 	free(p);

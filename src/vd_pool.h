@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "vd_artifact.h"
+#include "vd_chunks.h"
 #include "vd_scan.h"
 
 typedef enum vd_job_kind {
@@ -32,6 +33,12 @@ struct vd_job {
 	vd_verdict verdict;
 	vd_fingerprint fp_before, fp_after;
 	vd_hdrinfo hdr;            /* header.json as read after hashing */
+	/* Chunk digests: a map to re-check against (input), and the map taken
+	 * alongside a canonical pass (output). */
+	vd_chunkmap *recheck;
+	vd_chunkmap *chunks;
+	int rechecked;             /* the re-check found every byte unchanged */
+	char changed[VD_DETAIL_MAX];  /* what the re-check found changed */
 	double started;            /* wall clock, seconds */
 	double duration;           /* seconds */
 	uint64_t hashed;           /* bytes fed to SHA-256 */

@@ -34,6 +34,8 @@ static const char *const migrations[VD_STATE_SCHEMA] = {
 	"CREATE TABLE alerts ("
 	"  id INTEGER PRIMARY KEY, kind TEXT NOT NULL, subject TEXT NOT NULL,"
 	"  detail TEXT NOT NULL, event TEXT NOT NULL, at REAL NOT NULL);",
+	/* 1 -> 2: chunk digests beside each verdict, for parallel re-checks. */
+	"ALTER TABLE verdicts ADD COLUMN chunks BLOB;",
 };
 
 static double wall_now(void)
@@ -202,7 +204,7 @@ int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg)
 	int rc;
 
 	if (sqlite3_prepare_v2(st->db, "SELECT relpath, fingerprint, code, detail, content_hash,"
-	    " tensors, bytes, verified_at, duration_ms FROM verdicts", -1, &s, NULL) != SQLITE_OK)
+	    " tensors, bytes, verified_at, duration_ms, chunks FROM verdicts", -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "loading verdicts");
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&v, 0, sizeof(v));
@@ -217,6 +219,8 @@ int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg)
 		v.bytes = (uint64_t)sqlite3_column_int64(s, 6);
 		v.verified_at = sqlite3_column_double(s, 7);
 		v.duration_ms = sqlite3_column_double(s, 8);
+		v.chunks = sqlite3_column_blob(s, 9);
+		v.chunks_len = (size_t)sqlite3_column_bytes(s, 9);
 		if ((unsigned)v.code <= VD_IO_ERROR)
 			fn(&v, arg);
 	}
@@ -229,7 +233,7 @@ int vd_state_put_verdict(vd_state *st, const vd_stored_verdict *v)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?)",
+	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?)",
 	    -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "storing a verdict");
 	sqlite3_bind_text(s, 1, v->relpath, -1, SQLITE_STATIC);
@@ -241,6 +245,10 @@ int vd_state_put_verdict(vd_state *st, const vd_stored_verdict *v)
 	sqlite3_bind_int64(s, 7, (sqlite3_int64)v->bytes);
 	sqlite3_bind_double(s, 8, v->verified_at);
 	sqlite3_bind_double(s, 9, v->duration_ms);
+	if (v->chunks != NULL)
+		sqlite3_bind_blob(s, 10, v->chunks, (int)v->chunks_len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 10);
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "storing a verdict");

@@ -16,7 +16,7 @@
 #include "vd_scan.h"
 
 #define VD_STATE_FILE "state.db"
-#define VD_STATE_SCHEMA 1
+#define VD_STATE_SCHEMA 2
 #define VD_STATE_BUSY_MS 5000
 
 typedef struct vd_state vd_state;
@@ -29,6 +29,8 @@ typedef struct vd_stored_verdict {
 	char content_hash[VD_HASH_HEX_LEN + 1];
 	uint64_t tensors, bytes;
 	double verified_at, duration_ms;
+	const uint8_t *chunks;      /* chunk map blob, or NULL */
+	size_t chunks_len;
 } vd_stored_verdict;
 
 typedef struct vd_commitment {

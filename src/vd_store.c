@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "vd_chunks.h"
 #include "vd_log.h"
 #include "vd_state.h"
 #include "vd_store.h"
@@ -149,6 +150,10 @@ static int submit(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t gen)
 		return -ENOMEM;
 	j->gen = gen;
 	j->max_header_len = s->cfg->max_header_len;
+	/* A verified copy is re-checked chunk by chunk on all workers; only a
+	 * changed chunk, or a client asking, costs the full canonical pass. */
+	if (kind != VD_JOB_EXPLICIT && c->chunks != NULL && c->has_verdict && c->code == VD_OK)
+		j->recheck = vd_chunkmap_dup(c->chunks);
 	j->rate = kind == VD_JOB_SCRUB ? s->cfg->scrub_rate : 0;
 	if ((rc = vd_pool_submit(s->pool, j, s->cfg->queue_max)) < 0) {
 		vd_job_free(j);
@@ -227,6 +232,7 @@ static void log_verdict(const vd_copy *c, const vd_job *j)
 static void persist_verdict(vd_store *s, const vd_copy *c)
 {
 	vd_stored_verdict v;
+	vd_buf blob;
 
 	if (s->state == NULL || !c->verdict_fp.ok)
 		return;
@@ -240,7 +246,13 @@ static void persist_verdict(vd_store *s, const vd_copy *c)
 	v.bytes = c->bytes;
 	v.verified_at = c->verified_at;
 	v.duration_ms = c->duration_ms;
+	vd_buf_init(&blob);
+	if (c->chunks != NULL && c->code == VD_OK && vd_chunkmap_serialize(c->chunks, &blob) == 0) {
+		v.chunks = blob.p;
+		v.chunks_len = blob.len;
+	}
 	vd_state_put_verdict(s->state, &v);
+	vd_buf_free(&blob);
 }
 
 static void record_verdict(vd_copy *c, const vd_job *j)
@@ -303,11 +315,24 @@ static void on_job_done(vd_job *j, void *arg)
 		return;
 	}
 	c->inflight = NULL;
-	if (j->kind == VD_JOB_SCRUB && j->verdict.code == VD_OK && c->has_verdict)
-		log_debug("scrubbed %s: unchanged", c->relpath);
-	else
-		log_verdict(c, j);
-	record_verdict(c, j);
+	if (j->rechecked) {
+		log_info("re-checked %s chunk by chunk: unchanged (%.3f s)", c->relpath, j->duration);
+		c->verdict_fp = j->fp_before;
+		c->verified_at = j->started + j->duration;
+		c->duration_ms = j->duration * 1000.0;
+	} else {
+		if (j->changed[0])
+			log_warn("%s: %s; verifying it in full", c->relpath, j->changed);
+		snprintf(c->changed, sizeof(c->changed), "%s", j->changed);
+		if (j->kind == VD_JOB_SCRUB && j->verdict.code == VD_OK && c->has_verdict)
+			log_debug("scrubbed %s: unchanged", c->relpath);
+		else
+			log_verdict(c, j);
+		record_verdict(c, j);
+		vd_chunkmap_free(c->chunks);
+		c->chunks = j->verdict.code == VD_OK ? j->chunks : NULL;
+		j->chunks = NULL;
+	}
 	if (!c->fp.ok)
 		c->fp = j->fp_before;
 	take_header(s, c, j);
@@ -336,6 +361,7 @@ static void on_job_done(vd_job *j, void *arg)
 
 static void free_copy(vd_copy *c)
 {
+	vd_chunkmap_free(c->chunks);
 	vd_hdrinfo_free(&c->hdr);
 	free(c->relpath);
 	free(c->run);
@@ -371,16 +397,34 @@ static void remove_copy(vd_store *s, vd_copy *c)
 	free_copy(c);
 }
 
+typedef struct stored {
+	vd_stored_verdict v;
+	vd_chunkmap *chunks;
+} stored;
+
+static void free_stored(void *p)
+{
+	stored *st = p;
+
+	if (st != NULL) {
+		vd_chunkmap_free(st->chunks);
+		free(st);
+	}
+}
+
 /* After a restart: a directory whose files have the identities a stored
  * verdict was reached on gets that verdict without being hashed again. */
 static void adopt_stored(vd_store *s, vd_copy *c)
 {
-	vd_stored_verdict *v = vd_map_get(&s->stored, c->relpath);
+	stored *st = vd_map_get(&s->stored, c->relpath);
+	vd_stored_verdict *v = st ? &st->v : NULL;
 
 	if (v == NULL)
 		return;
-	if (c->fp.ok && !c->has_verdict &&
-	    memcmp(v->fingerprint, c->fp.digest, sizeof(v->fingerprint)) == 0) {
+	/* The verdict holds for the identities it was reached on: when those
+	 * moved, the copy is pending until re-verified (a re-check when the
+	 * stored digests describe its bytes). */
+	if (!c->has_verdict) {
 		c->has_verdict = 1;
 		c->code = v->code;
 		snprintf(c->detail, sizeof(c->detail), "%s", v->detail);
@@ -389,10 +433,16 @@ static void adopt_stored(vd_store *s, vd_copy *c)
 		c->bytes = v->bytes;
 		c->verified_at = v->verified_at;
 		c->duration_ms = v->duration_ms;
-		c->verdict_fp = c->fp;
-		log_debug("%s unchanged since its stored verdict: not hashed again", c->relpath);
+		memcpy(c->verdict_fp.digest, v->fingerprint, sizeof(c->verdict_fp.digest));
+		c->verdict_fp.ok = 1;
+		if (vd_fingerprint_eq(&c->verdict_fp, &c->fp))
+			log_debug("%s unchanged since its stored verdict: not hashed again", c->relpath);
 	}
-	free(vd_map_del(&s->stored, c->relpath));
+	if (c->chunks == NULL && v->code == VD_OK) {
+		c->chunks = st->chunks;
+		st->chunks = NULL;
+	}
+	free_stored(vd_map_del(&s->stored, c->relpath));
 }
 
 static void merge_artifact(vd_store *s, vd_scan_artifact *a)
@@ -749,14 +799,17 @@ static void arm_scrub(vd_store *s)
 static void load_verdict(const vd_stored_verdict *v, void *arg)
 {
 	vd_store *s = arg;
-	vd_stored_verdict *copy = malloc(sizeof(*copy));
+	stored *copy = calloc(1, sizeof(*copy));
 
 	if (copy == NULL)
 		return;
-	*copy = *v;
-	free(vd_map_del(&s->stored, v->relpath));
+	copy->v = *v;
+	copy->v.chunks = NULL;
+	if (v->chunks != NULL && v->code == VD_OK)
+		copy->chunks = vd_chunkmap_parse(v->chunks, v->chunks_len);
+	free_stored(vd_map_del(&s->stored, v->relpath));
 	if (vd_map_put(&s->stored, v->relpath, copy) < 0)
-		free(copy);
+		free_stored(copy);
 }
 
 static int push_commitment(vd_commitment **arr, size_t *n, size_t *cap,
@@ -951,7 +1004,7 @@ static void free_all(vd_store *s)
 	free(s->root);
 	it = 0;
 	while (vd_map_next(&s->stored, &it, &k, &v))
-		free(v);
+		free_stored(v);
 	vd_map_free(&s->stored);
 	free(s->posted);
 	free(s->equivs);

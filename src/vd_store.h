@@ -47,6 +47,8 @@ typedef struct vd_copy {
 	uint64_t again_gen, req_gen, done_gen;
 	int backlog;                /* could not be queued: queue full */
 	int seen;                   /* scan sweep mark */
+	struct vd_chunkmap *chunks; /* chunk digests of the verified bytes */
+	char changed[VD_DETAIL_MAX];  /* what the last re-check found changed */
 	int was_failed;             /* for alert transitions */
 } vd_copy;
 

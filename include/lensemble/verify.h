@@ -51,8 +51,13 @@ typedef struct vd_verdict {
  * then fails with VD_IO_ERROR. */
 typedef int (*vd_progress_fn)(uint64_t done, uint64_t total, void *arg);
 
+/* vd_options.flags */
+#define VD_VERIFY_KEEP_CACHE_CLEAN 0x1 /* evict the pages this read brought
+                                        * into the page cache, keep the rest */
+
 typedef struct vd_options {
 	const char *expected_hash;    /* committed hash to match, or NULL */
+	unsigned flags;
 	uint64_t max_header_len;      /* safetensors header cap; 0: default */
 	vd_progress_fn progress;      /* called while hashing, or NULL */
 	void *progress_arg;

@@ -97,11 +97,12 @@ check "with a message naming the file" 1 "$(grep -c "state.db" "$WORK/refused.lo
 check "the damaged file is left in place, not recreated" 0 "$(head -c 16 "$STATE/state.db" | grep -c 'SQLite format')"
 cp "$WORK/state.good" "$STATE/state.db"
 if command -v sqlite3 > /dev/null 2>&1; then
+	schema=$(sqlite3 "$STATE/state.db" 'PRAGMA user_version')
 	sqlite3 "$STATE/state.db" 'PRAGMA user_version = 99'
 	"$DAEMON" -f -c "$CONF" > "$WORK/refused.log" 2>&1
 	check "a newer schema is refused with status 1" 1 "$?"
 	check "saying so" 1 "$(grep -c 'schema version 99, newer than' "$WORK/refused.log")"
-	sqlite3 "$STATE/state.db" 'PRAGMA user_version = 1'
+	sqlite3 "$STATE/state.db" "PRAGMA user_version = $schema"
 fi
 [ -n "$RUN_AS" ] && chown -R "$RUN_AS" "$STATE"
 
