@@ -165,6 +165,7 @@ int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp)
 			rec[6] = st.st_ctim.tv_sec;
 			rec[7] = st.st_ctim.tv_nsec;
 			rec[8] = (int64_t)st.st_nlink;
+			fp->linked += S_ISREG(st.st_mode) && st.st_nlink > 1;
 		}
 		/* The name with its NUL, then the identity. */
 		EVP_DigestUpdate(ctx, names[i] ? names[i] : "", names[i] ? strlen(names[i]) + 1 : 1);

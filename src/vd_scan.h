@@ -40,6 +40,7 @@ void vd_hdrinfo_read(int dirfd, vd_hdrinfo *out);
 typedef struct vd_fingerprint {
 	uint8_t digest[32];
 	size_t entries;
+	size_t linked;      /* regular files with other hard links */
 	int ok;
 } vd_fingerprint;
 

@@ -458,6 +458,11 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 		return;
 	}
 	c->seen = 1;
+	/* Written through another link, a file changes without an event in
+	 * this directory: only the periodic rescan (ctime) sees it. */
+	if (a->fp.linked > 0 && c->fp.linked == 0)
+		log_warn("%s: %zu file(s) have other hard links; changes made through them are seen at the next rescan (rescan_interval)",
+		    a->relpath, a->fp.linked);
 	index_remove(s, c);
 	vd_hdrinfo_free(&c->hdr);
 	c->hdr = a->hdr;            /* moved out of the scan result */

@@ -1,0 +1,30 @@
+#!/bin/sh
+# A full verification queue: background work is shed first and queued
+# again later; explicit requests beyond twice the bound get 503 with
+# Retry-After, and everything is verified once the queue drains.
+. "$top_srcdir/tests/integration/lib.sh"
+
+# One worker busy with a large (sparse) artifact; three small ones wait.
+"$MKART" --round 0 --sparse --bytes $((2048 * 1024 * 1024)) --seed 1 "$STORE/a-big" > /dev/null
+for n in b c d; do "$MKART" --round 0 --seed "$(printf %d "'$n")" "$STORE/$n" > "$WORK/h-$n"; done
+write_conf "workers = 1" "queue_max = 1" "rescan_interval = 3600"
+start_daemon
+
+# Whether the first scan queued b or shed it, one of these three explicit
+# requests finds twice the bound waiting.
+got=
+for n in c d b; do
+	curl -s -D "$WORK/hdr-$n" -o "$WORK/body-$n" -X POST -H 'Content-Type: application/json' \
+		--data-binary "{\"content_hash\":\"$(cat "$WORK/h-$n")\"}" "$(url '/verify?wait=0')"
+	st=$(sed -n 's/^HTTP\/1.1 \([0-9]*\).*/\1/p' "$WORK/hdr-$n")
+	[ "$st" = 503 ] && { got=$n; break; }
+	check "an explicit request within twice the bound is accepted" 202 "$st"
+done
+check "beyond twice the bound: 503" true "$([ -n "$got" ] && echo true)"
+check "with Retry-After" "Retry-After: 5" "$(tr -d '\r' < "$WORK/hdr-${got:-c}" | grep '^Retry-After:')"
+check "and the overloaded error" overloaded "$(jq -r .error.code "$WORK/body-${got:-c}")"
+check "the daemon still answers" 200 "$(code GET /healthz)"
+
+all() { [ "$(metric 'artifacts{state="verified"}')" = 4 ]; }
+if wait_for $((30 * SLOW)) all > /dev/null; then ok "shed background work is verified once the queue drains"; else not_ok "every artifact verified after the queue drained"; fi
+finish
