@@ -33,6 +33,12 @@ static json_object *jstr_or_null(const char *s)
 	return s && s[0] ? json_object_new_string(s) : NULL;
 }
 
+/* A header field: "" is a value the header holds, not an absence. */
+static json_object *jstr_keep_empty(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
 static void rfc3339(double t, char *out, size_t n)
 {
 	time_t secs = (time_t)t;
@@ -77,12 +83,12 @@ static json_object *header_json(const vd_hdrinfo *h)
 	json_object_object_add(o, "round_index", json_object_new_int64(h->round_index));
 	json_object_object_add(o, "parent_hash", h->has_parent ?
 	    json_object_new_string(h->parent_hash) : NULL);
-	json_object_object_add(o, "wmcp_version", jstr_or_null(h->wmcp_version));
-	json_object_object_add(o, "config_hash", jstr_or_null(h->config_hash));
+	json_object_object_add(o, "wmcp_version", jstr_keep_empty(h->wmcp_version));
+	json_object_object_add(o, "config_hash", jstr_keep_empty(h->config_hash));
 	for (i = 0; i < h->n_param_groups; i++)
 		json_object_array_add(groups, json_object_new_string(h->param_groups[i]));
 	json_object_object_add(o, "param_groups", groups);
-	json_object_object_add(o, "created_at", jstr_or_null(h->created_at));
+	json_object_object_add(o, "created_at", jstr_keep_empty(h->created_at));
 	return o;
 }
 
