@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "vd_config.h"
+#include "vd_json.h"
 #include "vd_log.h"
 #include "vd_util.h"
 
@@ -295,6 +296,14 @@ static const char *content_end(const char *p, const char *end)
 	return q;
 }
 
+static void printable(char *s)
+{
+	vd_utf8_sanitize(s);
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 int vd_config_parse(const char *text, size_t len, const char *filename,
     vd_config *c, char *err, size_t errlen)
 {
@@ -311,10 +320,12 @@ int vd_config_parse(const char *text, size_t len, const char *filename,
 			p++;
 		e = content_end(p, nl);
 		if (e > p && parse_line(p, e, c, seen, msg, sizeof(msg)) < 0) {
+			/* The message quotes the file: keep it printable. */
+			printable(msg);
 			snprintf(err, errlen, "%s:%u: %s", filename, line, msg);
 			return -1;
 		}
-		p = nl + 1;
+		p = nl < end ? nl + 1 : end;
 	}
 	if (vd_config_check(c, msg, sizeof(msg)) < 0) {
 		snprintf(err, errlen, "%s: %s", filename, msg);

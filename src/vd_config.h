@@ -49,7 +49,9 @@ typedef struct vd_config {
 
 void vd_config_defaults(vd_config *c);
 
-/* Parse config text. On error returns -1 and writes "FILE:LINE: problem". */
+/* Parse config text. On error returns -1 and writes "FILE:LINE: problem",
+ * or "FILE: problem" when keys conflict (vd_config_check) rather than a
+ * line being wrong. */
 int vd_config_parse(const char *text, size_t len, const char *filename,
     vd_config *c, char *err, size_t errlen);
 

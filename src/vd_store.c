@@ -330,8 +330,11 @@ static void on_job_done(vd_job *j, void *arg)
 			log_verdict(c, j);
 		record_verdict(c, j);
 		vd_chunkmap_free(c->chunks);
-		c->chunks = j->verdict.code == VD_OK ? j->chunks : NULL;
-		j->chunks = NULL;
+		c->chunks = NULL;
+		if (j->verdict.code == VD_OK) {
+			c->chunks = j->chunks;
+			j->chunks = NULL;   /* vd_job_free frees a failed pass's map */
+		}
 	}
 	if (!c->fp.ok)
 		c->fp = j->fp_before;
