@@ -387,6 +387,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (d.opts.check) {
+		if (vd_http_tls_check(d.cfg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "lensemble-verifyd: %s\n", err);
+			free(d.cfg);
+			return 1;
+		}
 		printf("configuration OK: %s\n", d.opts.config_given ||
 		    access(d.opts.config, F_OK) == 0 ? d.opts.config : "(defaults)");
 		free(d.cfg);

@@ -9,12 +9,18 @@
 #include <sys/socket.h>
 
 #include <json-c/json.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "vd_http.h"
 #include "vd_json.h"
 #include "vd_log.h"
 
 #define MHD_TIMER_MAX_MS 1000     /* re-check MHD at least this often */
+#define MHD_TIMER_MIN_MS 1        /* a 0 ms timer re-armed from its own callback
+                                   * would run again before any I/O */
+#define SWEEP_MS 250              /* how often request deadlines are checked */
 
 struct vd_http {
 	uv_loop_t *loop;
@@ -29,7 +35,21 @@ struct vd_http {
 	uint16_t port;
 	unsigned open_handles;
 	char *tls_cert, *tls_key;
+	int kick;                 /* a connection closed: run MHD again soon */
+	uv_timer_t sweep;
+	struct conn_track *conns;
 };
+
+/* Every connection, for the request deadline: libmicrohttpd's timeout
+ * counts inactivity, so a client sending a byte a second would never hit
+ * it. A request not received whole within connection_timeout has its
+ * socket shut down, which MHD then sees and closes. */
+typedef struct conn_track {
+	struct conn_track *next, **prevp;
+	int fd;
+	uint64_t deadline_ms;
+	int busy;                 /* received whole and being answered */
+} conn_track;
 
 static void drive(vd_http *h);
 
@@ -46,9 +66,14 @@ static void drive(vd_http *h)
 
 	if (h->mhd == NULL)
 		return;
+	h->kick = 0;
 	MHD_run(h->mhd);
 	if (MHD_get_timeout(h->mhd, &to) == MHD_YES && to < ms)
 		ms = to;
+	/* After a close MHD may take the listening socket back only on its
+	 * next run (it drops it at the connection limit). */
+	if (h->kick || ms < MHD_TIMER_MIN_MS)
+		ms = MHD_TIMER_MIN_MS;
 	uv_timer_start(&h->timer, on_timer, ms, 0);
 }
 
@@ -100,7 +125,7 @@ void vd_http_respond(vd_req *r, unsigned status, const char *content_type,
 		r->ready_status = status;
 		r->suspended = 0;
 		MHD_resume_connection(r->conn);
-		uv_timer_start(&r->http->timer, on_timer, 0, 0);
+		uv_timer_start(&r->http->timer, on_timer, MHD_TIMER_MIN_MS, 0);
 		return;
 	}
 	if (resp != NULL) {
@@ -177,7 +202,16 @@ static size_t header_bytes(struct MHD_Connection *conn, const char *url)
 	size_t n = strlen(url) + 16;
 
 	MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header_size, &n);
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_header_size, &n);
 	return n;
+}
+
+static conn_track *track_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -187,6 +221,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	vd_http *h = cls;
 	vd_req *r = *con_cls;
 	char detail[128];
+	conn_track *t;
 
 	if (r == NULL) {
 		if ((r = calloc(1, sizeof(*r))) == NULL)
@@ -231,6 +266,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		return MHD_YES;
 	}
 	r->dispatched = 1;
+	if ((t = track_of(conn)) != NULL)
+		t->busy = 1;
 	h->handler(r, h->arg);
 	return MHD_YES;
 }
@@ -240,7 +277,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	vd_http *h = cls;
 	vd_req *r = *con_cls;
+	conn_track *t;
 
+	t = track_of(conn);
+	if (t != NULL) {
+		t->busy = 0;
+		t->deadline_ms = uv_now(h->loop) + (uint64_t)h->cfg->connection_timeout * 1000;
+	}
+	h->kick = 1;
 	if (r == NULL)
 		return;
 	if (r->cancel != NULL)
@@ -252,6 +296,55 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	vd_buf_free(&r->body);
 	free(r);
 	*con_cls = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+    enum MHD_ConnectionNotificationCode code)
+{
+	vd_http *h = cls;
+	conn_track *t = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		if ((t = calloc(1, sizeof(*t))) == NULL)
+			return;
+		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		t->fd = ci ? ci->connect_fd : -1;
+		t->deadline_ms = uv_now(h->loop) + (uint64_t)h->cfg->connection_timeout * 1000;
+		t->next = h->conns;
+		if (h->conns)
+			h->conns->prevp = &t->next;
+		h->conns = t;
+		t->prevp = &h->conns;
+		*socket_context = t;
+		return;
+	}
+	if (t == NULL)
+		return;
+	*t->prevp = t->next;
+	if (t->next)
+		t->next->prevp = t->prevp;
+	free(t);
+	*socket_context = NULL;
+	h->kick = 1;
+}
+
+static void on_sweep(uv_timer_t *timer)
+{
+	vd_http *h = timer->data;
+	uint64_t now = uv_now(h->loop);
+	conn_track *t;
+	int cut = 0;
+
+	for (t = h->conns; t != NULL; t = t->next) {
+		if (!t->busy && t->fd >= 0 && now > t->deadline_ms) {
+			shutdown(t->fd, SHUT_RDWR);
+			t->fd = -1;
+			cut = 1;
+		}
+	}
+	if (cut)
+		uv_timer_start(&h->timer, on_timer, MHD_TIMER_MIN_MS, 0);
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -319,10 +412,51 @@ static void handle_closed(uv_handle_t *hd)
 	}
 }
 
+int vd_http_tls_check(const vd_config *cfg, char *err, size_t errlen)
+{
+	X509 *cert = NULL;
+	EVP_PKEY *key = NULL;
+	FILE *f;
+	int rc = -1;
+
+	if (cfg->tls_cert[0] == '\0')
+		return 0;
+	if ((f = fopen(cfg->tls_cert, "re")) == NULL) {
+		snprintf(err, errlen, "cannot read tls_cert %s: %s", cfg->tls_cert, strerror(errno));
+		return -1;
+	}
+	cert = PEM_read_X509(f, NULL, NULL, NULL);
+	fclose(f);
+	if (cert == NULL) {
+		snprintf(err, errlen, "tls_cert %s holds no PEM certificate", cfg->tls_cert);
+		goto out;
+	}
+	if ((f = fopen(cfg->tls_key, "re")) == NULL) {
+		snprintf(err, errlen, "cannot read tls_key %s: %s", cfg->tls_key, strerror(errno));
+		goto out;
+	}
+	key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+	fclose(f);
+	if (key == NULL)
+		snprintf(err, errlen, "tls_key %s holds no unencrypted PEM private key", cfg->tls_key);
+	else if (X509_check_private_key(cert, key) != 1)
+		snprintf(err, errlen, "tls_key %s does not belong to the certificate in %s",
+		    cfg->tls_key, cfg->tls_cert);
+	else
+		rc = 0;
+out:
+	ERR_clear_error();
+	X509_free(cert);
+	EVP_PKEY_free(key);
+	return rc;
+}
+
 static int load_tls(vd_http *h, const vd_config *cfg, char *err, size_t errlen)
 {
 	if (cfg->tls_cert[0] == '\0')
 		return 0;
+	if (vd_http_tls_check(cfg, err, errlen) < 0)
+		return -1;
 	if ((h->tls_cert = slurp(cfg->tls_cert, err, errlen)) == NULL ||
 	    (h->tls_key = slurp(cfg->tls_key, err, errlen)) == NULL)
 		return -1;
@@ -350,8 +484,9 @@ static struct MHD_Daemon *start_mhd(vd_http *h, const vd_config *cfg,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_request_header_bytes * 2 + 32768,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_request_header_bytes * 4 + 65536,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 	    MHD_OPTION_ARRAY, tls,
 	    MHD_OPTION_END);
@@ -389,9 +524,11 @@ int vd_http_start(vd_http **out, uv_loop_t *loop, const vd_config *cfg,
 		goto fail;
 	}
 	uv_timer_init(loop, &h->timer);
-	h->poll.data = h->timer.data = h;
-	h->open_handles = 2;
+	uv_timer_init(loop, &h->sweep);
+	h->poll.data = h->timer.data = h->sweep.data = h;
+	h->open_handles = 3;
 	uv_poll_start(&h->poll, UV_READABLE, on_poll);
+	uv_timer_start(&h->sweep, on_sweep, SWEEP_MS, SWEEP_MS);
 	drive(h);
 	*out = h;
 	return 0;
@@ -427,4 +564,5 @@ void vd_http_stop(vd_http *h)
 	h->mhd = NULL;
 	uv_close((uv_handle_t *)&h->poll, handle_closed);
 	uv_close((uv_handle_t *)&h->timer, handle_closed);
+	uv_close((uv_handle_t *)&h->sweep, handle_closed);
 }

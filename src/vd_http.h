@@ -44,6 +44,9 @@ int vd_http_start(vd_http **out, uv_loop_t *loop, const vd_config *cfg,
     vd_http_handler handler, void *arg, char *err, size_t errlen);
 void vd_http_set_config(vd_http *h, const vd_config *cfg);
 uint16_t vd_http_port(vd_http *h);
+
+/* The TLS certificate and key: readable, PEM, and belonging together. */
+int vd_http_tls_check(const vd_config *cfg, char *err, size_t errlen);
 void vd_http_stop(vd_http *h);   /* stop accepting; closes handles */
 
 const char *vd_req_header(vd_req *r, const char *name);

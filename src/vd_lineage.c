@@ -217,7 +217,7 @@ static vd_group *local_links(vd_store *s, vd_group *g, int *pending)
 		add_break(g, g->hash, g->round_index, VD_BREAK_MISSING_PARENT);
 		return NULL;
 	}
-	if ((ps = vd_group_state(p)) == VD_AS_FAILED) {
+	if ((ps = vd_group_settled(p)) == VD_AS_FAILED) {
 		add_break(g, g->hash, g->round_index, VD_BREAK_PARENT_FAILED);
 		return NULL;
 	}
@@ -373,7 +373,7 @@ static void copy_alerts(vd_store *s, vd_map *set)
 
 	while (vd_map_next(&s->copies, &it, &k, &v)) {
 		vd_copy *c = v;
-		if (vd_copy_state(c) == VD_AS_FAILED)
+		if (vd_copy_settled(c) == VD_AS_FAILED)
 			alert_add(set, VD_ALERT_ARTIFACT_FAILED, c->relpath, "%s (claims %s): %s: %s",
 			    c->relpath, c->hdr.code == VD_OK ? c->hdr.content_hash : "no valid header",
 			    vd_code_name(c->code), c->detail);
@@ -392,14 +392,14 @@ static void fork_alerts(vd_store *s, vd_map *set)
 	vd_map_init(&children);
 	while (vd_map_next(&s->groups, &it, &k, &v)) {
 		vd_group *g = v;
-		if (g->has_parent && vd_group_state(g) == VD_AS_VERIFIED)
+		if (g->has_parent && vd_group_settled(g) == VD_AS_VERIFIED)
 			vd_map_put(&children, g->parent,
 			    (void *)((uintptr_t)vd_map_get(&children, g->parent) + 1));
 	}
 	it = 0;
 	while (vd_map_next(&children, &it, &k, &v))
 		if ((uintptr_t)v >= 2 && vd_store_group(s, k) != NULL &&
-		    vd_group_state(vd_store_group(s, k)) == VD_AS_VERIFIED)
+		    vd_group_settled(vd_store_group(s, k)) == VD_AS_VERIFIED)
 			alert_add(set, VD_ALERT_FORK, k, "%zu verified artifacts name %s as their parent",
 			    (size_t)(uintptr_t)v, k);
 	vd_map_free(&children);
@@ -413,7 +413,7 @@ static void group_alerts(vd_store *s, vd_map *set)
 
 	while (vd_map_next(&s->groups, &it, &k, &v)) {
 		vd_group *g = v;
-		int verified = vd_group_state(g) == VD_AS_VERIFIED;
+		int verified = vd_group_settled(g) == VD_AS_VERIFIED;
 
 		for (i = 0; i < g->n_breaks; i++)
 			if (g->breaks[i].reason == VD_BREAK_COMMITMENT_MISMATCH &&

@@ -366,6 +366,18 @@ static void add_dir(vd_scan_result *r, const char *rel)
 	arr[r->n_dirs++] = strdup(rel);
 }
 
+static void add_unreadable(vd_scan_result *r, const char *rel, const char *why)
+{
+	char **arr = grow(r->unreadable, &r->cap_unreadable, r->n_unreadable, sizeof(*arr));
+	size_t n = strlen(rel) + strlen(why) + 2;
+
+	if (arr == NULL)
+		return;
+	r->unreadable = arr;
+	if ((arr[r->n_unreadable] = malloc(n)) != NULL)
+		snprintf(arr[r->n_unreadable++], n, "%s\n%s", rel, why);
+}
+
 /* Walk one directory: an artifact directory is not descended into; hidden
  * entries (a save in progress, ".x.tmp-*") and symbolic links are skipped. */
 static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
@@ -397,9 +409,15 @@ static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
 		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
 			continue;
 		fd = openat(dirfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || (child = join(rel, names[i])) == NULL) {
+		if ((child = join(rel, names[i])) == NULL) {
 			if (fd >= 0)
 				close(fd);
+			continue;
+		}
+		if (fd < 0) {
+			if (errno != ENOENT)
+				add_unreadable(r, child, strerror(errno));
+			free(child);
 			continue;
 		}
 		walk(r, fd, child, depth - 1);
@@ -438,6 +456,9 @@ void vd_scan_result_free(vd_scan_result *r)
 		vd_scan_ledger_free(&r->ledgers[i]);
 	for (i = 0; i < r->n_dirs; i++)
 		free(r->dirs[i]);
+	for (i = 0; i < r->n_unreadable; i++)
+		free(r->unreadable[i]);
+	free(r->unreadable);
 	free(r->artifacts);
 	free(r->ledgers);
 	free(r->dirs);

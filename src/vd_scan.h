@@ -87,6 +87,8 @@ typedef struct vd_scan_result {
 	size_t n_ledgers, cap_ledgers;
 	char **dirs;         /* every directory walked, for watches */
 	size_t n_dirs, cap_dirs;
+	char **unreadable;   /* "relpath\nreason": directories that could not be opened */
+	size_t n_unreadable, cap_unreadable;
 	int truncated;       /* hit VD_SCAN_MAX_ARTIFACTS */
 } vd_scan_result;
 

@@ -56,6 +56,27 @@ vd_astate vd_copy_state(const vd_copy *c)
 	return c->code == VD_OK ? VD_AS_VERIFIED : VD_AS_FAILED;
 }
 
+vd_astate vd_copy_settled(const vd_copy *c)
+{
+	if (!c->has_verdict)
+		return VD_AS_PENDING;
+	return c->code == VD_OK ? VD_AS_VERIFIED : VD_AS_FAILED;
+}
+
+vd_astate vd_group_settled(const vd_group *g)
+{
+	vd_astate st = VD_AS_VERIFIED;
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		if (vd_copy_settled(g->copies[i]) == VD_AS_FAILED)
+			return VD_AS_FAILED;
+		if (vd_copy_settled(g->copies[i]) == VD_AS_PENDING)
+			st = VD_AS_PENDING;
+	}
+	return st;
+}
+
 vd_astate vd_group_state(const vd_group *g)
 {
 	vd_astate worst = VD_AS_VERIFIED, st;
@@ -477,6 +498,60 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 		schedule(s, c, VD_JOB_BACKGROUND, NULL);
 }
 
+/* A directory that cannot be opened: a known artifact stays listed, failed
+ * with io_error, until it can be read again; each is reported once. */
+static void merge_unreadable(vd_store *s, vd_scan_result *r)
+{
+	const char *k;
+	void *v;
+	size_t i, it = 0;
+	vd_map now;
+
+	vd_map_init(&now);
+	for (i = 0; i < r->n_unreadable; i++) {
+		char *nl = strchr(r->unreadable[i], '\n'), rel[1024];
+		vd_copy *c;
+		if (nl == NULL || (size_t)(nl - r->unreadable[i]) >= sizeof(rel))
+			continue;
+		memcpy(rel, r->unreadable[i], (size_t)(nl - r->unreadable[i]));
+		rel[nl - r->unreadable[i]] = '\0';
+		vd_map_put(&now, rel, (void *)1);
+		if (vd_map_get(&s->unreadable, rel) == NULL)
+			log_warn("cannot read the directory %s: %s", rel, nl + 1);
+		if ((c = vd_map_get(&s->copies, rel)) == NULL)
+			continue;
+		c->seen = 1;
+		c->has_verdict = 1;
+		c->code = VD_IO_ERROR;
+		snprintf(c->detail, sizeof(c->detail), "cannot read the artifact directory: %s", nl + 1);
+		/* This verdict describes no contents: once readable the
+		 * directory is verified again, changed or not. */
+		c->fp.ok = 0;
+		c->verdict_fp.ok = 0;
+	}
+	while (vd_map_next(&s->unreadable, &it, &k, &v))
+		if (vd_map_get(&now, k) == NULL)
+			log_info("the directory %s is readable again", k);
+	vd_map_free(&s->unreadable);
+	s->unreadable = now;
+}
+
+/* Verdicts stored for directories that are gone since the last run. */
+static void prune_stored(vd_store *s)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	while (vd_map_next(&s->stored, &it, &k, &v)) {
+		if (s->state)
+			vd_state_forget_verdict(s->state, k);
+		free_stored(v);
+	}
+	vd_map_free(&s->stored);
+	vd_map_init(&s->stored);
+}
+
 static void merge_ledgers(vd_store *s, vd_scan_result *r)
 {
 	size_t i;
@@ -545,7 +620,10 @@ static void after_scan(uv_work_t *req, int status)
 		((vd_copy *)v)->seen = 0;
 	for (i = 0; i < r->n_artifacts; i++)
 		merge_artifact(s, &r->artifacts[i]);
+	merge_unreadable(s, r);
 	sweep(s);
+	if (!s->scanned_once)
+		prune_stored(s);
 	merge_ledgers(s, r);
 	vd_watch_sync(&s->watch, r->dirs, r->n_dirs);
 	s->last_scan = wall_now();
@@ -957,6 +1035,7 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	vd_map_init(&s->copies);
 	vd_map_init(&s->groups);
 	vd_map_init(&s->stored);
+	vd_map_init(&s->unreadable);
 	vd_map_init(&s->commits);
 	vd_map_init(&s->alerts);
 	s->head_round = -1;
@@ -1014,6 +1093,7 @@ static void free_all(vd_store *s)
 	while (vd_map_next(&s->stored, &it, &k, &v))
 		free_stored(v);
 	vd_map_free(&s->stored);
+	vd_map_free(&s->unreadable);
 	free(s->posted);
 	free(s->equivs);
 	for (i = 0; i < s->scrub_n; i++)

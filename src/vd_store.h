@@ -136,6 +136,7 @@ typedef struct vd_store {
 	vd_waiter *waiters;
 	vd_state *state;               /* durable state; NULL: memory only */
 	vd_map stored;                 /* relpath -> stored verdict, from the last run */
+	vd_map unreadable;             /* directories reported unreadable */
 	struct vd_commitment *posted;  /* RoundClose commitments posted */
 	size_t n_posted, cap_posted;
 	struct vd_commitment *equivs;  /* conflicting posts refused */
@@ -165,6 +166,10 @@ void vd_store_scan(vd_store *s);            /* now (or right after the running o
 void vd_store_close(vd_store *s, void (*done)(void *), void *arg);
 
 vd_astate vd_copy_state(const vd_copy *c);
+/* The last verdict, ignoring a verification under way: what lineage and
+ * alerts follow, so that a re-check does not clear and raise them. */
+vd_astate vd_copy_settled(const vd_copy *c);
+vd_astate vd_group_settled(const vd_group *g);
 vd_group *vd_store_group(vd_store *s, const char *hash);
 vd_copy *vd_store_copy(vd_store *s, const char *relpath);
 /* The state of a hash: failed if any copy failed, verified if all did. */
