@@ -177,9 +177,8 @@ static vd_code read_small(verify_ctx *c, const char *name, size_t cap,
     vd_code missing_code, vd_buf *b)
 {
 	struct stat st;
-	ssize_t n;
 	vd_code rc;
-	int fd;
+	int fd, err;
 
 	if ((rc = open_member(c, name, missing_code, &fd, &st)) != VD_OK)
 		return rc;
@@ -189,20 +188,8 @@ static vd_code read_small(verify_ctx *c, const char *name, size_t cap,
 		    "%s is %lld bytes, above the limit of %zu", name,
 		    (long long)st.st_size, cap);
 	}
-	for (;;) {
-		uint8_t tmp[65536];
-		n = read(fd, tmp, sizeof(tmp));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (b->len + (size_t)n > cap || vd_buf_put(b, tmp, (size_t)n) < 0) {
-			n = -1;
-			errno = b->oom ? ENOMEM : EFBIG;
-			break;
-		}
-	}
-	if (n < 0) {
+	if ((err = vd_read_all(fd, cap, b)) < 0) {
+		errno = -err;
 		rc = io_fail(c, name, "read");
 	} else if (record_id(c, name, &st) < 0) {
 		rc = vd_fail(&c->err, VD_IO_ERROR, "out of memory");

@@ -297,8 +297,7 @@ void vd_scan_read_ledger(int dirfd, vd_scan_ledger *l)
 {
 	struct stat st;
 	vd_buf b;
-	ssize_t n;
-	int fd;
+	int fd, rc;
 
 	vd_buf_init(&b);
 	fd = openat(dirfd, VD_LEDGER_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -308,22 +307,13 @@ void vd_scan_read_ledger(int dirfd, vd_scan_ledger *l)
 		goto out;
 	}
 	vd_file_id_from_stat(&l->id, VD_LEDGER_FILE, &st);
-	for (;;) {
-		uint8_t tmp[65536];
-		n = read(fd, tmp, sizeof(tmp));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (b.len + (size_t)n > VD_LEDGER_MAX_BYTES || vd_buf_put(&b, tmp, (size_t)n) < 0) {
+	if ((rc = vd_read_all(fd, VD_LEDGER_MAX_BYTES, &b)) < 0) {
+		if (rc == -EFBIG)
 			snprintf(l->read_error, sizeof(l->read_error),
 			    "%s is larger than %u bytes", l->relpath, VD_LEDGER_MAX_BYTES);
-			goto out;
-		}
-	}
-	if (n < 0) {
-		snprintf(l->read_error, sizeof(l->read_error), "cannot read %s: %s",
-		    l->relpath, strerror(errno));
+		else
+			snprintf(l->read_error, sizeof(l->read_error), "cannot read %s: %s",
+			    l->relpath, strerror(-rc));
 		goto out;
 	}
 	vd_ledger_verify(b.p, b.len, collect_entry, l, &l->result);

@@ -1,8 +1,10 @@
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vd_json.h"
 #include "vd_util.h"
@@ -212,4 +214,24 @@ void vd_arena_free(vd_arena *a)
 	}
 	a->head = NULL;
 	a->used_total = 0;
+}
+
+int vd_read_all(int fd, size_t cap, vd_buf *b)
+{
+	uint8_t tmp[65536];
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, tmp, sizeof(tmp));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		if (b->len + (size_t)n > cap)
+			return -EFBIG;
+		if (vd_buf_put(b, tmp, (size_t)n) < 0)
+			return -ENOMEM;
+	}
 }

@@ -46,6 +46,10 @@ int vd_buf_printf(vd_buf *b, const char *fmt, ...) __attribute__((format(printf,
 int vd_buf_put_u32le(vd_buf *b, uint32_t v);
 int vd_buf_put_u64le(vd_buf *b, uint64_t v);
 
+/* Read fd to its end into b, at most cap bytes: 0, -EFBIG past cap,
+ * -ENOMEM, or -errno of a failed read. */
+int vd_read_all(int fd, size_t cap, vd_buf *b);
+
 /* A bump allocator freed all at once: parsed documents live in one. */
 typedef struct vd_arena_chunk vd_arena_chunk;
 typedef struct vd_arena {
