@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -131,8 +134,12 @@ static int on_progress(uint64_t done, uint64_t total, void *arg)
 static void do_item(chunk_item *it)
 {
 	uint8_t d[32];
+	int rc = vd_digest_range(it->p, it->n, it->expect ? d : it->out);
 
-	if (vd_digest_range(it->p, it->n, it->expect ? d : it->out) < 0) {
+	/* Digested pages leave this mapping (the page cache keeps them), so
+	 * resident memory stays flat however large the artifact. */
+	madvise((void *)it->p, it->n, MADV_DONTNEED);
+	if (rc < 0) {
 		it->batch->failed = 1;
 		return;
 	}
@@ -275,6 +282,7 @@ static void free_batch(chunk_batch *b)
 }
 
 /* The sink: digests of a canonical pass's chunks, taken by idle workers. */
+#define VD_SINK_FINISH_BYTES (64u << 20)   /* the owner digests a remainder this small */
 typedef struct sink_ctx {
 	vd_pool *pool;
 	vd_job *job;
@@ -286,7 +294,15 @@ static void sink_start(void *arg, const vd_mapped_file *files, size_t n)
 	sink_ctx *sc = arg;
 	const uint8_t **maps;
 	size_t i;
+	unsigned busy;
 
+	/* Digests are taken only with a worker to spare: when every worker
+	 * verifies, they would cost a verification its core. */
+	pthread_mutex_lock(&sc->pool->mu);
+	busy = sc->pool->busy;
+	pthread_mutex_unlock(&sc->pool->mu);
+	if (busy >= sc->pool->nthreads)
+		return;
 	if ((sc->job->chunks = vd_chunkmap_new(files, n, VD_CHUNK_SIZE)) == NULL)
 		return;
 	if ((maps = calloc(n ? n : 1, sizeof(*maps))) == NULL)
@@ -307,6 +323,7 @@ static void sink_finish(void *arg, const vd_meta_digests *meta)
 	sink_ctx *sc = arg;
 	chunk_batch *b = sc->batch;
 	size_t unclaimed = 0, i;
+	uint64_t left = 0;
 
 	if (b == NULL) {
 		vd_chunkmap_free(sc->job->chunks);
@@ -314,10 +331,14 @@ static void sink_finish(void *arg, const vd_meta_digests *meta)
 		return;
 	}
 	pthread_mutex_lock(&sc->pool->mu);
-	for (i = 0; i < b->count; i++)
+	for (i = 0; i < b->count; i++) {
 		unclaimed += !b->items[i].claimed;
+		left += b->items[i].claimed ? 0 : b->items[i].n;
+	}
 	pthread_mutex_unlock(&sc->pool->mu);
-	finish_batch(sc->pool, b, unclaimed * 2 <= b->count && sc->job->kind != VD_JOB_EXPLICIT);
+	/* Finish the map when what is left is small, or others did most. */
+	finish_batch(sc->pool, b, sc->job->kind != VD_JOB_EXPLICIT &&
+	    (unclaimed * 2 <= b->count || left <= VD_SINK_FINISH_BYTES));
 	if (b->failed) {
 		vd_chunkmap_free(sc->job->chunks);
 		sc->job->chunks = NULL;
@@ -495,11 +516,22 @@ static vd_job *pop(vd_pool *p)
 	return j;
 }
 
+/* Hashing is throughput work; answering participants is latency work.
+ * Hasher threads yield the CPU to the event loop thread. */
+static void lower_priority(void)
+{
+	struct sched_param sp = { 0 };
+
+	pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), VD_WORKER_NICE);
+}
+
 static void *worker(void *arg)
 {
 	vd_pool *p = arg;
 	vd_job *j;
 
+	lower_priority();
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		chunk_item *it = NULL;

@@ -15,6 +15,8 @@
 #include "vd_chunks.h"
 #include "vd_scan.h"
 
+#define VD_WORKER_NICE 5          /* hasher threads run this much nicer */
+
 typedef enum vd_job_kind {
 	VD_JOB_EXPLICIT,     /* a client is waiting */
 	VD_JOB_BACKGROUND,   /* a new or changed artifact */
