@@ -279,7 +279,7 @@ call "POST /verify, a body over 64 KiB" 413 POST /verify /verify -H "$JSON" --da
 
 # --- POST /roundclose -----------------------------------------------------------
 "$MKART" --round 5 --parent "$H4" --seed 5 "$STORE/round-00005" > "$WORK/h5"
-chmod -R a+rX "$STORE/round-00005"
+readable "$STORE/round-00005"
 H5=$(cat "$WORK/h5")
 verified5() { [ "$(state_of "$H5")" = verified ]; }
 wait_for $((5 * SLOW)) verified5 > /dev/null || not_ok "round 5 verified"

@@ -57,7 +57,7 @@ check "the new log level holds (no access log at warning)" "$n" "$(grep -c 'GET 
 big_bytes=$((1024 * 1024 * 1024))
 [ "$SLOW" -gt 1 ] && big_bytes=$((128 * 1024 * 1024))
 "$MKART" --round 9 --sparse --bytes "$big_bytes" "$STORE/big" > /dev/null
-chmod -R a+rX "$STORE/big"
+readable "$STORE/big"
 busy() { [ "$(metric workers_busy)" -ge 1 ]; }
 wait_for $((5 * SLOW)) busy > /dev/null || true
 stop_daemon

@@ -43,7 +43,7 @@ check "kind other than round_close: 400" 400 "$(roundclose "$TOKEN" '{"schema_ve
 check "a run outside the store: 400" 400 "$(roundclose "$TOKEN" "$(rc_body 9 "$H4")" '?run=../x')"
 
 # --- 201, 200, 409 ---------------------------------------------------------------
-"$MKART" --round 5 --parent "$H4" --seed 5 "$STORE/round-00005" > "$WORK/h5"; chmod -R a+rX "$STORE/round-00005"
+"$MKART" --round 5 --parent "$H4" --seed 5 "$STORE/round-00005" > "$WORK/h5"; readable "$STORE/round-00005"
 H5=$(cat "$WORK/h5")
 v5() { [ "$(state_of "$H5")" = verified ]; }
 wait_for $((3 * SLOW)) v5 > /dev/null
@@ -63,7 +63,7 @@ check "GET /chain lists the posted commitment" "roundclose verified" \
 	"$(get /chain | jq -r --arg h "$H5" '.commitments[] | select(.global_model_hash == $h) | "\(.source) \(.artifact_state)"')"
 
 # --- kill -9: what was answered 201 is on disk ----------------------------------
-"$MKART" --round 6 --parent "$H5" --seed 6 "$STORE/round-00006" > "$WORK/h6"; chmod -R a+rX "$STORE/round-00006"
+"$MKART" --round 6 --parent "$H5" --seed 6 "$STORE/round-00006" > "$WORK/h6"; readable "$STORE/round-00006"
 H6=$(cat "$WORK/h6")
 check "RoundClose for round 5: 201" 201 "$(roundclose "$TOKEN" "$(rc_body 5 "$H6")")"
 kill -KILL "$DPID"; wait "$DPID" 2>/dev/null; DPID=
