@@ -788,9 +788,20 @@ int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32])
 	if (ctx == NULL)
 		return -1;
 	if (sigsetjmp(jb, 1) == 0) {
+		size_t off = 0, step;
+		int ok;
+
 		bus_jmp = &jb;
-		if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
-		    EVP_DigestUpdate(ctx, p, n) == 1 && EVP_DigestFinal_ex(ctx, out, NULL) == 1)
+		ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+		/* Each step leaves the mapping once digested (the page cache
+		 * keeps it): resident memory per hasher stays one step, however
+		 * many hashers digest at once. */
+		for (; ok && off < n; off += step) {
+			step = n - off < VD_DIGEST_STEP ? n - off : VD_DIGEST_STEP;
+			ok = EVP_DigestUpdate(ctx, p + off, step) == 1;
+			madvise((void *)(p + off), step, MADV_DONTNEED);
+		}
+		if (ok && EVP_DigestFinal_ex(ctx, out, NULL) == 1)
 			rc = 0;
 	}
 	bus_jmp = NULL;

@@ -16,6 +16,7 @@
 #define VD_ARTIFACT_MAX_FILES 4096     /* weight files per artifact */
 #define VD_PREFETCH_WINDOW (64u << 20) /* read ahead of the hash position */
 #define VD_PREFETCH_STEP (8u << 20)
+#define VD_DIGEST_STEP (1u << 20)      /* resident per hasher in a range digest */
 #define VD_HASH_CHUNK (1u << 20)       /* bytes hashed between progress calls: the
                                         * granularity of cancellation */
 
@@ -66,7 +67,8 @@ vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
     vd_file_ids *ids, const vd_chunk_sink *sink);
 #define vd_artifact_verify(fd, opt, out, ids) vd_artifact_verify_ex(fd, opt, out, ids, NULL)
 
-/* SHA-256 of a mapped range; -1 if the file shrank under it (SIGBUS). */
+/* SHA-256 of a page-aligned mapped range, dropping each digested step
+ * from the mapping; -1 if the file shrank under it (SIGBUS). */
 int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32]);
 
 /* Open a member file the way the verifier does (no symlink, regular file,

@@ -10,8 +10,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include <cmocka.h>
+#include <openssl/sha.h>
 
+#include "vd_artifact.h"
 #include "vd_chunks.h"
 
 static const uint8_t data[40000];
@@ -127,6 +131,69 @@ static void test_malformed_refused(void **state)
 	vd_buf_free(&b);
 }
 
+/* A scratch file of n patterned bytes, mapped; the caller unmaps. */
+static uint8_t *map_scratch(size_t n, uint8_t **copy, int *fd)
+{
+	char path[] = "/tmp/vd-test-chunks.XXXXXX";
+	uint8_t *p;
+	size_t i;
+
+	*fd = mkstemp(path);
+	assert_true(*fd >= 0);
+	unlink(path);
+	*copy = malloc(n);
+	assert_non_null(*copy);
+	for (i = 0; i < n; i++)
+		(*copy)[i] = (uint8_t)(i * 131u + (i >> 20));
+	assert_int_equal(write(*fd, *copy, n), (ssize_t)n);
+	p = mmap(NULL, n, PROT_READ, MAP_SHARED, *fd, 0);
+	assert_true(p != MAP_FAILED);
+	return p;
+}
+
+/* Digested in steps: every length around a step boundary gives the digest
+ * of the whole range. */
+static void test_digest_range_steps(void **state)
+{
+	const size_t lens[] = { 1, VD_DIGEST_STEP - 1, VD_DIGEST_STEP, VD_DIGEST_STEP + 1,
+		3 * VD_DIGEST_STEP + 4097 };
+	uint8_t *p, *copy, got[32], want[32];
+	size_t i;
+	int fd;
+
+	(void)state;
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		p = map_scratch(lens[i], &copy, &fd);
+		assert_int_equal(vd_digest_range(p, lens[i], got), 0);
+		SHA256(copy, lens[i], want);
+		assert_memory_equal(got, want, 32);
+		/* Dropped pages come back from the page cache intact. */
+		assert_int_equal(vd_digest_range(p, lens[i], got), 0);
+		assert_memory_equal(got, want, 32);
+		munmap(p, lens[i]);
+		free(copy);
+		close(fd);
+	}
+}
+
+/* A file cut short under the mapping fails the digest instead of killing
+ * the process. */
+static void test_digest_range_truncated(void **state)
+{
+	size_t n = 2 * VD_DIGEST_STEP;
+	uint8_t *p, *copy, out[32];
+	int fd;
+
+	(void)state;
+	assert_int_equal(vd_artifact_guard_sigbus(), 0);
+	p = map_scratch(n, &copy, &fd);
+	assert_int_equal(ftruncate(fd, VD_DIGEST_STEP / 2), 0);
+	assert_int_equal(vd_digest_range(p, n, out), -1);
+	munmap(p, n);
+	free(copy);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -135,6 +202,8 @@ int main(void)
 		cmocka_unit_test(test_dup),
 		cmocka_unit_test(test_every_truncation_refused),
 		cmocka_unit_test(test_malformed_refused),
+		cmocka_unit_test(test_digest_range_steps),
+		cmocka_unit_test(test_digest_range_truncated),
 	};
 
 	return cmocka_run_group_tests_name("chunks", tests, NULL, NULL);
