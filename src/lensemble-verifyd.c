@@ -216,6 +216,7 @@ static void shutdown_daemon(vd_daemon *d, const char *why)
 	uv_timer_stop(&d->watchdog);
 	/* Stop accepting first; waiting clients get their 202 from the store. */
 	vd_store_close(&d->store, on_store_closed, d);
+	d->api.http = NULL;
 	vd_http_stop(d->http);
 }
 
@@ -312,6 +313,7 @@ static int start_http(vd_daemon *d)
 		return -1;
 	}
 	vd_http_on_done(d->http, vd_api_done, &d->api);
+	d->api.http = d->http;
 	log_info("listening on %s%s%s:%u%s", d->cfg->listen_v6 ? "[" : "", d->cfg->listen_host,
 	    d->cfg->listen_v6 ? "]" : "", (unsigned)vd_http_port(d->http),
 	    d->cfg->tls_cert[0] ? " (HTTPS)" : "");

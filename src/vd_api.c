@@ -316,6 +316,7 @@ static void get_metrics(vd_api *api, vd_req *r)
 	g.committed_head_round = -1;
 	g.start_time = api->start_time;
 	vd_store_gauges(api->store, &g);
+	g.http_connections = vd_http_connections(api->http);
 	vd_buf_init(&b);
 	if (vd_metrics_render(api->metrics, &g, &b) < 0) {
 		vd_buf_free(&b);
@@ -1041,5 +1042,11 @@ void vd_api_done(vd_req *r, double seconds, void *arg)
 	vd_api *api = arg;
 
 	vd_metrics_http(api->metrics, r->route, r->status, seconds);
-	log_info("%s %s %u %.1f ms", r->method, r->route, r->status, seconds * 1000.0);
+	/* Every answer is counted in /metrics. A line for each at info would
+	 * take a sixth of the loop's rate under load and flood the journal,
+	 * so info keeps the refusals and errors, debug all of them. */
+	if (r->status >= 400)
+		log_info("%s %s %u %.1f ms", r->method, r->route, r->status, seconds * 1000.0);
+	else
+		log_debug("%s %s %u %.1f ms", r->method, r->route, r->status, seconds * 1000.0);
 }

@@ -21,6 +21,7 @@
 typedef struct vd_api {
 	vd_store *store;
 	vd_metrics *metrics;
+	vd_http *http;             /* set once listening */
 	const vd_config *cfg;
 	int state_ready;           /* the state database is loaded */
 	double start_time;

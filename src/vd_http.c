@@ -549,6 +549,16 @@ uint16_t vd_http_port(vd_http *h)
 	return h->port;
 }
 
+unsigned vd_http_connections(vd_http *h)
+{
+	const union MHD_DaemonInfo *info;
+
+	if (h == NULL || h->mhd == NULL)
+		return 0;
+	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	return info ? info->num_connections : 0;
+}
+
 void vd_http_on_done(vd_http *h, vd_http_done_fn fn, void *arg)
 {
 	h->done = fn;

@@ -94,9 +94,17 @@ write_conf "max_connections_per_ip = 3" "max_connections = 8" "connection_timeou
 start_daemon
 # The readiness probes' connections must be reaped before counting: a
 # daemon under valgrind takes a while to see them closed.
-sleep $((SLOW > 1 ? 4 : 1))
+alone() { [ "$(metric http_connections)" = 1 ]; }
+if wait_for $((5 * SLOW)) alone > /dev/null; then
+	ok "http_connections falls to 1 (the one asking) once other clients have gone"
+else
+	not_ok "http_connections falls to 1 once other clients have gone: $(metric http_connections)"
+fi
 
-exec 3<>"/dev/tcp/127.0.0.1/$PORT" 4<>"/dev/tcp/127.0.0.1/$PORT" 5<>"/dev/tcp/127.0.0.1/$PORT"
+exec 3<>"/dev/tcp/127.0.0.1/$PORT" 4<>"/dev/tcp/127.0.0.1/$PORT"
+# Accepted in order of arrival, so both are counted when the third asks.
+check "http_connections counts the open connections" 3 "$(metric http_connections)"
+exec 5<>"/dev/tcp/127.0.0.1/$PORT"
 check "three connections from one address are served" "200 200 200" "$(ask 3) $(ask 4) $(ask 5)"
 if exec 6<>"/dev/tcp/127.0.0.1/$PORT"; then
 	if closed_by_server 6 $((3 * SLOW)); then
@@ -223,7 +231,7 @@ if command -v perl > /dev/null 2>&1 &&
 	perl -MIO::Socket::INET -e 'IO::Socket::INET->new(LocalAddr => "127.0.0.2", Proto => "tcp") or exit 1'; then
 	write_conf "max_connections = 3" "max_connections_per_ip = 2" "connection_timeout = 60"
 	start_daemon
-	sleep $((SLOW > 1 ? 4 : 1))
+	wait_for $((5 * SLOW)) alone > /dev/null || not_ok "the readiness probes' connections are closed"
 	exec 3<>"/dev/tcp/127.0.0.1/$PORT" 4<>"/dev/tcp/127.0.0.1/$PORT"
 	check "two connections from 127.0.0.1 are served" "200 200" "$(ask 3) $(ask 4)"
 	hold_from 127.0.0.2
