@@ -317,6 +317,7 @@ static void get_metrics(vd_api *api, vd_req *r)
 	g.start_time = api->start_time;
 	vd_store_gauges(api->store, &g);
 	g.http_connections = vd_http_connections(api->http);
+	g.http_connections_limit = vd_http_connection_limit(api->http);
 	vd_buf_init(&b);
 	if (vd_metrics_render(api->metrics, &g, &b) < 0) {
 		vd_buf_free(&b);

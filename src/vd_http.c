@@ -33,6 +33,7 @@ struct vd_http {
 	vd_http_done_fn done;
 	void *done_arg;
 	uint16_t port;
+	unsigned max_connections;  /* as started: a reload does not change it */
 	unsigned open_handles;
 	char *tls_cert, *tls_key;
 	int kick;                 /* a connection closed: run MHD again soon */
@@ -509,6 +510,7 @@ int vd_http_start(vd_http **out, uv_loop_t *loop, const vd_config *cfg,
 	h->arg = arg;
 	if (load_tls(h, cfg, err, errlen) < 0)
 		goto fail;
+	h->max_connections = (unsigned)cfg->max_connections;
 	h->mhd = start_mhd(h, cfg, &ss);
 	if (h->mhd == NULL) {
 		snprintf(err, errlen, "cannot listen on %s (address in use, or not permitted)",
@@ -557,6 +559,11 @@ unsigned vd_http_connections(vd_http *h)
 		return 0;
 	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
 	return info ? info->num_connections : 0;
+}
+
+unsigned vd_http_connection_limit(vd_http *h)
+{
+	return h != NULL ? h->max_connections : 0;
 }
 
 void vd_http_on_done(vd_http *h, vd_http_done_fn fn, void *arg)

@@ -45,6 +45,7 @@ int vd_http_start(vd_http **out, uv_loop_t *loop, const vd_config *cfg,
 void vd_http_set_config(vd_http *h, const vd_config *cfg);
 uint16_t vd_http_port(vd_http *h);
 unsigned vd_http_connections(vd_http *h);   /* open now, this one included */
+unsigned vd_http_connection_limit(vd_http *h);
 
 /* The TLS certificate and key: readable, PEM, and belonging together. */
 int vd_http_tls_check(const vd_config *cfg, char *err, size_t errlen);

@@ -132,6 +132,9 @@ static void render_runtime(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
 	vd_buf_printf(b, P "start_time_seconds %.3f\n", g->start_time);
 	help(b, "http_connections", "gauge", "HTTP connections open, this one included.");
 	vd_buf_printf(b, P "http_connections %llu\n", (unsigned long long)g->http_connections);
+	help(b, "http_connections_limit", "gauge", "max_connections the listener was started with.");
+	vd_buf_printf(b, P "http_connections_limit %llu\n",
+	    (unsigned long long)g->http_connections_limit);
 	help(b, "http_requests_total", "counter", "HTTP requests by route and status.");
 	for (i = 0; i < m->n_http; i++)
 		vd_buf_printf(b, P "http_requests_total{route=\"%s\",code=\"%u\"} %llu\n",

@@ -56,7 +56,7 @@ typedef struct vd_gauges {
 	uint64_t artifacts[4];            /* pending, verifying, verified, failed */
 	uint64_t alerts[VD_ALERT_COUNT];
 	uint64_t queue_depth, workers_busy, workers;
-	uint64_t http_connections;
+	uint64_t http_connections, http_connections_limit;
 	int64_t committed_head_round;     /* -1: none */
 	double last_scan, last_scrub;     /* unix seconds; 0: never */
 	double start_time;

@@ -100,6 +100,7 @@ if wait_for $((5 * SLOW)) alone > /dev/null; then
 else
 	not_ok "http_connections falls to 1 once other clients have gone: $(metric http_connections)"
 fi
+check "http_connections_limit is max_connections" 8 "$(metric http_connections_limit)"
 
 exec 3<>"/dev/tcp/127.0.0.1/$PORT" 4<>"/dev/tcp/127.0.0.1/$PORT"
 # Each asking connection is reaped a little after it closes, so ask until
