@@ -27,14 +27,35 @@ typedef struct weight_file {
 	vd_str name;
 	int fd;
 	struct stat st;
-	uint8_t *map;
-	size_t map_len;
+	uint8_t *bytes;             /* the file: mapped, or read into memory */
+	size_t len;
 	vd_st_file sf;
 	uint64_t prefetched;        /* file offset read ahead up to */
 } weight_file;
 
-typedef struct verify_ctx {
+typedef struct verify_ctx verify_ctx;
+
+/* Where the weight bytes come from. The steps are the same for both
+ * sources; only getting, hashing and dropping the bytes differ. */
+typedef struct byte_source {
+	vd_code (*acquire)(verify_ctx *c, weight_file *w);
+	int (*hash)(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off, size_t n);
+	void (*drop)(weight_file *w);
+} byte_source;
+
+/* What vd_loaded.store points to: the parsed safetensors headers, which
+ * own the tensors' names and shapes. */
+struct vd_loaded_store {
+	vd_st_file *sf;
+	size_t n;
+};
+
+struct verify_ctx {
 	int dirfd;
+	const byte_source *src;
+	uint64_t max_bytes;         /* header.json plus weight files held at once */
+	vd_loaded *loaded;          /* filled on success when reading into memory */
+	vd_buf header_bytes;        /* kept only for loaded */
 	const vd_options *opt;
 	vd_verdict *out;
 	vd_file_ids *ids;
@@ -49,7 +70,7 @@ typedef struct verify_ctx {
 	const vd_chunk_sink *sink;
 	int sink_started;
 	vd_meta_digests meta;
-} verify_ctx;
+};
 
 /* A mapped file truncated by another process faults on access (SIGBUS).
  * The faulting thread jumps back to its verification, which fails; other
@@ -211,6 +232,10 @@ static vd_code load_header(verify_ctx *c)
 		SHA256(b.p ? b.p : (const uint8_t *)"", b.len, c->meta.header);
 		rc = vd_header_parse(b.p ? b.p : (const uint8_t *)"", b.len, &c->hdr, &c->err);
 	}
+	if (rc == VD_OK && c->loaded != NULL) {
+		c->header_bytes = b;    /* the caller gets the very bytes parsed */
+		vd_buf_init(&b);
+	}
 	vd_buf_free(&b);
 	if (rc != VD_OK)
 		return rc;
@@ -221,6 +246,23 @@ static vd_code load_header(verify_ctx *c)
 	memcpy(o->claimed_hash, c->hdr.content_hash.p, VD_HASH_HEX_LEN);
 	if ((o->has_parent = c->hdr.has_parent))
 		memcpy(o->parent_hash, c->hdr.parent_hash.p, VD_HASH_HEX_LEN);
+	return VD_OK;
+}
+
+/* Refuse, before reading anything, an artifact larger than the memory the
+ * caller allows; it is not judged, so the code says "could not read". */
+static vd_code check_budget(verify_ctx *c)
+{
+	uint64_t total = c->header_bytes.len;
+	size_t i;
+
+	for (i = 0; i < c->nfiles; i++)
+		if (vd_add_u64(total, (uint64_t)c->files[i].st.st_size, &total) < 0)
+			total = UINT64_MAX;
+	if (total > c->max_bytes)
+		return vd_fail(&c->err, VD_IO_ERROR,
+		    "the artifact is %llu bytes (header.json and weight files), above the load limit of %llu bytes",
+		    (unsigned long long)total, (unsigned long long)c->max_bytes);
 	return VD_OK;
 }
 
@@ -247,30 +289,96 @@ static vd_code open_weights(verify_ctx *c)
 		if (record_id(c, w->name.p, &w->st) < 0)
 			return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
 	}
+	return check_budget(c);
+}
+
+/* The mapping source: pages come in as they are hashed. A file shorter
+ * than the length prefix is not mapped (the parse refuses it). */
+static vd_code map_file(verify_ctx *c, weight_file *w)
+{
+	uint64_t size = (uint64_t)w->st.st_size;
+
+	if (size > SIZE_MAX)
+		return vd_fail(&c->err, VD_IO_ERROR, "the file is too large to map");
+	w->len = (size_t)size;
+	if (size < VD_ST_PREFIX_LEN)
+		return VD_OK;
+	w->bytes = mmap(NULL, w->len, PROT_READ, MAP_SHARED, w->fd, 0);
+	if (w->bytes == MAP_FAILED) {
+		w->bytes = NULL;
+		return vd_fail(&c->err, VD_IO_ERROR, "cannot map it: %s", strerror(errno));
+	}
+	madvise(w->bytes, w->len, MADV_SEQUENTIAL);
 	return VD_OK;
 }
 
-static vd_code map_and_parse(verify_ctx *c, weight_file *w, uint32_t index)
+static void unmap_file(weight_file *w)
 {
-	uint64_t size = (uint64_t)w->st.st_size, hlen;
+	if (w->bytes != NULL)
+		munmap(w->bytes, w->len);
+	w->bytes = NULL;
+}
+
+/* The memory source: one read of the whole file, as big as it was when
+ * opened. A file that grows meanwhile is read up to that size (and caught
+ * by check_unchanged); one that shrinks fails as a truncated mapping does. */
+static vd_code read_file(verify_ctx *c, weight_file *w)
+{
+	uint64_t size = (uint64_t)w->st.st_size;
+	size_t off = 0, want;
+	ssize_t n;
+
+	if (size > SIZE_MAX)
+		return vd_fail(&c->err, VD_IO_ERROR, "the file is too large to read into memory");
+	if ((w->bytes = malloc(size ? (size_t)size : 1)) == NULL)
+		return vd_fail(&c->err, VD_IO_ERROR, "out of memory for its %llu bytes",
+		    (unsigned long long)size);
+	w->len = (size_t)size;
+	posix_fadvise(w->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	while (off < w->len) {
+		want = w->len - off < VD_LOAD_READ_STEP ? w->len - off : VD_LOAD_READ_STEP;
+		n = pread(w->fd, w->bytes + off, want, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return vd_fail(&c->err, VD_IO_ERROR, "cannot read it: %s", strerror(errno));
+		if (n == 0)
+			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+			    "the file shrank while it was being read");
+		off += (size_t)n;
+	}
+	return VD_OK;
+}
+
+static int hash_read(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off, size_t n)
+{
+	return vd_hasher_update(h, w->bytes + off, n);
+}
+
+static void free_read(weight_file *w)
+{
+	free(w->bytes);
+	w->bytes = NULL;
+}
+
+static vd_code parse_file(verify_ctx *c, weight_file *w, uint32_t index)
+{
+	uint64_t hlen;
 	vd_code rc;
 
-	if (size < VD_ST_PREFIX_LEN)
-		return vd_st_header_len(NULL, size, 0, &hlen, &c->err);
-	if (size > SIZE_MAX)
-		return vd_fail(&c->err, VD_IO_ERROR, "the file is too large to map");
-	w->map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, w->fd, 0);
-	if (w->map == MAP_FAILED) {
-		w->map = NULL;
-		return vd_fail(&c->err, VD_IO_ERROR, "cannot map it: %s", strerror(errno));
-	}
-	w->map_len = (size_t)size;
-	rc = vd_st_header_len(w->map, size, c->opt ? c->opt->max_header_len : 0,
+	rc = vd_st_header_len(w->bytes, w->len, c->opt ? c->opt->max_header_len : 0,
 	    &hlen, &c->err);
 	if (rc != VD_OK)
 		return rc;
-	return vd_st_parse(w->map + VD_ST_PREFIX_LEN, (size_t)hlen,
-	    size - VD_ST_PREFIX_LEN - hlen, index, &w->sf, &c->err);
+	return vd_st_parse(w->bytes + VD_ST_PREFIX_LEN, (size_t)hlen,
+	    w->len - VD_ST_PREFIX_LEN - hlen, index, &w->sf, &c->err);
+}
+
+static vd_code acquire_and_parse(verify_ctx *c, weight_file *w, uint32_t index)
+{
+	vd_code rc = c->src->acquire(c, w);
+
+	return rc != VD_OK ? rc : parse_file(c, w, index);
 }
 
 static vd_code check_structure(verify_ctx *c)
@@ -280,7 +388,7 @@ static vd_code check_structure(verify_ctx *c)
 	vd_code rc;
 
 	for (i = 0; i < c->nfiles; i++) {
-		if ((rc = map_and_parse(c, &c->files[i], (uint32_t)i)) != VD_OK) {
+		if ((rc = acquire_and_parse(c, &c->files[i], (uint32_t)i)) != VD_OK) {
 			/* Name the file: a sharded artifact has several. */
 			snprintf(msg, sizeof(msg), "%s: %s", c->files[i].name.p, c->err.msg);
 			memcpy(c->err.msg, msg, sizeof(msg));
@@ -302,8 +410,8 @@ static vd_code start_sink(verify_ctx *c)
 		return VD_OK;       /* digests are an optimisation: go without */
 	for (i = 0; i < c->nfiles; i++) {
 		files[i].name = c->files[i].name.p;
-		files[i].map = c->files[i].map;
-		files[i].size = c->files[i].map_len;
+		files[i].map = c->files[i].bytes;
+		files[i].size = c->files[i].len;
 	}
 	c->sink->start(c->sink->arg, files, c->nfiles);
 	c->sink_started = 1;
@@ -539,8 +647,8 @@ static void prefetch(weight_file *w, uint64_t off)
 {
 	uint64_t want = off + VD_PREFETCH_WINDOW;
 
-	if (want > w->map_len)
-		want = w->map_len;
+	if (want > w->len)
+		want = w->len;
 	while (w->prefetched < want) {
 		uint64_t n = want - w->prefetched < VD_PREFETCH_STEP ? want - w->prefetched :
 		    VD_PREFETCH_STEP;
@@ -566,7 +674,7 @@ static unsigned char *residency(const weight_file *w, uint64_t off, size_t n,
 	size_t pages = (size_t)((off + n - start + ps - 1) / ps);
 	unsigned char *vec = malloc(pages ? pages : 1);
 
-	if (vec != NULL && mincore(w->map + start, (size_t)(off + n - start), vec) < 0) {
+	if (vec != NULL && mincore(w->bytes + start, (size_t)(off + n - start), vec) < 0) {
 		free(vec);
 		vec = NULL;
 	}
@@ -591,9 +699,10 @@ static void evict_new_pages(const weight_file *w, uint64_t first_page,
 	}
 }
 
-/* Hash one chunk; drop it from this mapping afterwards so that resident
- * memory stays flat however large the artifact (the page cache keeps it). */
-static int hash_chunk(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off, size_t n)
+/* Hash one mapped chunk; drop it from this mapping afterwards so that
+ * resident memory stays flat however large the artifact (the page cache
+ * keeps it). Never for read buffers: MADV_DONTNEED would zero them. */
+static int hash_mapped(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off, size_t n)
 {
 	int clean = c->opt && (c->opt->flags & VD_VERIFY_KEEP_CACHE_CLEAN);
 	unsigned char *was = NULL;
@@ -604,7 +713,7 @@ static int hash_chunk(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off,
 		was = residency(w, off, n, &first);
 	else
 		prefetch(w, off);
-	rc = vd_hasher_update(h, w->map + off, n);
+	rc = vd_hasher_update(h, w->bytes + off, n);
 	if (was != NULL) {
 		evict_new_pages(w, first, was, off, n);
 		free(was);
@@ -612,7 +721,7 @@ static int hash_chunk(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off,
 	a = (off + ps - 1) / ps * ps;
 	b = (off + n) / ps * ps;
 	if (b > a)
-		madvise(w->map + a, (size_t)(b - a), MADV_DONTNEED);
+		madvise(w->bytes + a, (size_t)(b - a), MADV_DONTNEED);
 	return rc;
 }
 
@@ -624,7 +733,7 @@ static vd_code hash_data(verify_ctx *c, vd_hasher *h, const vd_st_tensor *t,
 
 	while (left > 0) {
 		size_t n = left > VD_HASH_CHUNK ? VD_HASH_CHUNK : (size_t)left;
-		if (hash_chunk(c, h, w, off, n) < 0)
+		if (c->src->hash(c, h, w, off, n) < 0)
 			return vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed");
 		off += n;
 		left -= n;
@@ -645,9 +754,6 @@ static vd_code compute_hash(verify_ctx *c)
 
 	if (h == NULL)
 		return vd_fail(&c->err, VD_IO_ERROR, "cannot start SHA-256");
-	for (i = 0; i < c->nfiles; i++)
-		if (c->files[i].map_len)
-			madvise(c->files[i].map, c->files[i].map_len, MADV_SEQUENTIAL);
 	for (i = 0; i < c->ntensors; i++)
 		total += c->sorted[i]->end - c->sorted[i]->begin;
 	if (vd_hash_begin(h) < 0)
@@ -711,16 +817,82 @@ static void release(verify_ctx *c)
 	for (i = 0; i < c->nfiles; i++) {
 		weight_file *w = &c->files[i];
 		vd_st_free(&w->sf);
-		if (w->map != NULL)
-			munmap(w->map, w->map_len);
+		c->src->drop(w);
 		if (w->fd >= 0)
 			close(w->fd);
 	}
 	free(c->files);
 	free(c->sorted);
 	vd_hasher_free(c->hasher);
+	vd_buf_free(&c->header_bytes);
 	if (c->have_hdr)
 		vd_header_free(&c->hdr);
+}
+
+static const byte_source map_source = { map_file, hash_mapped, unmap_file };
+static const byte_source read_source = { read_file, hash_read, free_read };
+
+/* Allocate all the caller will get before moving anything, so that a
+ * failure leaves the verifier's own state whole for release(). */
+static int alloc_loaded(const verify_ctx *c, vd_loaded *l)
+{
+	size_t i, nf = c->nfiles ? c->nfiles : 1;
+
+	l->files = calloc(nf, sizeof(*l->files));
+	l->tensors = calloc(c->ntensors ? c->ntensors : 1, sizeof(*l->tensors));
+	l->store = calloc(1, sizeof(*l->store));
+	if (l->files == NULL || l->tensors == NULL || l->store == NULL)
+		return -1;
+	l->n_files = c->nfiles;
+	if ((l->store->sf = calloc(nf, sizeof(*l->store->sf))) == NULL)
+		return -1;
+	l->store->n = c->nfiles;
+	for (i = 0; i < c->nfiles; i++)
+		if ((l->files[i].name = strdup(c->files[i].name.p)) == NULL)
+			return -1;
+	return 0;
+}
+
+static void fill_tensor(vd_tensor *o, const vd_st_tensor *t, const vd_loaded *l)
+{
+	o->name = t->name.p;
+	o->name_len = t->name.len;
+	o->dtype = vd_dtype_token(t->dtype);
+	o->rank = t->rank;
+	o->shape = t->shape;
+	o->data = l->files[t->file].data + l->store->sf[t->file].data_start + t->begin;
+	o->len = (size_t)(t->end - t->begin);
+	o->file = t->file;
+}
+
+/* The last step, memory source only: the verified buffers, and the parsed
+ * headers that describe them, change hands. */
+static vd_code hand_over(verify_ctx *c)
+{
+	vd_loaded *l = c->loaded;
+	size_t i;
+
+	if (l == NULL)
+		return VD_OK;
+	if (alloc_loaded(c, l) < 0) {
+		vd_loaded_free(l);
+		return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	}
+	for (i = 0; i < c->nfiles; i++) {
+		weight_file *w = &c->files[i];
+		l->files[i].data = w->bytes;
+		l->files[i].len = w->len;
+		w->bytes = NULL;
+		l->store->sf[i] = w->sf;
+		memset(&w->sf, 0, sizeof(w->sf));
+	}
+	for (i = 0; i < c->ntensors; i++)
+		fill_tensor(&l->tensors[i], c->sorted[i], l);
+	l->n_tensors = c->ntensors;
+	l->header = c->header_bytes.p;
+	l->header_len = c->header_bytes.len;
+	vd_buf_init(&c->header_bytes);
+	return VD_OK;
 }
 
 typedef vd_code (*verify_step)(verify_ctx *c);
@@ -730,7 +902,7 @@ typedef vd_code (*verify_step)(verify_ctx *c);
 static const verify_step steps[] = {
 	load_header, open_weights, check_structure, start_sink, check_dtypes, check_residency,
 	check_groups, merge_tensors, check_index, check_manifest, compute_hash,
-	check_unchanged, compare_hashes,
+	check_unchanged, compare_hashes, hand_over,
 };
 
 static void run_steps(verify_ctx *c)
@@ -742,24 +914,33 @@ static void run_steps(verify_ctx *c)
 		rc = steps[i](c);
 }
 
-vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
-    vd_file_ids *ids, const vd_chunk_sink *sink)
+/* A context reading through the mapping source; NULL (and out filled)
+ * when out of memory. */
+static verify_ctx *new_ctx(int dirfd, const vd_options *opt, vd_verdict *out)
 {
 	verify_ctx *c = calloc(1, sizeof(*c));
-	sigjmp_buf jb;
-	vd_code rc;
 
 	memset(out, 0, sizeof(*out));
 	if (c == NULL) {
 		out->code = VD_IO_ERROR;
 		snprintf(out->detail, sizeof(out->detail), "out of memory");
-		return out->code;
+		return NULL;
 	}
 	c->dirfd = dirfd;
+	c->src = &map_source;
+	c->max_bytes = UINT64_MAX;  /* a mapping holds no memory of its own */
 	c->opt = opt;
 	c->out = out;
-	c->ids = ids;
-	c->sink = sink;
+	return c;
+}
+
+/* Run the steps, fill the verdict and free c: the one path of both sources. */
+static vd_code run(verify_ctx *c)
+{
+	vd_verdict *out = c->out;
+	sigjmp_buf jb;
+	vd_code rc;
+
 	if (sigsetjmp(jb, 1) == 0) {
 		bus_jmp = &jb;
 		run_steps(c);
@@ -775,6 +956,73 @@ vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
 		snprintf(out->detail, sizeof(out->detail), "%s", c->err.msg);
 	free(c);
 	return rc;
+}
+
+vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
+    vd_file_ids *ids, const vd_chunk_sink *sink)
+{
+	verify_ctx *c = new_ctx(dirfd, opt, out);
+
+	if (c == NULL)
+		return out->code;
+	c->ids = ids;
+	c->sink = sink;
+	return run(c);
+}
+
+vd_code vd_load_verified_at(int dirfd, const vd_options *opt, uint64_t max_bytes,
+    vd_loaded *loaded, vd_verdict *out)
+{
+	verify_ctx *c;
+
+	memset(loaded, 0, sizeof(*loaded));
+	if ((c = new_ctx(dirfd, opt, out)) == NULL)
+		return out->code;
+	c->src = &read_source;
+	c->max_bytes = max_bytes ? max_bytes : VD_LOAD_DEFAULT_MAX_BYTES;
+	c->loaded = loaded;
+	return run(c);
+}
+
+const vd_tensor *vd_loaded_tensor(const vd_loaded *loaded, const char *name)
+{
+	vd_str key = { name, strlen(name) };
+	size_t lo = 0, hi = loaded->n_tensors;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const vd_tensor *t = &loaded->tensors[mid];
+		int r = vd_str_cmp((vd_str){ t->name, t->name_len }, key);
+		if (r == 0)
+			return t;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+void vd_loaded_free(vd_loaded *loaded)
+{
+	size_t i;
+
+	if (loaded == NULL)
+		return;
+	for (i = 0; i < loaded->n_files; i++) {
+		free((char *)loaded->files[i].name);
+		free(loaded->files[i].data);
+	}
+	if (loaded->store != NULL) {
+		for (i = 0; i < loaded->store->n; i++)
+			vd_st_free(&loaded->store->sf[i]);
+		free(loaded->store->sf);
+		free(loaded->store);
+	}
+	free(loaded->files);
+	free(loaded->tensors);
+	free(loaded->header);
+	memset(loaded, 0, sizeof(*loaded));
 }
 
 int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32])
@@ -870,19 +1118,42 @@ vd_code vd_verify_artifact_at(int dirfd, const vd_options *opt, vd_verdict *out)
 	return vd_artifact_verify(dirfd, opt, out, NULL);
 }
 
-vd_code vd_verify_artifact(const char *path, const vd_options *opt, vd_verdict *out)
+/* Open the artifact directory at path; -1 with out filled when it cannot be. */
+static int open_artifact_dir(const char *path, vd_verdict *out)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	vd_code rc;
 
 	if (fd < 0) {
 		memset(out, 0, sizeof(*out));
 		out->code = errno == ENOENT || errno == ENOTDIR ? VD_ARTIFACT_INVALID : VD_IO_ERROR;
 		snprintf(out->detail, sizeof(out->detail), "cannot open the artifact directory %s: %s",
 		    path, strerror(errno));
-		return out->code;
 	}
+	return fd;
+}
+
+vd_code vd_verify_artifact(const char *path, const vd_options *opt, vd_verdict *out)
+{
+	int fd = open_artifact_dir(path, out);
+	vd_code rc;
+
+	if (fd < 0)
+		return out->code;
 	rc = vd_artifact_verify(fd, opt, out, NULL);
+	close(fd);
+	return rc;
+}
+
+vd_code vd_load_verified(const char *path, const vd_options *opt, uint64_t max_bytes,
+    vd_loaded *loaded, vd_verdict *out)
+{
+	int fd;
+	vd_code rc;
+
+	memset(loaded, 0, sizeof(*loaded));
+	if ((fd = open_artifact_dir(path, out)) < 0)
+		return out->code;
+	rc = vd_load_verified_at(fd, opt, max_bytes, loaded, out);
 	close(fd);
 	return rc;
 }

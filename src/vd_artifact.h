@@ -19,6 +19,8 @@
 #define VD_DIGEST_STEP (1u << 20)      /* resident per hasher in a range digest */
 #define VD_HASH_CHUNK (1u << 20)       /* bytes hashed between progress calls: the
                                         * granularity of cancellation */
+#define VD_LOAD_READ_STEP (64u << 20)  /* bytes per read() when loading into memory:
+                                        * below Linux's per-call limit of 2 GiB */
 
 typedef struct vd_file_id {
 	char name[256];

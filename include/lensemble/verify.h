@@ -74,6 +74,81 @@ vd_code vd_verify_artifact_at(int dirfd, const vd_options *opt,
 /* "checkpoint_integrity" etc.; "ok" for VD_OK. */
 const char *vd_code_name(vd_code code);
 
+/*
+ * Verifying the bytes you load.
+ *
+ * vd_verify_artifact judges the files on disk; a program that then opens
+ * them itself loads bytes nobody checked, since a file can be replaced
+ * between the check and the load. vd_load_verified instead reads each file
+ * once, with read(), into memory the caller owns, and runs the same checks
+ * with the same codes over exactly those bytes. Nothing is mapped: a later
+ * change to a file cannot reach the buffers, and a truncated file cannot
+ * fault. Files are opened relative to the artifact directory, never through
+ * a symbolic link, with the same name rules as vd_verify_artifact.
+ *
+ * On VD_OK the caller uses loaded->files[i].data or loaded->tensors[i].data
+ * (the very bytes hashed) and frees everything with vd_loaded_free. On any
+ * other code *loaded is left empty: unverified bytes are never handed out.
+ */
+
+/* The bytes vd_load_verified holds in memory at most (header.json plus the
+ * weight files) when the caller passes max_bytes 0. */
+#define VD_LOAD_DEFAULT_MAX_BYTES (UINT64_C(16) << 30)
+
+typedef struct vd_loaded_file {
+	const char *name;          /* as header.json weight_files lists it */
+	uint8_t *data;             /* the whole safetensors file; malloc'd */
+	size_t len;
+} vd_loaded_file;
+
+typedef struct vd_tensor {
+	const char *name;          /* UTF-8, NUL-terminated */
+	size_t name_len;           /* bytes, without the NUL */
+	const char *dtype;         /* "float32", "float16" or "bfloat16" */
+	uint32_t rank;
+	const uint64_t *shape;     /* rank dimensions, outer first */
+	const uint8_t *data;       /* inside files[file].data, little-endian */
+	size_t len;                /* bytes: element size times the shape */
+	size_t file;               /* index into vd_loaded.files */
+} vd_tensor;
+
+struct vd_loaded_store;
+
+typedef struct vd_loaded {
+	uint8_t *header;           /* header.json, the bytes parsed */
+	size_t header_len;
+	vd_loaded_file *files;     /* in header.json weight_files order */
+	size_t n_files;
+	vd_tensor *tensors;        /* every tensor, ascending byte-wise by name */
+	size_t n_tensors;
+	struct vd_loaded_store *store; /* internal: owns names and shapes */
+} vd_loaded;
+
+/* Read the artifact directory at path into memory, verify those bytes and
+ * fill *out (as vd_verify_artifact does) and, on VD_OK only, *loaded.
+ * max_bytes bounds header.json plus the weight files (0: the default
+ * above); a larger artifact is refused before it is read, with VD_IO_ERROR:
+ * it was not judged. (A parameter rather than a vd_options field, so that
+ * programs built against the earlier vd_options keep working.) A file that
+ * changes while it is read is VD_IO_ERROR too, worth a retry.
+ * opt->flags' VD_VERIFY_KEEP_CACHE_CLEAN does not apply (nothing is
+ * mapped). Returns out->code. */
+vd_code vd_load_verified(const char *path, const vd_options *opt,
+    uint64_t max_bytes, vd_loaded *loaded, vd_verdict *out);
+
+/* The same for a directory already open as dirfd (not closed). */
+vd_code vd_load_verified_at(int dirfd, const vd_options *opt,
+    uint64_t max_bytes, vd_loaded *loaded, vd_verdict *out);
+
+/* The tensor called name (NUL-terminated), or NULL. Its data points into
+ * loaded->files and lives as long as they do. */
+const vd_tensor *vd_loaded_tensor(const vd_loaded *loaded, const char *name);
+
+/* Free what vd_load_verified put in *loaded and empty it; safe on an empty
+ * one. A caller may keep a file's buffer past this by taking it first
+ * (copy files[i].data, set it to NULL) and releasing it with free(). */
+void vd_loaded_free(vd_loaded *loaded);
+
 #ifdef __cplusplus
 }
 #endif
