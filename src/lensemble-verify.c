@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,11 @@
 
 #include "lensemble/verify.h"
 #include "vd_artifact.h"
+#include "vd_attest.h"
+#include "vd_dsse.h"
+#include "vd_json.h"
+#include "vd_jsonw.h"
+#include "vd_keys.h"
 #include "vd_ledger.h"
 #include "vd_util.h"
 
@@ -126,6 +132,7 @@ static void report_artifact(const struct cli *cli, const char *path,
 static int verify_one(const struct cli *cli, const char *path)
 {
 	vd_options opt = { 0 };
+	vd_loaded loaded;
 	vd_verdict v;
 	double t0 = now();
 
@@ -134,7 +141,15 @@ static int verify_one(const struct cli *cli, const char *path)
 		opt.progress = progress;
 		opt.progress_arg = (void *)path;
 	}
-	vd_verify_artifact(path, &opt, &v);
+	/* Against a committed hash, judge bytes read once into memory, what a
+	 * loader would hold, not a mapping the files can change under; without
+	 * one, mapping keeps memory flat however large the artifact. */
+	if (cli->expect != NULL) {
+		vd_load_verified(path, &opt, 0, &loaded, &v);
+		vd_loaded_free(&loaded);
+	} else {
+		vd_verify_artifact(path, &opt, &v);
+	}
 	report_artifact(cli, path, &v, now() - t0);
 	return v.code == VD_OK ? 0 : 1;
 }
@@ -221,6 +236,945 @@ static int usage_error(const char *msg)
 	return 2;
 }
 
+/* ---- signed commitments (trust.md section 7) ----------------------------- */
+
+#define KEY_FILE_MODE 0600
+#define PUB_FILE_MODE 0644
+#define ENVELOPE_FILE_MODE 0644
+#define COMMITMENTS_DIR_MODE 0755
+#define COMMITMENTS_DIR "commitments"
+#define RUN_DEFAULT "."
+
+static const char sign_usage_text[] =
+"\n"
+"Signed commitments (Ed25519 keys, DSSE envelopes):\n"
+"  lensemble-verify keygen PREFIX\n"
+"  lensemble-verify sign-roundclose --key FILE --run RUN --round T --hash HEX\n"
+"                                   [-o FILE]\n"
+"  lensemble-verify sign-ledger --key FILE [--run RUN] [--records N] LEDGER\n"
+"                               [-o FILE]\n"
+"  lensemble-verify verify-envelope --key PUBFILE FILE\n"
+"  lensemble-verify verify-attestation --key PUBFILE [--expect HASH] FILE\n"
+"\n"
+"  keygen           write PREFIX.key (private, mode 0600) and PREFIX.pub and\n"
+"                   print the key id; existing files are never overwritten\n"
+"  sign-roundclose  sign \"round T of RUN ended with the model HEX\" (this\n"
+"                   commits the artifact of round T+1) to stdout or -o FILE\n"
+"  sign-ledger      sign records 1..N of LEDGER (default: every record, and\n"
+"                   the whole chain must be intact) into -o FILE or\n"
+"                   <LEDGER's directory>/commitments/ledger-N.json\n"
+"  verify-envelope  exit 0 and print the statement when FILE is signed by\n"
+"                   the key in PUBFILE; exit 1 with the reason when not\n"
+"  verify-attestation\n"
+"                   exit 0 and print \"trusted HASH (...)\" when FILE (- for\n"
+"                   stdin), a verdict the daemon signed, is signed by the key\n"
+"                   in PUBFILE and says the artifact (HASH with --expect) is\n"
+"                   trusted; exit 1 with the check that failed when not\n"
+"\n"
+"RUN is the run directory relative to the store root, \".\" for the root\n"
+"(the default of sign-ledger). Exit status: 0 done, 1 failed, 2 usage error.\n";
+
+static int cmd_usage(const char *cmd, const char *msg)
+{
+	fprintf(stderr, "lensemble-verify %s: %s\nTry 'lensemble-verify --help'.\n", cmd, msg);
+	return 2;
+}
+
+static int cmd_fail(const char *cmd, const char *msg)
+{
+	fprintf(stderr, "lensemble-verify %s: %s\n", cmd, msg);
+	return 1;
+}
+
+/* An option given twice is refused: which of two --hash values to sign
+ * is not a guess to make. */
+static int set_once(const char **slot, const char *value)
+{
+	if (*slot != NULL)
+		return -1;
+	*slot = value;
+	return 0;
+}
+
+/* Decimal digits only (no sign, no blanks), at least min, fits int64. */
+static int parse_count(const char *s, int64_t min, int64_t *out)
+{
+	long long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void split_path(const char *path, char *dir, size_t dirlen, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL) {
+		snprintf(dir, dirlen, ".");
+		*base = path;
+	} else {
+		snprintf(dir, dirlen, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+		*base = slash + 1;
+	}
+}
+
+/* path replaced in one step: a hidden temporary file in the same
+ * directory, flushed, renamed over path, then the directory flushed. A
+ * reader (the daemon scanning commitments/) sees the old file or the new
+ * one, never part of one, and skips the temporary file: it is hidden. */
+static int write_atomic(const char *path, const vd_buf *b, mode_t mode,
+    char *err, size_t n)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX];
+	const char *base;
+	int fd, dfd, rc = -1;
+
+	split_path(path, dir, sizeof(dir), &base);
+	if (*base == '\0' || snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-XXXXXX", dir, base) >=
+	    (int)sizeof(tmp)) {
+		snprintf(err, n, "%s: not a usable file name", path);
+		return -1;
+	}
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+		snprintf(err, n, "cannot create a file in %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (fchmod(fd, mode) < 0 || write_all(fd, b->p, b->len) < 0 || fsync(fd) < 0)
+		snprintf(err, n, "cannot write %s: %s", tmp, strerror(errno));
+	else if (rename(tmp, path) < 0)
+		snprintf(err, n, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+	else
+		rc = 0;
+	close(fd);
+	if (rc < 0) {
+		unlink(tmp);
+		return -1;
+	}
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(dfd);       /* the rename itself survives a crash */
+		close(dfd);
+	}
+	return 0;
+}
+
+/* A new file that must not exist yet, with exactly this mode (umask
+ * aside); the fd, or -1 with a sentence. */
+static int create_new(const char *path, mode_t mode, char *err, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+
+	if (fd < 0) {
+		if (errno == EEXIST)
+			snprintf(err, n, "%s already exists; a key file is never overwritten", path);
+		else
+			snprintf(err, n, "cannot create %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fchmod(fd, mode) < 0) {
+		snprintf(err, n, "cannot set the mode of %s: %s", path, strerror(errno));
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	return fd;
+}
+
+static int write_key_files(const char *key_path, const char *pub_path,
+    const vd_buf *priv, const vd_buf *pub, char *err, size_t n)
+{
+	int kfd, pfd;
+
+	if ((kfd = create_new(key_path, KEY_FILE_MODE, err, n)) < 0)
+		return -1;
+	if ((pfd = create_new(pub_path, PUB_FILE_MODE, err, n)) < 0) {
+		close(kfd);
+		unlink(key_path);
+		return -1;
+	}
+	if (write_all(kfd, priv->p, priv->len) < 0 || fsync(kfd) < 0 ||
+	    write_all(pfd, pub->p, pub->len) < 0 || fsync(pfd) < 0) {
+		snprintf(err, n, "cannot write the key files: %s", strerror(errno));
+		close(kfd);
+		close(pfd);
+		unlink(key_path);
+		unlink(pub_path);
+		return -1;
+	}
+	close(kfd);
+	close(pfd);
+	return 0;
+}
+
+static int cmd_keygen(int argc, char **argv)
+{
+	char key_path[PATH_MAX], pub_path[PATH_MAX], err[PATH_MAX + 128];
+	vd_buf priv, pub;
+	vd_key *k;
+	int rc;
+
+	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		fputs(sign_usage_text + 1, stdout);
+		return 0;
+	}
+	if (argc != 2 || argv[1][0] == '\0')
+		return cmd_usage("keygen", "takes one argument, the PREFIX of the key files");
+	if (argv[1][0] == '-')
+		return cmd_usage("keygen", "a PREFIX starting with '-' must be written as ./PREFIX");
+	if (snprintf(key_path, sizeof(key_path), "%s.key", argv[1]) >= (int)sizeof(key_path) ||
+	    snprintf(pub_path, sizeof(pub_path), "%s.pub", argv[1]) >= (int)sizeof(pub_path))
+		return cmd_usage("keygen", "PREFIX is too long");
+	if (vd_key_generate(&k) < 0)
+		return cmd_fail("keygen", "cannot generate an Ed25519 key");
+	vd_buf_init(&priv);
+	vd_buf_init(&pub);
+	if (vd_key_private_pem(k, &priv) < 0 || vd_key_public_pem(k, &pub) < 0) {
+		snprintf(err, sizeof(err), "cannot encode the key");
+		rc = -1;
+	} else {
+		rc = write_key_files(key_path, pub_path, &priv, &pub, err, sizeof(err));
+	}
+	if (priv.p != NULL)
+		explicit_bzero(priv.p, priv.cap);
+	vd_buf_free(&priv);
+	vd_buf_free(&pub);
+	if (rc == 0)
+		printf("%s\n", vd_key_id(k));
+	vd_key_free(k);
+	return rc == 0 ? 0 : cmd_fail("keygen", err);
+}
+
+/* Into something that exists and is not a regular file (a FIFO, a
+ * device such as /dev/stdout): written in place, never renamed over. */
+static int write_special(const char *path, const vd_buf *b, char *err, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0 || write_all(fd, b->p, b->len) < 0) {
+		snprintf(err, n, "cannot write %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* The envelope to stdout ("-" or no -o) or into a file, replaced whole. */
+static int emit_envelope(const char *cmd, const char *out, const vd_buf *env,
+    const vd_key *k)
+{
+	char err[2 * PATH_MAX + 128];
+	struct stat st;
+
+	if (out == NULL || strcmp(out, "-") == 0) {
+		if (fwrite(env->p, 1, env->len, stdout) != env->len || fflush(stdout) != 0)
+			return cmd_fail(cmd, "cannot write to standard output");
+		return 0;
+	}
+	if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode))
+			snprintf(err, sizeof(err), "%s is a directory", out);
+		if (S_ISDIR(st.st_mode) || write_special(out, env, err, sizeof(err)) < 0)
+			return cmd_fail(cmd, err);
+		return 0;
+	}
+	if (write_atomic(out, env, ENVELOPE_FILE_MODE, err, sizeof(err)) < 0)
+		return cmd_fail(cmd, err);
+	printf("%s: signed by %s\n", out, vd_key_id(k));
+	return 0;
+}
+
+/* Sign the statement with the private key in key_path and emit it. */
+static int sign_statement(const char *cmd, const char *key_path, const char *type,
+    const vd_statement *st, const char *out)
+{
+	char err[PATH_MAX + VD_DETAIL_MAX];
+	vd_buf payload, env;
+	vd_key *k;
+	int rc;
+
+	/* Strict: a private key others can read is no longer private. */
+	if (vd_key_load(key_path, 1, 1, &k, err, sizeof(err)) < 0)
+		return cmd_fail(cmd, err);
+	vd_buf_init(&payload);
+	vd_buf_init(&env);
+	if (vd_statement_write(st, &payload) < 0 ||
+	    vd_dsse_sign(type, payload.p, payload.len, k, &env) < 0)
+		rc = cmd_fail(cmd, "cannot sign the statement");
+	else
+		rc = emit_envelope(cmd, out, &env, k);
+	vd_buf_free(&payload);
+	vd_buf_free(&env);
+	vd_key_free(k);
+	return rc;
+}
+
+static int check_run(const char *run)
+{
+	return vd_run_name_valid(run, strlen(run));
+}
+
+#define RUN_USAGE "--run takes \".\" or a directory path relative to the store " \
+	"root, without empty, \".\" or \"..\" components"
+
+static int cmd_sign_roundclose(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "key", required_argument, NULL, 'k' },
+		{ "run", required_argument, NULL, 'r' },
+		{ "round", required_argument, NULL, 't' },
+		{ "hash", required_argument, NULL, 'H' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char cmd[] = "sign-roundclose";
+	const char *key = NULL, *run = NULL, *round = NULL, *hash = NULL, *out = NULL;
+	vd_statement st;
+	int ch, dup = 0;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'k': dup |= set_once(&key, optarg); break;
+		case 'r': dup |= set_once(&run, optarg); break;
+		case 't': dup |= set_once(&round, optarg); break;
+		case 'H': dup |= set_once(&hash, optarg); break;
+		case 'o': dup |= set_once(&out, optarg); break;
+		case 'h': fputs(sign_usage_text + 1, stdout); return 0;
+		default: return cmd_usage(cmd, "unknown option or missing value");
+		}
+	}
+	if (dup)
+		return cmd_usage(cmd, "an option is given twice");
+	if (optind != argc)
+		return cmd_usage(cmd, "takes no arguments besides its options");
+	if (key == NULL || run == NULL || round == NULL || hash == NULL)
+		return cmd_usage(cmd, "--key, --run, --round and --hash are required");
+	memset(&st, 0, sizeof(st));
+	st.kind = VD_STMT_ROUNDCLOSE;
+	st.schema_version = 2;
+	if (!check_run(run))
+		return cmd_usage(cmd, RUN_USAGE);
+	if (parse_count(round, 0, &st.round_index) < 0)
+		return cmd_usage(cmd, "--round takes a round index, a non-negative integer");
+	if (!vd_is_hex64((vd_str){ hash, strlen(hash) }))
+		return cmd_usage(cmd, "--hash takes a content hash of 64 lowercase hex characters");
+	memcpy(st.run, run, strlen(run) + 1);
+	memcpy(st.hash, hash, VD_HASH_HEX_LEN + 1);
+	return sign_statement(cmd, key, VD_PT_ROUNDCLOSE, &st, out);
+}
+
+/* What sign-ledger needs from the chain: the record hash of record
+ * `want` (or of the last intact record) and the first record. */
+struct ledger_walk {
+	size_t want, seen;
+	char want_hash[VD_HASH_HEX_LEN + 1], last_hash[VD_HASH_HEX_LEN + 1];
+	int64_t first_round;
+};
+
+static void on_ledger_record(const vd_ledger_record *rec, size_t line, int trusted,
+    void *arg)
+{
+	struct ledger_walk *w = arg;
+
+	(void)line;
+	if (!trusted)
+		return;
+	if (++w->seen == 1)
+		w->first_round = rec->round_index;
+	memcpy(w->last_hash, rec->record_hash, sizeof(w->last_hash));
+	if (w->seen == w->want)
+		memcpy(w->want_hash, rec->record_hash, sizeof(w->want_hash));
+}
+
+static int read_ledger(const char *path, vd_buf *b, char *err, size_t n)
+{
+	struct stat st;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		snprintf(err, n, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, n, "%s is not a regular file", path);
+		close(fd);
+		return -1;
+	}
+	rc = vd_read_all(fd, VD_LEDGER_MAX_BYTES, b);
+	close(fd);
+	if (rc == -EFBIG)
+		snprintf(err, n, "%s is larger than %u bytes", path, VD_LEDGER_MAX_BYTES);
+	else if (rc < 0)
+		snprintf(err, n, "cannot read %s: %s", path, strerror(-rc));
+	return rc < 0 ? -1 : 0;
+}
+
+/* Records 1..*records of the ledger at path, checked: their chain intact
+ * and starting at round 0 with no previous record. *records 0 means all
+ * of them, and then the whole file must be intact. */
+static int ledger_head(const char *path, size_t *records, char hash[VD_HASH_HEX_LEN + 1],
+    char *err, size_t n)
+{
+	struct ledger_walk w = { .want = *records };
+	vd_ledger_result res;
+	vd_buf b;
+
+	vd_buf_init(&b);
+	if (read_ledger(path, &b, err, n) < 0) {
+		vd_buf_free(&b);
+		return -1;
+	}
+	vd_ledger_verify(b.p, b.len, on_ledger_record, &w, &res);
+	vd_buf_free(&b);
+	if (res.records == 0) {
+		snprintf(err, n, "%s has no records", path);
+		return -1;
+	}
+	if (*records == 0 && res.brk != VD_LEDGER_INTACT) {
+		if (res.trusted == 0)
+			snprintf(err, n, "%s: the chain breaks at %s; no record is intact",
+			    path, res.break_detail);
+		else
+			snprintf(err, n, "%s: the chain breaks at %s; records 1..%zu are "
+			    "intact (sign them with --records %zu)", path, res.break_detail,
+			    res.trusted, res.trusted);
+		return -1;
+	}
+	if (*records > res.trusted) {
+		if (res.brk != VD_LEDGER_INTACT)
+			snprintf(err, n, "%s: the chain breaks at %s, before record %zu",
+			    path, res.break_detail, *records);
+		else
+			snprintf(err, n, "%s has %zu records, not %zu", path, res.records, *records);
+		return -1;
+	}
+	if (w.seen == 0 || w.first_round != 0) {
+		snprintf(err, n, "%s: the first record is round %lld, not round 0: the "
+		    "ledger does not start where its run started", path, (long long)w.first_round);
+		return -1;
+	}
+	memcpy(hash, w.want ? w.want_hash : w.last_hash, VD_HASH_HEX_LEN + 1);
+	if (*records == 0)
+		*records = res.trusted;
+	return 0;
+}
+
+/* <directory of the ledger>/commitments/, created when missing; a
+ * symbolic link there is refused, as the daemon would not follow it. */
+static int commitments_dir(const char *ledger, char *dir, size_t len, char *err, size_t n)
+{
+	char parent[PATH_MAX];
+	const char *base;
+	struct stat st;
+
+	split_path(ledger, parent, sizeof(parent), &base);
+	if (snprintf(dir, len, "%s/%s", parent, COMMITMENTS_DIR) >= (int)len) {
+		snprintf(err, n, "the path of %s is too long", ledger);
+		return -1;
+	}
+	if (mkdir(dir, COMMITMENTS_DIR_MODE) == 0) {
+		chmod(dir, COMMITMENTS_DIR_MODE);       /* whatever the umask */
+		return 0;
+	}
+	if (errno != EEXIST) {
+		snprintf(err, n, "cannot create %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, n, "%s is not a directory", dir);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmd_sign_ledger(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "key", required_argument, NULL, 'k' },
+		{ "run", required_argument, NULL, 'r' },
+		{ "records", required_argument, NULL, 'n' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char cmd[] = "sign-ledger";
+	const char *key = NULL, *run = NULL, *records = NULL, *out = NULL;
+	char err[2 * PATH_MAX + VD_DETAIL_MAX], dir[PATH_MAX], path[PATH_MAX + 64];
+	vd_statement st;
+	int64_t want = 0;
+	size_t n;
+	int ch, dup = 0;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'k': dup |= set_once(&key, optarg); break;
+		case 'r': dup |= set_once(&run, optarg); break;
+		case 'n': dup |= set_once(&records, optarg); break;
+		case 'o': dup |= set_once(&out, optarg); break;
+		case 'h': fputs(sign_usage_text + 1, stdout); return 0;
+		default: return cmd_usage(cmd, "unknown option or missing value");
+		}
+	}
+	if (dup)
+		return cmd_usage(cmd, "an option is given twice");
+	if (key == NULL)
+		return cmd_usage(cmd, "--key is required");
+	if (optind + 1 != argc)
+		return cmd_usage(cmd, "takes one LEDGER file");
+	if (run == NULL)
+		run = RUN_DEFAULT;
+	if (!check_run(run))
+		return cmd_usage(cmd, RUN_USAGE);
+	if (records != NULL && parse_count(records, 1, &want) < 0)
+		return cmd_usage(cmd, "--records takes a record count, a positive integer");
+	memset(&st, 0, sizeof(st));
+	st.kind = VD_STMT_CHECKPOINT;
+	memcpy(st.run, run, strlen(run) + 1);
+	n = (size_t)want;
+	if (ledger_head(argv[optind], &n, st.head_record_hash, err, sizeof(err)) < 0)
+		return cmd_fail(cmd, err);
+	st.records = n;
+	if (out == NULL) {
+		if (commitments_dir(argv[optind], dir, sizeof(dir), err, sizeof(err)) < 0)
+			return cmd_fail(cmd, err);
+		snprintf(path, sizeof(path), "%s/ledger-%zu.json", dir, n);
+		out = path;
+	}
+	return sign_statement(cmd, key, VD_PT_CHECKPOINT, &st, out);
+}
+
+static int read_envelope(const char *path, vd_buf *b, char *err, size_t n)
+{
+	struct stat st;
+	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO :
+	    open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int rc;
+
+	if (fd < 0) {
+		snprintf(err, n, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fd != STDIN_FILENO && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		snprintf(err, n, "%s is not a regular file", path);
+		close(fd);
+		return -1;
+	}
+	rc = vd_read_all(fd, VD_DSSE_MAX_BYTES, b);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (rc == -EFBIG)
+		snprintf(err, n, "%s: not verified: too_large: the envelope is larger than %u bytes",
+		    path, VD_DSSE_MAX_BYTES);
+	else if (rc < 0)
+		snprintf(err, n, "cannot read %s: %s", path, strerror(-rc));
+	return rc < 0 ? -1 : 0;
+}
+
+/* The verified payload as one line: a statement as its canonical JSON,
+ * any other JSON payload compact with sorted keys. */
+static int payload_line(const vd_dsse *e, vd_buf *line, char *why, size_t n)
+{
+	vd_statement st;
+	vd_env_reason r;
+	char msg[128];
+	vd_jdoc doc;
+	int rc;
+
+	if (strcmp(e->payload_type, VD_PT_ROUNDCLOSE) == 0 ||
+	    strcmp(e->payload_type, VD_PT_CHECKPOINT) == 0) {
+		r = vd_statement_parse(e->payload_type, e->payload, e->payload_len, &st, why, n);
+		if (r != VD_ENV_OK)
+			return -1;
+		return vd_statement_write(&st, line);
+	}
+	if (vd_json_parse(e->payload, e->payload_len, NULL, &doc, msg, sizeof(msg)) < 0) {
+		snprintf(why, n, "the payload is not JSON: %s", msg);
+		return -1;
+	}
+	rc = vd_jw_value(line, doc.root, VD_JW_UTF8);
+	vd_jdoc_free(&doc);
+	if (rc < 0)
+		snprintf(why, n, "the payload cannot be printed as one line");
+	return rc;
+}
+
+static const char *verify_sentence(vd_env_reason r)
+{
+	switch (r) {
+	case VD_ENV_NO_SIGNATURE: return "the envelope has no signatures";
+	case VD_ENV_UNKNOWN_KEY: return "no signature names this key";
+	case VD_ENV_BAD_SIGNATURE: return "the signature by this key does not verify";
+	default: return "the envelope is refused";
+	}
+}
+
+static int cmd_verify_envelope(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "key", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char cmd[] = "verify-envelope";
+	char err[PATH_MAX + VD_DETAIL_MAX], why[VD_DETAIL_MAX];
+	const char *keyfile = NULL, *file;
+	vd_keyring ring = { 0 };
+	vd_env_reason r;
+	vd_buf b, line;
+	vd_key *k;
+	vd_dsse e;
+	int ch, dup = 0, rc = 1;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'k': dup |= set_once(&keyfile, optarg); break;
+		case 'h': fputs(sign_usage_text + 1, stdout); return 0;
+		default: return cmd_usage(cmd, "unknown option or missing value");
+		}
+	}
+	if (dup)
+		return cmd_usage(cmd, "an option is given twice");
+	if (keyfile == NULL)
+		return cmd_usage(cmd, "--key is required");
+	if (optind + 1 != argc)
+		return cmd_usage(cmd, "takes one envelope FILE");
+	file = argv[optind];
+	if (vd_key_load(keyfile, 0, 0, &k, err, sizeof(err)) < 0)
+		return cmd_fail(cmd, err);
+	ring.keys = &k;
+	ring.n = 1;
+	ring.refs = 1;
+	vd_buf_init(&b);
+	vd_buf_init(&line);
+	if (read_envelope(file, &b, err, sizeof(err)) < 0) {
+		cmd_fail(cmd, err);
+		goto out;
+	}
+	r = vd_dsse_parse(b.p, b.len, &e, why, sizeof(why));
+	if (r == VD_ENV_OK && (r = vd_dsse_verify(&e, &ring, NULL)) != VD_ENV_OK)
+		snprintf(why, sizeof(why), "%s", verify_sentence(r));
+	if (r == VD_ENV_OK && payload_line(&e, &line, why, sizeof(why)) < 0)
+		r = VD_ENV_PAYLOAD;
+	if (r != VD_ENV_OK) {
+		snprintf(err, sizeof(err), "%s: not verified: %s: %s", file,
+		    vd_env_reason_name(r), why);
+		cmd_fail(cmd, err);
+	} else {
+		printf("%s\n", (char *)line.p);
+		rc = 0;
+	}
+	vd_dsse_free(&e);
+out:
+	vd_buf_free(&b);
+	vd_buf_free(&line);
+	vd_key_free(k);
+	return rc;
+}
+
+/* ---- signed verdicts (trust.md section 6) -------------------------------- */
+
+/* The statement an attestation carries is untrusted input, read by the
+ * strict parser under these bounds: no larger than an envelope of
+ * VD_DSSE_MAX_BYTES can carry in base64, nested no deeper than any other
+ * payload, and a fixed arena. */
+#define ATTEST_PAYLOAD_MAX_BYTES (VD_DSSE_MAX_BYTES / 4 * 3)
+#define ATTEST_MAX_DEPTH VD_DSSE_MAX_DEPTH
+#define ATTEST_JSON_MEMORY (4u << 20)
+#define ATTEST_TIME_MAX 40              /* bytes in verified_at or issued_at */
+#define ATTEST_STATE_MAX 32             /* bytes of predicate.state worth quoting */
+
+/* What a trusted verdict says, for its one line. */
+struct verdict {
+	char hash[VD_HASH_HEX_LEN + 1];
+	char verified_at[ATTEST_TIME_MAX + 1];
+	char issued_at[ATTEST_TIME_MAX + 1];
+};
+
+static int jstr_is(const vd_jval *v, const char *s)
+{
+	return v != NULL && v->type == VD_JSTR && v->str.len == strlen(s) &&
+	    memcmp(v->str.p, s, v->str.len) == 0;
+}
+
+/* Member key of o when o is an object and the member has this type. */
+static const vd_jval *jmember(const vd_jval *o, const char *key, vd_jtype type)
+{
+	const vd_jval *v = o != NULL && o->type == VD_JOBJ ? vd_json_get(o, key) : NULL;
+
+	return v != NULL && v->type == type ? v : NULL;
+}
+
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* An RFC 3339 date-time, YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), as
+ * the daemon writes it: printable, so the line printed stays one line. */
+static int rfc3339_ok(const vd_jval *v)
+{
+	static const char pat[] = "dddd-dd-ddTdd:dd:dd";
+	const char *s;
+	size_t i, n, start;
+
+	if (v == NULL || v->type != VD_JSTR || v->str.len > ATTEST_TIME_MAX ||
+	    v->str.len < sizeof(pat) - 1)
+		return 0;
+	s = v->str.p;
+	n = v->str.len;
+	for (i = 0; i < sizeof(pat) - 1; i++)
+		if (pat[i] == 'd' ? !is_digit(s[i]) : s[i] != pat[i])
+			return 0;
+	if (i < n && s[i] == '.') {
+		for (start = ++i; i < n && is_digit(s[i]); i++)
+			;
+		if (i == start)
+			return 0;
+	}
+	if (n - i == 1)
+		return s[i] == 'Z';
+	return n - i == 6 && (s[i] == '+' || s[i] == '-') && is_digit(s[i + 1]) &&
+	    is_digit(s[i + 2]) && s[i + 3] == ':' && is_digit(s[i + 4]) && is_digit(s[i + 5]);
+}
+
+/* A short printable ASCII string, safe to quote in a message. */
+static int quotable(const vd_jval *v, size_t max)
+{
+	size_t i;
+
+	if (v == NULL || v->type != VD_JSTR || v->str.len == 0 || v->str.len > max)
+		return 0;
+	for (i = 0; i < v->str.len; i++)
+		if ((unsigned char)v->str.p[i] < 0x20 || (unsigned char)v->str.p[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+/* The subjects: a non-empty array of objects, each with a string name
+ * when it has one and a digest.sha256 of 64 lowercase hex, all the same. */
+static int check_subjects(const vd_jval *root, struct verdict *out, char *why, size_t n)
+{
+	const vd_jval *list = jmember(root, "subject", VD_JARR), *s, *name, *sha;
+	size_t i = 0;
+
+	if (list == NULL || list->count == 0) {
+		snprintf(why, n, "the statement has no subject array with at least one subject");
+		return -1;
+	}
+	for (s = list->child; s != NULL; s = s->next) {
+		i++;
+		name = s->type == VD_JOBJ ? vd_json_get(s, "name") : NULL;
+		sha = jmember(jmember(s, "digest", VD_JOBJ), "sha256", VD_JSTR);
+		if (s->type != VD_JOBJ || (name != NULL && name->type != VD_JSTR)) {
+			snprintf(why, n, "subject %zu is not an object with a string name", i);
+			return -1;
+		}
+		if (sha == NULL || !vd_is_hex64(sha->str)) {
+			snprintf(why, n, "subject %zu has no digest.sha256 of 64 lowercase hex "
+			    "characters", i);
+			return -1;
+		}
+		if (i == 1) {
+			memcpy(out->hash, sha->str.p, VD_HASH_HEX_LEN + 1);
+		} else if (memcmp(out->hash, sha->str.p, VD_HASH_HEX_LEN) != 0) {
+			snprintf(why, n, "the subjects name different digests: subject 1 is %s, "
+			    "subject %zu %s", out->hash, i, sha->str.p);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* 0 when the payload is an in-toto Statement v1 carrying a trusted
+ * lensemble-verifyd verdict about one content hash (expect, when not
+ * NULL), with out filled; -1 with the check that failed in why. */
+static int check_verdict(const uint8_t *p, size_t len, const char *expect,
+    struct verdict *out, char *why, size_t n)
+{
+	vd_json_opts opts = { ATTEST_MAX_DEPTH, ATTEST_JSON_MEMORY };
+	const vd_jval *pred, *trusted, *state, *vat, *iat;
+	char msg[128];
+	vd_jdoc doc;
+	int rc = -1;
+
+	if (len > ATTEST_PAYLOAD_MAX_BYTES) {
+		snprintf(why, n, "the statement is larger than %u bytes", ATTEST_PAYLOAD_MAX_BYTES);
+		return -1;
+	}
+	if (vd_json_parse(p, len, &opts, &doc, msg, sizeof(msg)) < 0) {
+		snprintf(why, n, "the statement is not strict JSON: %s", msg);
+		return -1;
+	}
+	pred = jmember(doc.root, "predicate", VD_JOBJ);
+	trusted = jmember(pred, "trusted", VD_JBOOL);
+	state = jmember(pred, "state", VD_JSTR);
+	vat = jmember(pred, "verified_at", VD_JSTR);
+	iat = jmember(pred, "issued_at", VD_JSTR);
+	if (doc.root->type != VD_JOBJ)
+		snprintf(why, n, "the statement is not a JSON object");
+	else if (!jstr_is(vd_json_get(doc.root, "_type"), VD_INTOTO_STATEMENT))
+		snprintf(why, n, "_type is not \"%s\": not an in-toto Statement v1",
+		    VD_INTOTO_STATEMENT);
+	else if (!jstr_is(vd_json_get(doc.root, "predicateType"), VD_VERDICT_PREDICATE))
+		snprintf(why, n, "predicateType is not \"%s\": not a verdict of lensemble-verifyd",
+		    VD_VERDICT_PREDICATE);
+	else if (check_subjects(doc.root, out, why, n) < 0)
+		;
+	else if (expect != NULL && strcmp(out->hash, expect) != 0)
+		snprintf(why, n, "the verdict is about %s, not the expected %s", out->hash, expect);
+	else if (pred == NULL)
+		snprintf(why, n, "the statement has no predicate object");
+	else if (trusted == NULL)
+		snprintf(why, n, "predicate.trusted is not a boolean");
+	else if (!trusted->boolean)
+		snprintf(why, n, "the verdict says %s is not trusted (state %s)", out->hash,
+		    quotable(state, ATTEST_STATE_MAX) ? state->str.p : "not given");
+	else if (!rfc3339_ok(vat))
+		snprintf(why, n, "predicate.verified_at is not an RFC 3339 time");
+	else if (!rfc3339_ok(iat))
+		snprintf(why, n, "predicate.issued_at is not an RFC 3339 time");
+	else {
+		memcpy(out->verified_at, vat->str.p, vat->str.len + 1);
+		memcpy(out->issued_at, iat->str.p, iat->str.len + 1);
+		rc = 0;
+	}
+	vd_jdoc_free(&doc);
+	return rc;
+}
+
+static int cmd_verify_attestation(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "key", required_argument, NULL, 'k' },
+		{ "expect", required_argument, NULL, 'e' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char cmd[] = "verify-attestation";
+	char err[PATH_MAX + 2 * VD_DETAIL_MAX], why[VD_DETAIL_MAX];
+	const char *keyfile = NULL, *expect = NULL, *file;
+	const vd_key *signer = NULL;
+	vd_keyring ring = { 0 };
+	struct verdict v;
+	vd_env_reason r;
+	vd_buf b;
+	vd_key *k;
+	vd_dsse e;
+	int ch, dup = 0, rc = 1;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'k': dup |= set_once(&keyfile, optarg); break;
+		case 'e': dup |= set_once(&expect, optarg); break;
+		case 'h': fputs(sign_usage_text + 1, stdout); return 0;
+		default: return cmd_usage(cmd, "unknown option or missing value");
+		}
+	}
+	if (dup)
+		return cmd_usage(cmd, "an option is given twice");
+	if (keyfile == NULL)
+		return cmd_usage(cmd, "--key is required");
+	if (expect != NULL && !vd_is_hex64((vd_str){ expect, strlen(expect) }))
+		return cmd_usage(cmd, "--expect takes a content hash of 64 lowercase hex characters");
+	if (optind + 1 != argc)
+		return cmd_usage(cmd, "takes one attestation FILE (- for standard input)");
+	file = argv[optind];
+	if (vd_key_load(keyfile, 0, 0, &k, err, sizeof(err)) < 0)
+		return cmd_fail(cmd, err);
+	ring.keys = &k;
+	ring.n = 1;
+	ring.refs = 1;
+	memset(&e, 0, sizeof(e));
+	memset(&v, 0, sizeof(v));
+	vd_buf_init(&b);
+	if (read_envelope(file, &b, err, sizeof(err)) < 0) {
+		cmd_fail(cmd, err);
+		goto out;
+	}
+	/* In this order: the envelope, its type, the signature, and only then
+	 * what the signed statement says. */
+	r = vd_dsse_parse(b.p, b.len, &e, why, sizeof(why));
+	if (r == VD_ENV_OK && strcmp(e.payload_type, VD_PT_INTOTO) != 0) {
+		r = VD_ENV_PAYLOAD_TYPE;
+		snprintf(why, sizeof(why), "the payload type is \"%s\", not %s",
+		    e.payload_type, VD_PT_INTOTO);
+	}
+	if (r == VD_ENV_OK && (r = vd_dsse_verify(&e, &ring, &signer)) != VD_ENV_OK)
+		snprintf(why, sizeof(why), "%s", verify_sentence(r));
+	if (r != VD_ENV_OK) {
+		snprintf(err, sizeof(err), "%s: not verified: %s: %s", file,
+		    vd_env_reason_name(r), why);
+		cmd_fail(cmd, err);
+	} else if (check_verdict(e.payload, e.payload_len, expect, &v, why, sizeof(why)) < 0) {
+		snprintf(err, sizeof(err), "%s: not a trusted verdict: %s", file, why);
+		cmd_fail(cmd, err);
+	} else {
+		printf("trusted %s (verified_at %s, issued_at %s, key %s)\n", v.hash,
+		    v.verified_at, v.issued_at, vd_key_id(signer));
+		rc = fflush(stdout) == 0 ? 0 : cmd_fail(cmd, "cannot write to standard output");
+	}
+	vd_dsse_free(&e);
+out:
+	vd_buf_free(&b);
+	vd_key_free(k);
+	return rc;
+}
+
+/* The exit status of a subcommand named by argv[0], or -1 when argv[0]
+ * names none (the arguments are artifact directories). */
+static int subcommand(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} cmds[] = {
+		{ "keygen", cmd_keygen },
+		{ "sign-roundclose", cmd_sign_roundclose },
+		{ "sign-ledger", cmd_sign_ledger },
+		{ "verify-envelope", cmd_verify_envelope },
+		{ "verify-attestation", cmd_verify_attestation },
+	};
+	size_t i;
+
+	for (i = 0; i < VD_ARRAY_LEN(cmds); i++)
+		if (strcmp(argv[0], cmds[i].name) == 0)
+			return cmds[i].fn(argc, argv);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -235,13 +1189,18 @@ int main(int argc, char **argv)
 	struct cli cli = { 0 };
 	int ch, i, failed = 0;
 
+	/* keygen, sign-roundclose, sign-ledger, verify-envelope,
+	 * verify-attestation: a first argument that is one of these words is
+	 * a subcommand. */
+	if (argc > 1 && (ch = subcommand(argc - 1, argv + 1)) >= 0)
+		return ch;
 	while ((ch = getopt_long(argc, argv, "je:lqhV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j': cli.json = 1; break;
 		case 'e': cli.expect = optarg; break;
 		case 'l': cli.ledger = 1; break;
 		case 'q': cli.quiet = 1; break;
-		case 'h': fputs(usage_text, stdout); return 0;
+		case 'h': fputs(usage_text, stdout); fputs(sign_usage_text, stdout); return 0;
 		case 'V': printf("lensemble-verify %s\n", PACKAGE_VERSION); return 0;
 		default: return usage_error("unknown option");
 		}

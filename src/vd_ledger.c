@@ -15,6 +15,7 @@ const char *vd_ledger_break_name(vd_ledger_break b)
 	case VD_LEDGER_MALFORMED: return "malformed_record";
 	case VD_LEDGER_PREV_MISMATCH: return "prev_hash_mismatch";
 	case VD_LEDGER_ROUND_ORDER: return "round_not_increasing";
+	case VD_LEDGER_NO_ROUND_0: return "first_record_not_round_0";
 	}
 	return "unknown";
 }
@@ -140,6 +141,11 @@ static void link_record(vd_ledger_result *res, const vd_ledger_record *prev,
 	if (prev == NULL && r->has_prev)
 		set_break(res, VD_LEDGER_PREV_MISMATCH, line,
 		    "the first record names a previous record");
+	/* A ledger is read from its beginning: one that starts later could
+	 * be grafted onto another run's history. */
+	else if (prev == NULL && r->round_index != 0)
+		set_break(res, VD_LEDGER_NO_ROUND_0, line,
+		    "the ledger does not begin with its round-0 record, so it commits nothing");
 	else if (prev != NULL && (!r->has_prev ||
 	    strcmp(r->prev_record_hash, prev->record_hash) != 0))
 		set_break(res, VD_LEDGER_PREV_MISMATCH, line,

@@ -14,6 +14,7 @@
 #define VD_LEDGER_DOMAIN "lensemble/provenance/ledger-record/v1"  /* then \0 */
 #define VD_LEDGER_SCHEMA 1
 #define VD_LEDGER_MAX_LINE (1u << 20)   /* bytes in one record line */
+#define VD_LEDGER_MAX_BYTES (64u << 20)   /* a larger ledger is refused */
 
 typedef struct vd_ledger_record {
 	int64_t schema_version;
@@ -29,7 +30,8 @@ typedef enum vd_ledger_break {
 	VD_LEDGER_INTACT = 0,
 	VD_LEDGER_MALFORMED,        /* not a record: JSON, fields, types */
 	VD_LEDGER_PREV_MISMATCH,    /* prev_record_hash is not the previous record's hash */
-	VD_LEDGER_ROUND_ORDER       /* round_index does not increase */
+	VD_LEDGER_ROUND_ORDER,      /* round_index does not increase */
+	VD_LEDGER_NO_ROUND_0        /* the first record is not round 0 */
 } vd_ledger_break;
 
 const char *vd_ledger_break_name(vd_ledger_break b);

@@ -54,8 +54,6 @@ typedef struct vd_scan_artifact {
 	vd_hdrinfo hdr;
 } vd_scan_artifact;
 
-#define VD_LEDGER_MAX_BYTES (64u << 20)   /* a larger ledger is refused */
-
 typedef struct vd_ledger_entry {
 	int64_t round_index;
 	char global_model_hash[VD_HASH_HEX_LEN + 1];

@@ -233,10 +233,17 @@ static void test_ledger_edits(void **state)
 	expect_break(buf, len, VD_LEDGER_MALFORMED, 3, 2);
 	free(buf);
 
-	/* A record's round_index going back. */
+	/* A ledger that does not begin at round 0 commits nothing: it could
+	 * be grafted onto another run's history. */
 	buf = ledger(&len);
 	edit_line(buf, 1, "\"round_index\":0", "\"round_index\":9");
-	expect_break(buf, len, VD_LEDGER_PREV_MISMATCH, 2, 1);
+	expect_break(buf, len, VD_LEDGER_NO_ROUND_0, 1, 0);
+	free(buf);
+
+	/* A record's round_index going back. */
+	buf = ledger(&len);
+	edit_line(buf, 3, "\"round_index\":2", "\"round_index\":0");
+	expect_break(buf, len, VD_LEDGER_ROUND_ORDER, 3, 2);
 	free(buf);
 
 	/* Truncated mid-record (an append cut short). */
