@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* What lensemble-verifyd passes. */
 #define ERR_FULL 512
 
-enum ftype { F_STR, F_UINT, F_U64, F_LEVEL };
+enum ftype { F_STR, F_UINT, F_U64, F_LEVEL, F_POLICY };
 
 #define STR(f) F_STR, offsetof(vd_config, f), sizeof(((vd_config *)0)->f)
 #define NUM(t, f) t, offsetof(vd_config, f), 0
@@ -44,6 +44,9 @@ static const struct field {
 	{ "state_dir", STR(state_dir) },
 	{ "token_file", STR(token_file) },
 	{ "genesis_hash", STR(genesis_hash) },
+	{ "trusted_keys", STR(trusted_keys) },
+	{ "signing_key", STR(signing_key) },
+	{ "commitment_policy", NUM(F_POLICY, commitment_policy) },
 	{ "user", STR(user) },
 	{ "tls_cert", STR(tls_cert) },
 	{ "tls_key", STR(tls_key) },
@@ -144,6 +147,11 @@ static void check_accepted(const vd_config *c)
 			break;
 		case F_LEVEL:
 			vd_buf_printf(&out, "%s = %s\n", f->name, vd_log_level_name(c->log_level));
+			break;
+		case F_POLICY:
+			vd_buf_printf(&out, "%s = \"%s\"\n", f->name,
+			    c->commitment_policy == VD_POLICY_DEFAULT ? "" :
+			    vd_policy_name(c->commitment_policy));
 			break;
 		}
 	}

@@ -21,6 +21,7 @@
 #include <uv.h>
 
 #include "vd_api.h"
+#include "vd_attest.h"
 #include "vd_artifact.h"
 #include "vd_config.h"
 #include "vd_http.h"
@@ -54,6 +55,7 @@ typedef struct vd_daemon {
 	vd_http *http;
 	vd_api api;
 	vd_state *state;
+	vd_keyring *keys;           /* trusted_keys as last read */
 	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t status, watchdog;
 	int stopping;
@@ -154,6 +156,35 @@ fail:
 	return NULL;
 }
 
+static void bad_key(const char *file, const char *why, void *arg)
+{
+	if (arg != NULL)
+		fprintf(stderr, "lensemble-verifyd: trusted_keys: %s: %s; skipped\n", file, why);
+	else
+		log_warn("trusted_keys: %s: %s; skipped", file, why);
+}
+
+/* The trusted keys named by cfg: an empty ring when none are configured,
+ * NULL with err when the directory cannot be read (the config is refused). */
+static vd_keyring *load_keys(const vd_config *cfg, int to_stderr, char *err, size_t errlen)
+{
+	char msg[400];
+	vd_keyring *kr;
+
+	if (cfg->trusted_keys[0] == '\0') {
+		if ((kr = calloc(1, sizeof(*kr))) == NULL)
+			snprintf(err, errlen, "out of memory");
+		else
+			kr->refs = 1;
+		return kr;
+	}
+	kr = vd_keyring_load_dir(cfg->trusted_keys, bad_key, to_stderr ? (void *)1 : NULL,
+	    msg, sizeof(msg));
+	if (kr == NULL)
+		snprintf(err, errlen, "trusted_keys: %s", msg);
+	return kr;
+}
+
 /* Keys read once at start: a reload that changes them only warns. */
 static void warn_restart_keys(const vd_config *old, const vd_config *new)
 {
@@ -168,14 +199,27 @@ static void warn_restart_keys(const vd_config *old, const vd_config *new)
 		log_warn("reload: listen, store, state_dir, workers, user, TLS and connection limits change only on restart");
 }
 
+/* Takes over the reference to keys. */
+static void set_keys(vd_daemon *d, vd_keyring *keys)
+{
+	log_info("commitment policy %s; %zu trusted key(s)%s%s",
+	    vd_policy_name(vd_config_policy(d->cfg)), keys->n,
+	    d->cfg->trusted_keys[0] ? " from " : "", d->cfg->trusted_keys);
+	vd_store_set_keys(&d->store, keys);
+	vd_keyring_unref(d->keys);
+	d->keys = keys;
+}
+
 static void reload(vd_daemon *d)
 {
 	char err[512];
 	vd_config *c = load_config(&d->opts, err, sizeof(err));
 	vd_config *old = d->cfg;
+	vd_keyring *keys = c ? load_keys(c, 0, err, sizeof(err)) : NULL;
 
-	if (c == NULL) {
+	if (c == NULL || keys == NULL) {
 		log_error("reload refused, keeping the running configuration: %s", err);
+		free(c);
 		return;
 	}
 	warn_restart_keys(old, c);
@@ -186,6 +230,7 @@ static void reload(vd_daemon *d)
 	vd_http_set_config(d->http, c);
 	d->api.cfg = c;
 	vd_api_load_token(&d->api);
+	set_keys(d, keys);
 	free(old);
 	vd_store_scan(&d->store);
 }
@@ -320,6 +365,27 @@ static int start_http(vd_daemon *d)
 	return 0;
 }
 
+/* The key that signs verdicts: named in the configuration (read before
+ * privileges are dropped, as it may be root's alone), else the state
+ * directory's, created at first start. */
+static int open_signing_key(vd_daemon *d, int before_drop)
+{
+	char path[VD_CONFIG_PATH_MAX + 32], err[512];
+
+	if (d->api.signing_key != NULL || (before_drop && d->cfg->signing_key[0] == '\0'))
+		return 0;
+	if (d->cfg->signing_key[0])
+		snprintf(path, sizeof(path), "%s", d->cfg->signing_key);
+	else
+		snprintf(path, sizeof(path), "%s/%s", d->cfg->state_dir, VD_SIGNING_KEY_FILE);
+	if (vd_attest_key_open(path, 1, &d->api.signing_key, err, sizeof(err)) < 0) {
+		log_error("signing_key: %s", err);
+		return -1;
+	}
+	log_info("verdicts are signed by key %s (%s)", vd_key_id(d->api.signing_key), path);
+	return 0;
+}
+
 /* The database is refused, never recreated, when damaged or too new. */
 static int open_state(vd_daemon *d)
 {
@@ -335,6 +401,8 @@ static int open_state(vd_daemon *d)
 static int run(vd_daemon *d)
 {
 	struct timespec ts;
+	vd_keyring *keys;
+	char err[512];
 	int rc;
 
 	uv_loop_init(&d->loop);
@@ -350,14 +418,21 @@ static int run(vd_daemon *d)
 		return 1;
 	/* Read as the starting user: the token file may be root's alone. */
 	vd_api_load_token(&d->api);
+	if ((keys = load_keys(d->cfg, 0, err, sizeof(err))) == NULL) {
+		log_error("%s", err);
+		return 1;
+	}
+	if (open_signing_key(d, 1) < 0)
+		return 1;
 	if (d->cfg->user[0] && drop_privileges(d->cfg) < 0)
 		return 1;
-	if (open_state(d) < 0)
+	if (open_state(d) < 0 || open_signing_key(d, 0) < 0)
 		return 1;
 	if ((rc = vd_store_init(&d->store, &d->loop, d->cfg, &d->metrics)) < 0) {
 		log_error("cannot start the store: %s", uv_strerror(rc));
 		return 1;
 	}
+	set_keys(d, keys);
 	if (vd_store_attach_state(&d->store, d->state) < 0) {
 		log_error("cannot load the state database: %s", vd_state_error(d->state));
 		return 1;
@@ -371,6 +446,8 @@ static int run(vd_daemon *d)
 	if (rc != 0)
 		log_warn("event loop closed with handles open");
 	vd_state_close(d->state);
+	vd_keyring_unref(d->keys);
+	vd_key_free(d->api.signing_key);
 	log_info("stopped");
 	return 0;
 }
@@ -389,11 +466,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (d.opts.check) {
-		if (vd_http_tls_check(d.cfg, err, sizeof(err)) < 0) {
+		vd_keyring *keys = load_keys(d.cfg, 1, err, sizeof(err));
+		if (keys == NULL || vd_http_tls_check(d.cfg, err, sizeof(err)) < 0) {
 			fprintf(stderr, "lensemble-verifyd: %s\n", err);
+			vd_keyring_unref(keys);
 			free(d.cfg);
 			return 1;
 		}
+		printf("commitment policy %s; %zu trusted key(s)\n",
+		    vd_policy_name(vd_config_policy(d.cfg)), keys->n);
+		vd_keyring_unref(keys);
 		printf("configuration OK: %s\n", d.opts.config_given ||
 		    access(d.opts.config, F_OK) == 0 ? d.opts.config : "(defaults)");
 		free(d.cfg);

@@ -12,7 +12,10 @@
 #include <unistd.h>
 
 #include "vd_api.h"
+#include "vd_attest.h"
+#include "vd_dsse.h"
 #include "vd_hash.h"
+#include "vd_json.h"
 #include "vd_log.h"
 #include "vd_reqparse.h"
 
@@ -39,17 +42,6 @@ static json_object *jstr_keep_empty(const char *s)
 	return s ? json_object_new_string(s) : NULL;
 }
 
-static void rfc3339(double t, char *out, size_t n)
-{
-	time_t secs = (time_t)t;
-	struct tm tm;
-
-	gmtime_r(&secs, &tm);
-	snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-	    (int)((t - (double)secs) * 1000));
-}
-
 static json_object *copy_json(const vd_copy *c)
 {
 	json_object *o = json_object_new_object();
@@ -63,7 +55,7 @@ static json_object *copy_json(const vd_copy *c)
 	    json_object_new_string(vd_code_name(c->code)) : NULL);
 	json_object_object_add(o, "detail", show && c->code != VD_OK ?
 	    json_object_new_string(c->detail) : NULL);
-	rfc3339(c->verified_at, when, sizeof(when));
+	vd_rfc3339(c->verified_at, when, sizeof(when));
 	json_object_object_add(o, "verified_at", c->has_verdict ? json_object_new_string(when) : NULL);
 	json_object_object_add(o, "duration_ms", c->has_verdict ?
 	    json_object_new_double(c->duration_ms) : NULL);
@@ -114,29 +106,30 @@ static json_object *chain_json(const vd_group *g)
 	return o;
 }
 
-static const char *slot_hash(const vd_commit_slot *sl, vd_commit_source src)
-{
-	return src == VD_SRC_LEDGER ? sl->ledger_hash : src == VD_SRC_ROUNDCLOSE ?
-	    sl->post_hash : sl->pinned_hash;
-}
-
 static json_object *commitment_json(const vd_group *g)
 {
 	const vd_commit_slot *sl = g->commit;
+	const vd_commit_entry *e;
 	json_object *o;
 
 	if (sl == NULL)
 		return NULL;
+	e = &sl->src[g->commit_source];
 	o = json_object_new_object();
-	json_object_object_add(o, "round_index", sl->has_pinned && sl->round_index < 0 ?
+	json_object_object_add(o, "round_index", sl->round_index < 0 ?
 	    NULL : json_object_new_int64(sl->round_index));
-	json_object_object_add(o, "source", json_object_new_string(vd_commit_source_name(g->commit_source)));
-	json_object_object_add(o, "where", json_object_new_string(
-	    g->commit_source == VD_SRC_LEDGER ? sl->ledger_where :
-	    g->commit_source == VD_SRC_ROUNDCLOSE ? "api" : "config"));
-	json_object_object_add(o, "global_model_hash",
-	    json_object_new_string(slot_hash(sl, g->commit_source)));
+	json_object_object_add(o, "source", json_object_new_string(
+	    vd_commit_source_name((vd_commit_source)g->commit_source)));
+	json_object_object_add(o, "where", json_object_new_string(e->where ? e->where : "?"));
+	if (g->commit_source == VD_SRC_LEDGER)
+		json_object_object_add(o, "line", json_object_new_uint64(e->line));
+	json_object_object_add(o, "global_model_hash", json_object_new_string(e->hash));
 	json_object_object_add(o, "matches", json_object_new_boolean(g->committed));
+	json_object_object_add(o, "signed", json_object_new_boolean(e->is_signed));
+	if (e->is_signed)
+		json_object_object_add(o, "key_id", json_object_new_string(e->key_id));
+	if (sl->other_hash[0])
+		json_object_object_add(o, "equivocation", json_object_new_boolean(1));
 	return o;
 }
 
@@ -287,8 +280,8 @@ static void get_artifacts(vd_api *api, vd_req *r)
 		    "state must be pending, verifying, verified or failed", NULL);
 		return;
 	}
-	groups = calloc(api->store->groups.count + 1, sizeof(*groups));
-	while (groups && vd_map_next(&api->store->groups, &it, &k, &v))
+	groups = calloc(api->store->model.groups.count + 1, sizeof(*groups));
+	while (groups && vd_map_next(&api->store->model.groups, &it, &k, &v))
 		groups[n++] = v;
 	if (groups)
 		qsort(groups, n, sizeof(*groups), group_cmp);
@@ -297,7 +290,7 @@ static void get_artifacts(vd_api *api, vd_req *r)
 			json_object_array_add(list, group_json(groups[i]));
 	free(groups);
 	it = 0;
-	while (vd_map_next(&api->store->copies, &it, &k, &v)) {
+	while (vd_map_next(&api->store->model.copies, &it, &k, &v)) {
 		vd_copy *c = v;
 		if (c->hdr.code != VD_OK && (want < 0 || (int)vd_copy_state(c) == want))
 			json_object_array_add(list, headerless_json(c));
@@ -702,30 +695,16 @@ static int run_param(vd_req *r, char *out, size_t n)
 	return 0;
 }
 
-static void post_roundclose(vd_api *api, vd_req *r)
+/* Record (run, round) -> hash and answer as trust.md section 3 says. */
+static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundclose *rc,
+    const char *key_id, const uint8_t *env, size_t env_len)
 {
-	char err[256], run[1024], existing[VD_HASH_HEX_LEN + 1], detail[400];
-	vd_roundclose rc;
+	char existing[VD_HASH_HEX_LEN + 1], detail[400];
 	json_object *o;
 	int res;
 
-	if (!authorized(api, r))
-		return;
-	if (!vd_is_json_content_type(vd_req_header(r, "Content-Type"))) {
-		vd_http_error(r, 415, "unsupported_media_type", "the body must be application/json", NULL);
-		return;
-	}
-	if (run_param(r, run, sizeof(run)) < 0) {
-		vd_http_error(r, 400, "bad_request", "run must name a directory inside the store, without \"..\" or hidden parts", NULL);
-		return;
-	}
-	if (vd_parse_roundclose(r->body.p ? r->body.p : (const uint8_t *)"", r->body.len,
-	    api->cfg->max_json_depth, &rc, err, sizeof(err)) < 0) {
-		vd_http_error(r, 400, "bad_request", err, NULL);
-		return;
-	}
-	res = vd_store_post_commitment(api->store, run, rc.round_index, rc.global_model_hash,
-	    rc.schema_version, existing);
+	res = vd_store_post_commitment(api->store, run, rc->round_index, rc->global_model_hash,
+	    rc->schema_version, key_id, env, env_len, existing);
 	if (res < 0) {
 		vd_http_error(r, 503, "overloaded", "the commitment could not be stored durably; try again",
 		    (const char *const[]){ "Retry-After", VD_API_RETRY_AFTER, NULL });
@@ -733,22 +712,184 @@ static void post_roundclose(vd_api *api, vd_req *r)
 	}
 	if (res == 2) {
 		log_warn("RoundClose for run %s round %lld names %s, but %s is already committed",
-		    vd_run_name(run), (long long)rc.round_index, rc.global_model_hash, existing);
+		    vd_run_name(run), (long long)rc->round_index, rc->global_model_hash, existing);
 		snprintf(detail, sizeof(detail), "round %lld of run %s is already committed to %s",
-		    (long long)rc.round_index, vd_run_name(run), existing);
+		    (long long)rc->round_index, vd_run_name(run), existing);
 		vd_http_error(r, 409, "commitment_conflict", detail, NULL);
 		return;
 	}
 	if (res == 0)
-		log_info("commitment recorded: run %s round %lld -> %s", vd_run_name(run),
-		    (long long)rc.round_index, rc.global_model_hash);
+		log_info("commitment recorded: run %s round %lld -> %s (%s%s)", vd_run_name(run),
+		    (long long)rc->round_index, rc->global_model_hash, key_id ? "key " : "operator token",
+		    key_id ? key_id : "");
 	o = json_object_new_object();
 	json_object_object_add(o, "run", json_object_new_string(vd_run_name(run)));
-	json_object_object_add(o, "round_index", json_object_new_int64(rc.round_index));
-	json_object_object_add(o, "global_model_hash", json_object_new_string(rc.global_model_hash));
-	json_object_object_add(o, "source", json_object_new_string("roundclose"));
+	json_object_object_add(o, "round_index", json_object_new_int64(rc->round_index));
+	json_object_object_add(o, "global_model_hash", json_object_new_string(rc->global_model_hash));
+	json_object_object_add(o, "source", json_object_new_string(key_id ? "signed" : "roundclose"));
+	json_object_object_add(o, "signed", json_object_new_boolean(key_id != NULL));
+	if (key_id)
+		json_object_object_add(o, "key_id", json_object_new_string(key_id));
 	json_object_object_add(o, "created", json_object_new_boolean(res == 0));
 	send_json(r, res == 0 ? 201 : 200, o, NULL);
+}
+
+/* A body whose top-level object has "payloadType" is a DSSE envelope. */
+static int is_envelope(const uint8_t *p, size_t len)
+{
+	vd_json_opts opts = { VD_DSSE_MAX_DEPTH, 0 };
+	vd_jdoc doc;
+	char msg[64];
+	int yes;
+
+	if (len > VD_DSSE_MAX_BYTES)
+		return memmem(p, len, "\"payloadType\"", 13) != NULL;
+	if (vd_json_parse(p, len, &opts, &doc, msg, sizeof(msg)) < 0)
+		return 0;
+	yes = doc.root->type == VD_JOBJ && vd_json_get(doc.root, "payloadType") != NULL;
+	vd_jdoc_free(&doc);
+	return yes;
+}
+
+static void refuse_envelope(vd_api *api, vd_req *r, vd_env_reason why, const char *detail)
+{
+	int auth = why == VD_ENV_NO_SIGNATURE || why == VD_ENV_UNKNOWN_KEY ||
+	    why == VD_ENV_BAD_SIGNATURE;
+
+	vd_metrics_envelope_rejected(api->metrics, why);
+	log_warn("signed statement refused (%s): %s", vd_env_reason_name(why), detail);
+	vd_http_error(r, auth ? 403 : 400, auth ? "forbidden" : "bad_request", detail, NULL);
+}
+
+static void post_checkpoint(vd_api *api, vd_req *r, const vd_statement *st, const char *key_id)
+{
+	json_object *o;
+	int res = vd_store_post_checkpoint(api->store, st, key_id, r->body.p, r->body.len);
+
+	if (res < 0) {
+		vd_http_error(r, 503, "overloaded", "the checkpoint could not be stored durably; try again",
+		    (const char *const[]){ "Retry-After", VD_API_RETRY_AFTER, NULL });
+		return;
+	}
+	if (res == 0)
+		log_info("ledger checkpoint recorded: run %s records 1..%llu (key %s)",
+		    vd_run_name(st->run), (unsigned long long)st->records, key_id);
+	o = json_object_new_object();
+	json_object_object_add(o, "run", json_object_new_string(vd_run_name(st->run)));
+	json_object_object_add(o, "records", json_object_new_uint64(st->records));
+	json_object_object_add(o, "head_record_hash", json_object_new_string(st->head_record_hash));
+	json_object_object_add(o, "source", json_object_new_string("signed"));
+	json_object_object_add(o, "key_id", json_object_new_string(key_id));
+	json_object_object_add(o, "created", json_object_new_boolean(res == 0));
+	send_json(r, res == 0 ? 201 : 200, o, NULL);
+}
+
+/* A signed statement needs no token: the key is the authority. */
+static void post_envelope(vd_api *api, vd_req *r, const char *qrun)
+{
+	char why[VD_DETAIL_MAX], key_id[VD_KEYID_LEN + 1];
+	vd_dsse env;
+	vd_statement st;
+	const vd_key *signer;
+	vd_env_reason rc;
+	vd_roundclose msg;
+
+	if ((rc = vd_dsse_parse(r->body.p, r->body.len, &env, why, sizeof(why))) != VD_ENV_OK) {
+		refuse_envelope(api, r, rc, why);
+		return;
+	}
+	rc = vd_statement_parse(env.payload_type, env.payload, env.payload_len, &st, why, sizeof(why));
+	if (rc == VD_ENV_OK && (rc = vd_dsse_verify(&env, api->store->keys, &signer)) != VD_ENV_OK)
+		snprintf(why, sizeof(why), "%s", rc == VD_ENV_BAD_SIGNATURE ?
+		    "a trusted key's signature does not verify" :
+		    "no signature by a key in trusted_keys");
+	vd_dsse_free(&env);
+	if (rc != VD_ENV_OK) {
+		refuse_envelope(api, r, rc, why);
+		return;
+	}
+	if (strcmp(st.run, ".") != 0 && !vd_relpath_ok(st.run)) {
+		refuse_envelope(api, r, VD_ENV_PAYLOAD, "the statement's run must name a directory inside the store, without \"..\" or hidden parts");
+		return;
+	}
+	if (strcmp(st.run, ".") == 0)
+		st.run[0] = '\0';
+	if (qrun != NULL && strcmp(qrun, st.run) != 0) {
+		refuse_envelope(api, r, VD_ENV_WRONG_RUN, "the statement names another run than ?run=");
+		return;
+	}
+	snprintf(key_id, sizeof(key_id), "%s", vd_key_id(signer));
+	if (st.kind == VD_STMT_CHECKPOINT) {
+		post_checkpoint(api, r, &st, key_id);
+		return;
+	}
+	memset(&msg, 0, sizeof(msg));
+	msg.schema_version = st.schema_version;
+	msg.round_index = st.round_index;
+	memcpy(msg.global_model_hash, st.hash, sizeof(msg.global_model_hash));
+	answer_post(api, r, st.run, &msg, key_id, r->body.p, r->body.len);
+}
+
+static void post_roundclose(vd_api *api, vd_req *r)
+{
+	char err[256], run[1024];
+	const uint8_t *body = r->body.p ? r->body.p : (const uint8_t *)"";
+	vd_roundclose rc;
+	int token = vd_req_header(r, "Authorization") != NULL;
+
+	/* A token, when given, is checked first: a wrong one is 401 whatever
+	 * the body. Without one, only a signed envelope is accepted. */
+	int json = vd_is_json_content_type(vd_req_header(r, "Content-Type"));
+
+	if ((token || !json || !is_envelope(body, r->body.len)) && !authorized(api, r))
+		return;
+	if (!json) {
+		vd_http_error(r, 415, "unsupported_media_type", "the body must be application/json", NULL);
+		return;
+	}
+	if (run_param(r, run, sizeof(run)) < 0) {
+		vd_http_error(r, 400, "bad_request", "run must name a directory inside the store, without \"..\" or hidden parts", NULL);
+		return;
+	}
+	if (is_envelope(body, r->body.len)) {
+		post_envelope(api, r, vd_req_query(r, "run") ? run : NULL);
+		return;
+	}
+	if (vd_parse_roundclose(body, r->body.len, api->cfg->max_json_depth, &rc, err,
+	    sizeof(err)) < 0) {
+		vd_http_error(r, 400, "bad_request", err, NULL);
+		return;
+	}
+	answer_post(api, r, run, &rc, NULL, NULL, 0);
+}
+
+/* DELETE /ledger?path=: forget what was remembered of one ledger, so that
+ * it is learned again from the file as it is now (trust.md section 5). */
+static void delete_ledger(vd_api *api, vd_req *r)
+{
+	const char *path = vd_req_query(r, "path");
+	json_object *o;
+	int rc;
+
+	if (!authorized(api, r))
+		return;
+	if (path == NULL || !vd_relpath_ok(path)) {
+		vd_http_error(r, 400, "bad_request", "path must name a ledger file inside the store, as /chain lists it", NULL);
+		return;
+	}
+	if ((rc = vd_store_forget_ledger(api->store, path)) == -ENOENT) {
+		vd_http_error(r, 404, "not_found", "no ledger with that path is remembered", NULL);
+		return;
+	}
+	if (rc < 0) {
+		vd_http_error(r, 503, "overloaded", "the ledger's memory could not be removed; try again",
+		    (const char *const[]){ "Retry-After", VD_API_RETRY_AFTER, NULL });
+		return;
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(path));
+	json_object_object_add(o, "forgotten", json_object_new_boolean(1));
+	send_json(r, 200, o, NULL);
 }
 
 /* ---- GET /chain -------------------------------------------------------- */
@@ -789,7 +930,7 @@ static char **list_runs(vd_store *s, size_t *n)
 	vd_map_init(&seen);
 	for (i = 0; i < s->n_ledgers; i++)
 		vd_map_put(&seen, s->ledgers[i].run, NULL);
-	while (vd_map_next(&s->copies, &it, &k, &v))
+	while (vd_map_next(&s->model.copies, &it, &k, &v))
 		vd_map_put(&seen, ((vd_copy *)v)->run, NULL);
 	runs = calloc(seen.count + 1, sizeof(*runs));
 	*n = 0;
@@ -808,7 +949,7 @@ static int parent_of_verified_in_run(vd_store *s, const char *hash, const char *
 	void *v;
 	size_t it = 0;
 
-	while (vd_map_next(&s->groups, &it, &k, &v)) {
+	while (vd_map_next(&s->model.groups, &it, &k, &v)) {
 		vd_group *c = v;
 		if (c->has_parent && strcmp(c->parent, hash) == 0 &&
 		    vd_group_state(c) == VD_AS_VERIFIED && copy_in_run(c, run))
@@ -825,7 +966,7 @@ static json_object *run_json(vd_store *s, const char *run)
 	void *v;
 	size_t it = 0;
 
-	while (vd_map_next(&s->groups, &it, &k, &v)) {
+	while (vd_map_next(&s->model.groups, &it, &k, &v)) {
 		vd_group *g = v;
 		if (!copy_in_run(g, run) || vd_group_state(g) != VD_AS_VERIFIED)
 			continue;
@@ -847,7 +988,7 @@ static json_object *forks_json(vd_store *s)
 	void *v, *v2;
 	size_t it = 0, it2;
 
-	while (vd_map_next(&s->alerts, &it, &k, &v)) {
+	while (vd_map_next(&s->lineage.alerts, &it, &k, &v)) {
 		vd_alert *a = v;
 		json_object *f, *children;
 		if (a->kind != VD_ALERT_FORK)
@@ -856,7 +997,7 @@ static json_object *forks_json(vd_store *s)
 		children = json_object_new_array();
 		json_object_object_add(f, "parent", json_object_new_string(a->subject));
 		it2 = 0;
-		while (vd_map_next(&s->groups, &it2, &k2, &v2)) {
+		while (vd_map_next(&s->model.groups, &it2, &k2, &v2)) {
 			vd_group *c = v2;
 			if (c->has_parent && strcmp(c->parent, a->subject) == 0 &&
 			    vd_group_state(c) == VD_AS_VERIFIED)
@@ -868,7 +1009,7 @@ static json_object *forks_json(vd_store *s)
 	return forks;
 }
 
-static json_object *ledger_json(const vd_scan_ledger *l)
+static json_object *ledger_json(const vd_scan_ledger *l, const vd_ledger_mem *m)
 {
 	json_object *o = json_object_new_object(), *b = NULL;
 	int valid = l->read_ok && l->result.brk == VD_LEDGER_INTACT;
@@ -895,20 +1036,33 @@ static json_object *ledger_json(const vd_scan_ledger *l)
 				suspect = l->entries[i].line;
 	}
 	json_object_object_add(o, "first_break", b);
+	json_object_object_add(o, "remembered_records", json_object_new_uint64(m ? m->n : 0));
+	json_object_object_add(o, "rewritten", json_object_new_boolean(m && m->rewritten));
+	json_object_object_add(o, "rewritten_detail", m && m->rewritten ?
+	    json_object_new_string(m->detail) : NULL);
 	json_object_object_add(o, "suspect_line", suspect ? json_object_new_uint64(suspect) : NULL);
 	return o;
 }
 
-static void add_commitment(json_object *list, vd_store *s, const char *run, int64_t round,
-    const char *hash, const char *source)
+static void add_commitment(json_object *list, vd_store *s, const vd_commit_slot *sl,
+    vd_commit_source src)
 {
+	const vd_commit_entry *e = &sl->src[src];
 	json_object *o = json_object_new_object();
-	vd_group *g = vd_store_group(s, hash);
+	vd_group *g = vd_store_group(s, e->hash);
+	int policy = vd_config_policy(s->cfg);
 
-	json_object_object_add(o, "run", json_object_new_string(vd_run_name(run)));
-	json_object_object_add(o, "round_index", round < 0 ? NULL : json_object_new_int64(round));
-	json_object_object_add(o, "global_model_hash", json_object_new_string(hash));
-	json_object_object_add(o, "source", json_object_new_string(source));
+	json_object_object_add(o, "run", json_object_new_string(src == VD_SRC_PINNED ? "." :
+	    vd_run_name(sl->run)));
+	json_object_object_add(o, "round_index", sl->round_index < 0 ? NULL :
+	    json_object_new_int64(sl->round_index));
+	json_object_object_add(o, "global_model_hash", json_object_new_string(e->hash));
+	json_object_object_add(o, "source", json_object_new_string(vd_commit_source_name(src)));
+	json_object_object_add(o, "where", json_object_new_string(e->where ? e->where : "?"));
+	json_object_object_add(o, "signed", json_object_new_boolean(e->is_signed));
+	if (e->is_signed)
+		json_object_object_add(o, "key_id", json_object_new_string(e->key_id));
+	json_object_object_add(o, "counts", json_object_new_boolean(vd_commit_counts(e, src, policy)));
 	json_object_object_add(o, "artifact_state", json_object_new_string(
 	    g ? vd_astate_name(vd_group_state(g)) : "missing"));
 	json_object_array_add(list, o);
@@ -925,28 +1079,25 @@ static int slot_cmp(const void *a, const void *b)
 	return (x->round_index > y->round_index) - (x->round_index < y->round_index);
 }
 
-/* Every trusted commitment, by run and round. */
+/* Every commitment, by run and round, each source on its own. */
 static json_object *commitments_json(vd_store *s)
 {
 	json_object *list = json_object_new_array();
-	vd_commit_slot **slots = calloc(s->commits.count + 1, sizeof(*slots));
+	const vd_map *commits = &s->lineage.commits;
+	vd_commit_slot **slots = calloc(commits->count + 1, sizeof(*slots));
 	const char *k;
 	void *v;
 	size_t it = 0, n = 0, i;
+	int src;
 
-	while (slots && vd_map_next(&s->commits, &it, &k, &v))
+	while (slots && vd_map_next(commits, &it, &k, &v))
 		slots[n++] = v;
 	if (slots)
 		qsort(slots, n, sizeof(*slots), slot_cmp);
-	for (i = 0; i < n; i++) {
-		vd_commit_slot *sl = slots[i];
-		if (sl->has_pinned)
-			add_commitment(list, s, "", -1, sl->pinned_hash, "pinned");
-		if (sl->has_ledger)
-			add_commitment(list, s, sl->run, sl->round_index, sl->ledger_hash, "ledger");
-		if (sl->has_post)
-			add_commitment(list, s, sl->run, sl->round_index, sl->post_hash, "roundclose");
-	}
+	for (i = 0; i < n; i++)
+		for (src = 0; src < VD_SRC_COUNT; src++)
+			if (slots[i]->src[src].has)
+				add_commitment(list, s, slots[i], (vd_commit_source)src);
 	free(slots);
 	return list;
 }
@@ -966,14 +1117,15 @@ static void get_chain(vd_api *api, vd_req *r)
 	}
 	free(names);
 	json_object_object_add(o, "runs", runs);
-	if (s->head_round >= 0) {
-		head = head_json(s->head_round, s->head_hash);
-		json_object_object_add(head, "run", json_object_new_string(vd_run_name(s->head_run)));
+	if (s->lineage.head_round >= 0) {
+		head = head_json(s->lineage.head_round, s->lineage.head_hash);
+		json_object_object_add(head, "run", json_object_new_string(vd_run_name(s->lineage.head_run)));
 	}
 	json_object_object_add(o, "committed_head", head);
 	json_object_object_add(o, "forks", forks_json(s));
 	for (i = 0; i < s->n_ledgers; i++)
-		json_object_array_add(ledgers, ledger_json(&s->ledgers[i]));
+		json_object_array_add(ledgers, ledger_json(&s->ledgers[i],
+		    vd_store_ledger_mem(s, s->ledgers[i].relpath)));
 	json_object_object_add(o, "ledgers", ledgers);
 	json_object_object_add(o, "commitments", commitments_json(s));
 	send_json(r, 200, o, NULL);
@@ -988,9 +1140,76 @@ static void get_healthz(vd_api *api, vd_req *r)
 	vd_http_respond(r, 200, "text/plain; charset=utf-8", "ok\n", 3, NULL);
 }
 
+/* GET /artifact/<hash>/attestation: the verdict as it stands now, signed
+ * by the daemon's key (trust.md section 6). */
+static void get_attestation(vd_api *api, vd_req *r, const char *hash)
+{
+	json_object *status;
+	vd_buf payload, env;
+	struct timespec ts;
+
+	if (!vd_is_hex64((vd_str){ hash, strlen(hash) })) {
+		vd_http_error(r, 400, "bad_request",
+		    "an artifact is named by its content hash: 64 lowercase hex characters", NULL);
+		return;
+	}
+	if ((status = vd_api_status(api, hash)) == NULL) {
+		vd_http_error(r, 404, "not_found", "no artifact directory in the store claims this hash", NULL);
+		return;
+	}
+	if (strcmp(json_object_get_string(json_object_object_get(status, "state")), "verified") != 0) {
+		json_object_put(status);
+		vd_http_error(r, 409, "not_verified",
+		    "the artifact is not verified (yet): only a verified artifact's verdict is signed", NULL);
+		return;
+	}
+	vd_buf_init(&payload);
+	vd_buf_init(&env);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (vd_attest_statement(status, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, &payload) < 0 ||
+	    vd_dsse_sign(VD_PT_INTOTO, payload.p, payload.len, api->signing_key, &env) < 0)
+		vd_http_error(r, 500, "internal", "the attestation could not be signed", NULL);
+	else
+		vd_http_respond(r, 200, "application/json", (const char *)env.p, env.len, NULL);
+	json_object_put(status);
+	vd_buf_free(&payload);
+	vd_buf_free(&env);
+}
+
 static void get_artifact_route(vd_api *api, vd_req *r)
 {
-	get_artifact(api, r, r->url + strlen("/artifact/"));
+	const char *rest = r->url + strlen("/artifact/");
+	const char *slash = strchr(rest, '/');
+	char hash[VD_HASH_HEX_LEN + 1];
+
+	if (slash == NULL) {
+		get_artifact(api, r, rest);
+	} else if (strcmp(slash, "/attestation") == 0 && slash - rest == VD_HASH_HEX_LEN) {
+		memcpy(hash, rest, VD_HASH_HEX_LEN);
+		hash[VD_HASH_HEX_LEN] = '\0';
+		get_attestation(api, r, hash);
+	} else {
+		vd_http_error(r, 404, "not_found", "no such endpoint", NULL);
+	}
+}
+
+/* GET /key: the public half of the key that signs verdicts. */
+static void get_key(vd_api *api, vd_req *r)
+{
+	json_object *o = json_object_new_object();
+	vd_buf pem;
+
+	vd_buf_init(&pem);
+	if (vd_key_public_pem(api->signing_key, &pem) < 0) {
+		json_object_put(o);
+		vd_buf_free(&pem);
+		vd_http_error(r, 500, "internal", "the public key could not be written", NULL);
+		return;
+	}
+	json_object_object_add(o, "keyid", json_object_new_string(vd_key_id(api->signing_key)));
+	json_object_object_add(o, "public_key", json_object_new_string((const char *)pem.p));
+	vd_buf_free(&pem);
+	send_json(r, 200, o, NULL);
 }
 
 static const struct route {
@@ -1002,7 +1221,9 @@ static const struct route {
 	{ "/artifact/", 1, "GET", get_artifact_route },
 	{ "/verify", 0, "POST", post_verify },
 	{ "/roundclose", 0, "POST", post_roundclose },
+	{ "/ledger", 0, "DELETE", delete_ledger },
 	{ "/chain", 0, "GET", get_chain },
+	{ "/key", 0, "GET", get_key },
 	{ "/artifacts", 0, "GET", get_artifacts },
 	{ "/metrics", 0, "GET", get_metrics },
 	{ "/healthz", 0, "GET", get_healthz },

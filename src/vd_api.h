@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 
 #include "vd_config.h"
+#include "vd_keys.h"
 #include "vd_http.h"
 #include "vd_metrics.h"
 #include "vd_store.h"
@@ -28,6 +29,7 @@ typedef struct vd_api {
 	char token[VD_TOKEN_MAX + 1];  /* never logged, never echoed */
 	size_t token_len;          /* 0: POST /roundclose is refused */
 	char token_error[256];
+	vd_key *signing_key;       /* signs verdicts; never logged */
 } vd_api;
 
 /* (Re)read the operator token from cfg->token_file. */

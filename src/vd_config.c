@@ -14,7 +14,9 @@
 #include "vd_log.h"
 #include "vd_util.h"
 
-typedef enum key_type { K_STR, K_PATH, K_UINT, K_U64, K_LISTEN, K_LEVEL, K_HASH } key_type;
+typedef enum key_type {
+	K_STR, K_PATH, K_UINT, K_U64, K_LISTEN, K_LEVEL, K_HASH, K_POLICY
+} key_type;
 
 typedef struct key_spec {
 	const char *name;
@@ -40,6 +42,12 @@ static const key_spec keys[] = {
 	  "file holding the operator token for POST /roundclose (empty: endpoint refused)" },
 	{ "genesis_hash", K_HASH, S(genesis_hash), 0, 0, "",
 	  "pinned content hash of the round-0 artifact (empty: none)" },
+	{ "trusted_keys", K_PATH, S(trusted_keys), 0, 0, "",
+	  "directory of Ed25519 public keys (*.pub) whose signed commitments count (empty: none)" },
+	{ "signing_key", K_PATH, S(signing_key), 0, 0, "",
+	  "the daemon's Ed25519 private key (PKCS#8 PEM) for signed verdicts (empty: state_dir/signing.key, created at first start)" },
+	{ "commitment_policy", K_POLICY, U(commitment_policy), 0, 0, "",
+	  "signed: only signed statements, token posts and the pin commit; ledger: unsigned ledger records too (empty: signed when trusted_keys is set, else ledger)" },
 	{ "user", K_STR, S(user), 0, 0, "",
 	  "user to switch to after binding when started as root" },
 	{ "tls_cert", K_PATH, S(tls_cert), 0, 0, "", "PEM certificate: serve HTTPS" },
@@ -201,6 +209,18 @@ static int set_key(const key_spec *k, vd_config *c, const char *v, char *err,
 		if (set_string(k, c, v, err, errlen) < 0)
 			return -1;
 		return parse_listen(c, v, err, errlen);
+	case K_POLICY:
+		if (strcmp(v, "signed") == 0)
+			c->commitment_policy = VD_POLICY_SIGNED;
+		else if (strcmp(v, "ledger") == 0)
+			c->commitment_policy = VD_POLICY_LEDGER;
+		else if (v[0] == '\0')
+			c->commitment_policy = VD_POLICY_DEFAULT;
+		else {
+			snprintf(err, errlen, "commitment_policy must be signed or ledger");
+			return -1;
+		}
+		return 0;
 	case K_LEVEL:
 		if ((level = vd_log_level_parse(v)) < 0) {
 			snprintf(err, errlen, "log_level must be error, warning, info or debug");
@@ -210,6 +230,18 @@ static int set_key(const key_spec *k, vd_config *c, const char *v, char *err,
 		return 0;
 	}
 	return -1;
+}
+
+int vd_config_policy(const vd_config *c)
+{
+	if (c->commitment_policy != VD_POLICY_DEFAULT)
+		return c->commitment_policy;
+	return c->trusted_keys[0] ? VD_POLICY_SIGNED : VD_POLICY_LEDGER;
+}
+
+const char *vd_policy_name(int policy)
+{
+	return policy == VD_POLICY_SIGNED ? "signed" : "ledger";
 }
 
 void vd_config_defaults(vd_config *c)

@@ -16,6 +16,9 @@
 #define VD_CONFIG_MAX_BYTES (1u << 20)   /* a config file larger than this is refused */
 #define VD_CONFIG_PATH_MAX 1024
 
+/* commitment_policy (trust.md section 4). */
+enum { VD_POLICY_DEFAULT, VD_POLICY_SIGNED, VD_POLICY_LEDGER };
+
 typedef struct vd_config {
 	char listen[128];           /* ADDR:PORT as given */
 	char listen_host[64];       /* parsed address */
@@ -25,6 +28,9 @@ typedef struct vd_config {
 	char state_dir[VD_CONFIG_PATH_MAX];
 	char token_file[VD_CONFIG_PATH_MAX];
 	char genesis_hash[VD_HASH_HEX_LEN + 1];
+	char trusted_keys[VD_CONFIG_PATH_MAX];
+	char signing_key[VD_CONFIG_PATH_MAX];
+	int commitment_policy;      /* VD_POLICY_*; see vd_config_policy */
 	char user[64];
 	char tls_cert[VD_CONFIG_PATH_MAX];
 	char tls_key[VD_CONFIG_PATH_MAX];
@@ -48,6 +54,10 @@ typedef struct vd_config {
 } vd_config;
 
 void vd_config_defaults(vd_config *c);
+
+/* The policy in force: as set, else signed when trusted_keys is set. */
+int vd_config_policy(const vd_config *c);
+const char *vd_policy_name(int policy);
 
 /* Parse config text. On error returns -1 and writes "FILE:LINE: problem",
  * or "FILE: problem" when keys conflict (vd_config_check) rather than a

@@ -1,9 +1,14 @@
 /*
- * Commitments, lineage and alerts, recomputed from the store after every
+ * Commitments, lineage and alerts, recomputed from the inputs after every
  * change. Each hash's chain is computed once per refresh from its parent's
- * memoized result, so a refresh costs O(artifacts), and a walk never visits
- * more than the store holds (a header naming its own descendant is
- * caught as a cycle).
+ * memoized result, so a refresh costs O(artifacts + commitments), and a
+ * walk never visits more than the store holds (a header naming its own
+ * descendant is caught as a cycle).
+ *
+ * The rules that make an artifact trusted hold under both policies: a
+ * counting commitment of its own run names it and nothing opposes it (a
+ * round under equivocation is never trusted, whichever side a ledger
+ * takes), its chain is intact down to round 0 and never crosses runs.
  */
 #include "config.h"
 
@@ -13,35 +18,44 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vd_lineage.h"
 #include "vd_log.h"
 #include "vd_state.h"
-#include "vd_store.h"
 
-const char *vd_chain_status_name(vd_chain_status st)
-{
-	static const char *const names[] = { "pending", "intact", "broken" };
-
-	return (unsigned)st < 3 ? names[st] : "unknown";
-}
-
-const char *vd_break_name(vd_break_reason r)
-{
-	static const char *const names[] = { "missing_parent", "parent_failed", "round_gap",
-		"detached_root", "commitment_mismatch" };
-
-	return (unsigned)r < 5 ? names[r] : "unknown";
-}
+#define SLOT_KEY_MAX (VD_RUN_MAX + 32)
+#define GENESIS_RUN "*"            /* the pinned genesis applies to every run */
 
 const char *vd_commit_source_name(vd_commit_source src)
 {
-	static const char *const names[] = { "ledger", "roundclose", "pinned" };
+	static const char *const names[VD_SRC_COUNT] = { "signed", "ledger", "roundclose",
+		"pinned" };
 
-	return (unsigned)src < 3 ? names[src] : "unknown";
+	return (unsigned)src < VD_SRC_COUNT ? names[src] : "unknown";
 }
 
-const char *vd_run_name(const char *run)
+int vd_commit_counts(const vd_commit_entry *e, vd_commit_source src, int policy)
 {
-	return run[0] ? run : ".";
+	return e->has && (src != VD_SRC_LEDGER || e->is_signed || policy == VD_POLICY_LEDGER);
+}
+
+/* Strength for display: signed statements and signed ledger records, then
+ * token posts, the pin, and unsigned ledger records last. */
+static int rank(const vd_commit_entry *e, vd_commit_source src)
+{
+	switch (src) {
+	case VD_SRC_SIGNED: return 0;
+	case VD_SRC_LEDGER: return e->is_signed ? 1 : 4;
+	case VD_SRC_ROUNDCLOSE: return 2;
+	default: return 3;
+	}
+}
+
+void vd_lineage_init(vd_lineage *l)
+{
+	memset(l, 0, sizeof(*l));
+	vd_map_init(&l->commits);
+	vd_map_init(&l->alerts);
+	l->head_round = -1;
 }
 
 /* ---- commitments ------------------------------------------------------ */
@@ -51,128 +65,220 @@ static void slot_key(char *out, size_t n, const char *run, int64_t round)
 	snprintf(out, n, "%s\n%lld", run, (long long)round);
 }
 
-static vd_commit_slot *slot(vd_store *s, const char *run, int64_t round)
+static vd_commit_slot *slot(vd_lineage *l, const char *run, int64_t round)
 {
-	char key[1100];
+	char key[SLOT_KEY_MAX];
 	vd_commit_slot *sl;
 
 	slot_key(key, sizeof(key), run, round);
-	if ((sl = vd_map_get(&s->commits, key)) != NULL)
+	if ((sl = vd_map_get(&l->commits, key)) != NULL)
 		return sl;
-	if ((sl = calloc(1, sizeof(*sl))) == NULL)
+	if ((sl = calloc(1, sizeof(*sl))) == NULL || (sl->run = strdup(run)) == NULL) {
+		free(sl);
 		return NULL;
-	snprintf(sl->run, sizeof(sl->run), "%s", run);
+	}
 	sl->round_index = round;
-	if (vd_map_put(&s->commits, key, sl) < 0) {
+	if (vd_map_put(&l->commits, key, sl) < 0) {
+		free(sl->run);
 		free(sl);
 		return NULL;
 	}
 	return sl;
 }
 
-static void clear_commits(vd_store *s)
+const vd_commit_slot *vd_lineage_slot(const vd_lineage *l, const char *run, int64_t round)
+{
+	char key[SLOT_KEY_MAX];
+
+	slot_key(key, sizeof(key), run, round);
+	return vd_map_get(&l->commits, key);
+}
+
+static void clear_commits(vd_lineage *l)
 {
 	const char *k;
 	void *v;
 	size_t it = 0;
 
-	while (vd_map_next(&s->commits, &it, &k, &v))
+	while (vd_map_next(&l->commits, &it, &k, &v)) {
+		free(((vd_commit_slot *)v)->run);
 		free(v);
-	vd_map_free(&s->commits);
-	vd_map_init(&s->commits);
+	}
+	vd_map_free(&l->commits);
+	vd_map_init(&l->commits);
 }
 
-/* The trusted sources: ledger records before a break, posted RoundClose
- * messages, the pinned genesis (round -1 of every run, kept under "*"). */
-static void build_commits(vd_store *s)
+/* Every hash any source names for a slot, counting or not: a second one
+ * is an equivocation. */
+static void note_hash(vd_commit_slot *sl, const char *hash, const char *where)
 {
-	vd_commit_slot *sl;
-	size_t i, j;
-
-	clear_commits(s);
-	for (i = 0; i < s->n_ledgers; i++) {
-		const vd_scan_ledger *l = &s->ledgers[i];
-		for (j = 0; l->read_ok && j < l->n_entries; j++) {
-			if (!l->entries[j].trusted || (sl = slot(s, l->run, l->entries[j].round_index)) == NULL)
-				continue;
-			sl->has_ledger = 1;
-			memcpy(sl->ledger_hash, l->entries[j].global_model_hash, sizeof(sl->ledger_hash));
-			sl->ledger_where = l->relpath;
-			sl->ledger_line = l->entries[j].line;
-		}
+	if (sl->first_hash[0] == '\0')
+		memcpy(sl->first_hash, hash, sizeof(sl->first_hash));
+	else if (strcmp(sl->first_hash, hash) != 0 && sl->other_hash[0] == '\0') {
+		memcpy(sl->other_hash, hash, sizeof(sl->other_hash));
+		sl->other_where = where;
 	}
-	for (i = 0; i < s->n_posted; i++) {
-		if ((sl = slot(s, s->posted[i].run, s->posted[i].round_index)) == NULL)
+}
+
+/* Keep the first entry of a source; a different hash from the same
+ * source is still noted as an equivocation. */
+static void put(vd_commit_slot *sl, vd_commit_source src, const char *hash,
+    const char *where, size_t line, const char *key_id)
+{
+	vd_commit_entry *e = &sl->src[src];
+
+	note_hash(sl, hash, where);
+	if (e->has)
+		return;
+	e->has = 1;
+	memcpy(e->hash, hash, sizeof(e->hash));
+	e->where = where;
+	e->line = line;
+	e->is_signed = key_id != NULL && key_id[0] != '\0';
+	snprintf(e->key_id, sizeof(e->key_id), "%s", key_id ? key_id : "");
+}
+
+/* How many records of a remembered ledger a trusted checkpoint of its run
+ * covers, checked against the memory, never the file as it is now. */
+static size_t covered(const vd_lineage_input *in, const vd_ledger_mem *m, const char **key_id)
+{
+	size_t i, best = 0;
+
+	*key_id = NULL;
+	for (i = 0; i < in->n_stmts; i++) {
+		const vd_signed_stmt *s = &in->stmts[i];
+		if (s->st.kind != VD_STMT_CHECKPOINT || strcmp(s->run, m->run) != 0 ||
+		    s->st.records > m->n || s->st.records <= best ||
+		    vd_keyring_find(in->keys, s->key_id) == NULL ||
+		    strcmp(m->recs[s->st.records - 1].record_hash, s->st.head_record_hash) != 0)
 			continue;
-		sl->has_post = 1;
-		memcpy(sl->post_hash, s->posted[i].hash, sizeof(sl->post_hash));
+		best = s->st.records;
+		*key_id = s->key_id;
 	}
-	if (s->cfg->genesis_hash[0] && (sl = slot(s, "*", -1)) != NULL) {
-		sl->has_pinned = 1;
-		memcpy(sl->pinned_hash, s->cfg->genesis_hash, sizeof(sl->pinned_hash));
+	return best;
+}
+
+static void ledger_commits(vd_lineage *l, const vd_lineage_input *in, const vd_ledger_mem *m)
+{
+	const char *key_id;
+	size_t signed_n = covered(in, m, &key_id), i;
+	vd_commit_slot *sl;
+
+	for (i = 0; i < m->n; i++)
+		if ((sl = slot(l, m->run, m->recs[i].round_index)) != NULL)
+			put(sl, VD_SRC_LEDGER, m->recs[i].hash, m->relpath, m->recs[i].line,
+			    i < signed_n ? key_id : NULL);
+	for (i = 0; i < m->n_diverged; i++)
+		if ((sl = slot(l, m->run, m->diverged[i].round_index)) != NULL)
+			note_hash(sl, m->diverged[i].hash, m->relpath);
+}
+
+static void build_commits(vd_lineage *l, const vd_lineage_input *in)
+{
+	const char *k;
+	void *v;
+	vd_commit_slot *sl;
+	size_t i, it = 0;
+
+	clear_commits(l);
+	while (vd_map_next(in->mems, &it, &k, &v))
+		ledger_commits(l, in, v);
+	for (i = 0; i < in->n_posted; i++) {
+		const vd_commitment *c = &in->posted[i];
+		int is_signed = c->key_id[0] != '\0';
+		if (is_signed && vd_keyring_find(in->keys, c->key_id) == NULL)
+			continue;       /* the key was revoked */
+		if ((sl = slot(l, c->run, c->round_index)) != NULL)
+			put(sl, is_signed ? VD_SRC_SIGNED : VD_SRC_ROUNDCLOSE, c->hash, "api", 0,
+			    c->key_id);
 	}
+	for (i = 0; i < in->n_stmts; i++) {
+		const vd_signed_stmt *s = &in->stmts[i];
+		if (s->st.kind == VD_STMT_ROUNDCLOSE && vd_keyring_find(in->keys, s->key_id) != NULL &&
+		    (sl = slot(l, s->run, s->st.round_index)) != NULL)
+			put(sl, VD_SRC_SIGNED, s->st.hash, s->where, 0, s->key_id);
+	}
+	for (i = 0; i < in->n_equivs; i++)
+		if ((sl = slot(l, in->equivs[i].run, in->equivs[i].round_index)) != NULL)
+			note_hash(sl, in->equivs[i].hash, "api");
+	if (in->cfg->genesis_hash[0] && (sl = slot(l, GENESIS_RUN, -1)) != NULL)
+		put(sl, VD_SRC_PINNED, in->cfg->genesis_hash, "config", 0, NULL);
 }
 
-static int slot_names(const vd_commit_slot *sl, const char *h)
+static void count_series(vd_lineage *l)
 {
-	return (sl->has_ledger && strcmp(sl->ledger_hash, h) == 0) ||
-	    (sl->has_post && strcmp(sl->post_hash, h) == 0) ||
-	    (sl->has_pinned && strcmp(sl->pinned_hash, h) == 0);
-}
+	const char *k;
+	void *v;
+	size_t it = 0;
 
-static int slot_names_other(const vd_commit_slot *sl, const char *h)
-{
-	return (sl->has_ledger && strcmp(sl->ledger_hash, h) != 0) ||
-	    (sl->has_post && strcmp(sl->post_hash, h) != 0) ||
-	    (sl->has_pinned && strcmp(sl->pinned_hash, h) != 0);
-}
-
-static vd_commit_source slot_source(const vd_commit_slot *sl, const char *h)
-{
-	if (sl->has_ledger && strcmp(sl->ledger_hash, h) == 0)
-		return VD_SRC_LEDGER;
-	if (sl->has_post && strcmp(sl->post_hash, h) == 0)
-		return VD_SRC_ROUNDCLOSE;
-	if (sl->has_pinned && strcmp(sl->pinned_hash, h) == 0)
-		return VD_SRC_PINNED;
-	return sl->has_ledger ? VD_SRC_LEDGER : sl->has_post ? VD_SRC_ROUNDCLOSE : VD_SRC_PINNED;
+	memset(l->series, 0, sizeof(l->series));
+	while (vd_map_next(&l->commits, &it, &k, &v)) {
+		const vd_commit_slot *sl = v;
+		l->series[VD_CS_SIGNED] += sl->src[VD_SRC_SIGNED].has;
+		l->series[sl->src[VD_SRC_LEDGER].is_signed ? VD_CS_LEDGER_SIGNED :
+		    VD_CS_LEDGER_UNSIGNED] += sl->src[VD_SRC_LEDGER].has;
+		l->series[VD_CS_ROUNDCLOSE] += sl->src[VD_SRC_ROUNDCLOSE].has;
+		l->series[VD_CS_PINNED] += sl->src[VD_SRC_PINNED].has;
+	}
 }
 
 /* The commitment for the round of a copy's artifact in the copy's run. */
-static vd_commit_slot *slot_for(vd_store *s, const vd_copy *c)
+static const vd_commit_slot *slot_for(const vd_lineage *l, const vd_copy *c)
 {
-	char key[1100];
-
-	if (c->hdr.round_index == 0) {
-		slot_key(key, sizeof(key), "*", -1);
-		return vd_map_get(&s->commits, key);
-	}
-	slot_key(key, sizeof(key), c->run, c->hdr.round_index - 1);
-	return vd_map_get(&s->commits, key);
+	if (c->hdr.round_index == 0)
+		return vd_lineage_slot(l, GENESIS_RUN, -1);
+	return vd_lineage_slot(l, c->run, c->hdr.round_index - 1);
 }
 
-static void group_commitment(vd_store *s, vd_group *g, int *mismatch)
+/* The entry shown: the strongest that names the hash, else the strongest. */
+static int shown_source(const vd_commit_slot *sl, const char *hash)
 {
+	int s, best = -1, best_any = -1;
+
+	for (s = 0; s < VD_SRC_COUNT; s++) {
+		const vd_commit_entry *e = &sl->src[s];
+		if (!e->has)
+			continue;
+		if (best_any < 0 || rank(e, (vd_commit_source)s) < rank(&sl->src[best_any], (vd_commit_source)best_any))
+			best_any = s;
+		if (strcmp(e->hash, hash) == 0 && (best < 0 ||
+		    rank(e, (vd_commit_source)s) < rank(&sl->src[best], (vd_commit_source)best)))
+			best = s;
+	}
+	return best >= 0 ? best : best_any;
+}
+
+static void group_commitment(const vd_lineage *l, const vd_lineage_input *in, vd_group *g,
+    int *mismatch)
+{
+	int policy = vd_config_policy(in->cfg), s;
 	size_t i;
 
 	g->commit = NULL;
 	g->committed = 0;
 	*mismatch = 0;
 	for (i = 0; i < g->n; i++) {
-		vd_commit_slot *sl = slot_for(s, g->copies[i]);
+		const vd_commit_slot *sl = slot_for(l, g->copies[i]);
+		int names = 0;
 		if (sl == NULL)
 			continue;
-		if (slot_names(sl, g->hash)) {
+		for (s = 0; s < VD_SRC_COUNT; s++) {
+			if (!vd_commit_counts(&sl->src[s], (vd_commit_source)s, policy))
+				continue;
+			if (strcmp(sl->src[s].hash, g->hash) == 0)
+				names = 1;
+			else
+				*mismatch = 1;
+		}
+		if (names && sl->other_hash[0] == '\0') {
 			g->committed = 1;
 			g->commit = sl;
 		} else if (g->commit == NULL) {
 			g->commit = sl;
 		}
-		if (slot_names_other(sl, g->hash))
-			*mismatch = 1;
 	}
 	if (g->commit != NULL)
-		g->commit_source = slot_source(g->commit, g->hash);
+		g->commit_source = shown_source(g->commit, g->hash);
 }
 
 /* ---- chains ----------------------------------------------------------- */
@@ -196,14 +302,28 @@ static void group_header(vd_group *g)
 	memcpy(g->parent, h->parent_hash, sizeof(g->parent));
 }
 
+/* A chain never crosses runs: some copy of the parent must sit in a run
+ * that holds a copy of the child. */
+static int shares_run(const vd_group *g, const vd_group *p)
+{
+	size_t i, j;
+
+	for (i = 0; i < g->n; i++)
+		for (j = 0; j < p->n; j++)
+			if (strcmp(g->copies[i]->run, p->copies[j]->run) == 0)
+				return 1;
+	return 0;
+}
+
 /* g's own links; returns the parent to continue through, or NULL. */
-static vd_group *local_links(vd_store *s, vd_group *g, int *pending)
+static vd_group *local_links(vd_lineage *l, const vd_lineage_input *in, vd_group *g,
+    int *pending)
 {
 	vd_group *p;
 	int mismatch;
 	vd_astate ps;
 
-	group_commitment(s, g, &mismatch);
+	group_commitment(l, in, g, &mismatch);
 	if (mismatch)
 		add_break(g, g->hash, g->round_index, VD_BREAK_COMMITMENT_MISMATCH);
 	if (!g->has_parent) {
@@ -213,8 +333,12 @@ static vd_group *local_links(vd_store *s, vd_group *g, int *pending)
 			add_break(g, g->hash, g->round_index, VD_BREAK_DETACHED_ROOT);
 		return NULL;
 	}
-	if ((p = vd_store_group(s, g->parent)) == NULL || p->mark == 1) {
+	if ((p = vd_model_group(in->model, g->parent)) == NULL || p->mark == 1) {
 		add_break(g, g->hash, g->round_index, VD_BREAK_MISSING_PARENT);
+		return NULL;
+	}
+	if (!shares_run(g, p)) {
+		add_break(g, g->hash, g->round_index, VD_BREAK_CROSS_RUN);
 		return NULL;
 	}
 	if ((ps = vd_group_settled(p)) == VD_AS_FAILED) {
@@ -260,7 +384,7 @@ typedef struct step {
 	int pending;
 } step;
 
-static void compute_chain(vd_store *s, vd_group *start)
+static void compute_chain(vd_lineage *l, const vd_lineage_input *in, vd_group *start)
 {
 	step *path = NULL, *grown;
 	vd_group *g = start;
@@ -280,7 +404,7 @@ static void compute_chain(vd_store *s, vd_group *start)
 		group_header(g);
 		path[n].g = g;
 		path[n].pending = 0;
-		path[n].next = local_links(s, g, &path[n].pending);
+		path[n].next = local_links(l, in, g, &path[n].pending);
 		g = path[n++].next;
 	}
 	while (n > 0) {
@@ -290,41 +414,43 @@ static void compute_chain(vd_store *s, vd_group *start)
 	free(path);
 }
 
-static void compute_chains(vd_store *s)
+static void compute_chains(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
 	void *v;
 	size_t it = 0;
 
-	while (vd_map_next(&s->groups, &it, &k, &v))
+	while (vd_map_next(&in->model->groups, &it, &k, &v))
 		((vd_group *)v)->mark = 0;
 	it = 0;
-	while (vd_map_next(&s->groups, &it, &k, &v))
+	while (vd_map_next(&in->model->groups, &it, &k, &v))
 		if (((vd_group *)v)->mark == 0)
-			compute_chain(s, v);
+			compute_chain(l, in, v);
 }
 
 /* ---- heads ------------------------------------------------------------ */
 
-static void compute_head(vd_store *s)
+static void compute_head(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
 	void *v;
 	size_t it = 0, i;
 
-	s->head_round = -1;
-	s->head_hash[0] = s->head_run[0] = '\0';
-	while (vd_map_next(&s->groups, &it, &k, &v)) {
+	l->head_round = -1;
+	l->head_hash[0] = '\0';
+	l->head_run = NULL;
+	while (vd_map_next(&in->model->groups, &it, &k, &v)) {
 		vd_group *g = v;
 		if (!g->trusted)
 			continue;
-		if (g->round_index > s->head_round ||
-		    (g->round_index == s->head_round && strcmp(g->hash, s->head_hash) < 0)) {
-			s->head_round = g->round_index;
-			memcpy(s->head_hash, g->hash, sizeof(s->head_hash));
-			for (i = 0; i < g->n; i++)
-				if (i == 0 || strcmp(g->copies[i]->run, s->head_run) < 0)
-					snprintf(s->head_run, sizeof(s->head_run), "%s", g->copies[i]->run);
+		if (g->round_index > l->head_round ||
+		    (g->round_index == l->head_round && strcmp(g->hash, l->head_hash) < 0)) {
+			l->head_round = g->round_index;
+			memcpy(l->head_hash, g->hash, sizeof(l->head_hash));
+			l->head_run = g->copies[0]->run;
+			for (i = 1; i < g->n; i++)
+				if (strcmp(g->copies[i]->run, l->head_run) < 0)
+					l->head_run = g->copies[i]->run;
 		}
 	}
 }
@@ -336,7 +462,7 @@ static void alert_add(vd_map *set, int kind, const char *subject, const char *fm
 
 static void alert_add(vd_map *set, int kind, const char *subject, const char *fmt, ...)
 {
-	char key[1200], detail[512];
+	char key[SLOT_KEY_MAX + 64], detail[512];
 	vd_alert *a;
 	va_list ap;
 
@@ -365,13 +491,13 @@ static void alert_free(vd_alert *a)
 	free(a);
 }
 
-static void copy_alerts(vd_store *s, vd_map *set)
+static void copy_alerts(const vd_lineage_input *in, vd_map *set)
 {
 	const char *k;
 	void *v;
 	size_t it = 0;
 
-	while (vd_map_next(&s->copies, &it, &k, &v)) {
+	while (vd_map_next(&in->model->copies, &it, &k, &v)) {
 		vd_copy *c = v;
 		if (vd_copy_settled(c) == VD_AS_FAILED)
 			alert_add(set, VD_ALERT_ARTIFACT_FAILED, c->relpath, "%s (claims %s): %s: %s",
@@ -382,15 +508,16 @@ static void copy_alerts(vd_store *s, vd_map *set)
 
 /* A fork: two verified artifacts naming one parent. Children are counted
  * per parent in one pass. */
-static void fork_alerts(vd_store *s, vd_map *set)
+static void fork_alerts(const vd_lineage_input *in, vd_map *set)
 {
 	vd_map children;
 	const char *k;
 	void *v;
+	vd_group *p;
 	size_t it = 0;
 
 	vd_map_init(&children);
-	while (vd_map_next(&s->groups, &it, &k, &v)) {
+	while (vd_map_next(&in->model->groups, &it, &k, &v)) {
 		vd_group *g = v;
 		if (g->has_parent && vd_group_settled(g) == VD_AS_VERIFIED)
 			vd_map_put(&children, g->parent,
@@ -398,20 +525,20 @@ static void fork_alerts(vd_store *s, vd_map *set)
 	}
 	it = 0;
 	while (vd_map_next(&children, &it, &k, &v))
-		if ((uintptr_t)v >= 2 && vd_store_group(s, k) != NULL &&
-		    vd_group_settled(vd_store_group(s, k)) == VD_AS_VERIFIED)
+		if ((uintptr_t)v >= 2 && (p = vd_model_group(in->model, k)) != NULL &&
+		    vd_group_settled(p) == VD_AS_VERIFIED)
 			alert_add(set, VD_ALERT_FORK, k, "%zu verified artifacts name %s as their parent",
 			    (size_t)(uintptr_t)v, k);
 	vd_map_free(&children);
 }
 
-static void group_alerts(vd_store *s, vd_map *set)
+static void group_alerts(const vd_lineage_input *in, vd_map *set)
 {
 	const char *k;
 	void *v;
 	size_t it = 0, i;
 
-	while (vd_map_next(&s->groups, &it, &k, &v)) {
+	while (vd_map_next(&in->model->groups, &it, &k, &v)) {
 		vd_group *g = v;
 		int verified = vd_group_settled(g) == VD_AS_VERIFIED;
 
@@ -426,46 +553,53 @@ static void group_alerts(vd_store *s, vd_map *set)
 			    g->hash, (long long)g->round_index, g->copies[0]->relpath,
 			    vd_break_name(g->breaks[0].reason), g->breaks[0].hash);
 	}
-	fork_alerts(s, set);
+	fork_alerts(in, set);
 }
 
-static void commitment_alerts(vd_store *s, vd_map *set)
+static void ledger_alerts(const vd_lineage_input *in, vd_map *set)
 {
 	const char *k;
 	void *v;
-	char subject[1100];
-	size_t it = 0, i;
+	size_t i, it = 0;
 
-	for (i = 0; i < s->n_ledgers; i++) {
-		const vd_scan_ledger *l = &s->ledgers[i];
+	for (i = 0; i < in->n_ledgers; i++) {
+		const vd_scan_ledger *l = &in->ledgers[i];
 		if (!l->read_ok)
 			alert_add(set, VD_ALERT_LEDGER_BROKEN, l->relpath, "%s", l->read_error);
 		else if (l->result.brk != VD_LEDGER_INTACT)
 			alert_add(set, VD_ALERT_LEDGER_BROKEN, l->relpath, "%s: %s at %s", l->relpath,
 			    vd_ledger_break_name(l->result.brk), l->result.break_detail);
 	}
-	while (vd_map_next(&s->commits, &it, &k, &v)) {
-		vd_commit_slot *sl = v;
-		if (sl->has_ledger && sl->has_post && strcmp(sl->ledger_hash, sl->post_hash) != 0) {
-			snprintf(subject, sizeof(subject), "%s round %lld", vd_run_name(sl->run),
-			    (long long)sl->round_index);
-			alert_add(set, VD_ALERT_EQUIVOCATION, subject,
-			    "run %s round %lld: the ledger commits %s, a RoundClose committed %s",
-			    vd_run_name(sl->run), (long long)sl->round_index, sl->ledger_hash, sl->post_hash);
-		}
+	while (vd_map_next(in->mems, &it, &k, &v)) {
+		const vd_ledger_mem *m = v;
+		if (m->rewritten)
+			alert_add(set, VD_ALERT_LEDGER_REWRITTEN, m->relpath, "%s: %s", m->relpath,
+			    m->detail);
 	}
-	for (i = 0; i < s->n_equivs; i++) {
-		snprintf(subject, sizeof(subject), "%s round %lld", vd_run_name(s->equivs[i].run),
-		    (long long)s->equivs[i].round_index);
+}
+
+static void equivocation_alerts(vd_lineage *l, vd_map *set)
+{
+	const char *k;
+	void *v;
+	char subject[SLOT_KEY_MAX];
+	size_t it = 0;
+
+	while (vd_map_next(&l->commits, &it, &k, &v)) {
+		const vd_commit_slot *sl = v;
+		if (sl->other_hash[0] == '\0')
+			continue;
+		snprintf(subject, sizeof(subject), "%s round %lld", vd_run_name(sl->run),
+		    (long long)sl->round_index);
 		alert_add(set, VD_ALERT_EQUIVOCATION, subject,
-		    "run %s round %lld: a RoundClose for %s conflicted with the hash already committed",
-		    vd_run_name(s->equivs[i].run), (long long)s->equivs[i].round_index,
-		    s->equivs[i].hash);
+		    "run %s round %lld: commitments name both %s and %s (%s); no artifact of that round is trusted",
+		    vd_run_name(sl->run), (long long)sl->round_index, sl->first_hash, sl->other_hash,
+		    sl->other_where ? sl->other_where : "?");
 	}
 }
 
 /* Log (and record) each alert once when raised and once when cleared. */
-static void diff_alerts(vd_store *s, vd_map *now)
+static void diff_alerts(vd_lineage *l, const vd_lineage_input *in, vd_map *now)
 {
 	const char *k;
 	void *v;
@@ -473,53 +607,55 @@ static void diff_alerts(vd_store *s, vd_map *now)
 
 	while (vd_map_next(now, &it, &k, &v)) {
 		vd_alert *a = v;
-		if (vd_map_get(&s->alerts, k) != NULL)
+		if (vd_map_get(&l->alerts, k) != NULL)
 			continue;
 		log_warn("alert raised: %s: %s", vd_alert_name((vd_alert_kind)a->kind), a->detail);
-		if (s->state)
-			vd_state_alert(s->state, vd_alert_name((vd_alert_kind)a->kind), a->subject, a->detail, 1);
+		if (in->state)
+			vd_state_alert(in->state, vd_alert_name((vd_alert_kind)a->kind), a->subject, a->detail, 1);
 	}
 	it = 0;
-	while (vd_map_next(&s->alerts, &it, &k, &v)) {
+	while (vd_map_next(&l->alerts, &it, &k, &v)) {
 		vd_alert *a = v;
 		if (vd_map_get(now, k) == NULL) {
 			log_info("alert cleared: %s: %s", vd_alert_name((vd_alert_kind)a->kind), a->subject);
-			if (s->state)
-				vd_state_alert(s->state, vd_alert_name((vd_alert_kind)a->kind), a->subject, a->detail, 0);
+			if (in->state)
+				vd_state_alert(in->state, vd_alert_name((vd_alert_kind)a->kind), a->subject, a->detail, 0);
 		}
 		alert_free(a);
 	}
-	vd_map_free(&s->alerts);
-	s->alerts = *now;
-	memset(s->alert_counts, 0, sizeof(s->alert_counts));
+	vd_map_free(&l->alerts);
+	l->alerts = *now;
+	memset(l->alert_counts, 0, sizeof(l->alert_counts));
 	it = 0;
-	while (vd_map_next(&s->alerts, &it, &k, &v))
-		s->alert_counts[((vd_alert *)v)->kind]++;
+	while (vd_map_next(&l->alerts, &it, &k, &v))
+		l->alert_counts[((vd_alert *)v)->kind]++;
 }
 
-void vd_store_refresh(vd_store *s)
+void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in)
 {
 	vd_map now;
 
-	build_commits(s);
-	compute_chains(s);
-	compute_head(s);
+	build_commits(l, in);
+	count_series(l);
+	compute_chains(l, in);
+	compute_head(l, in);
 	vd_map_init(&now);
-	copy_alerts(s, &now);
-	group_alerts(s, &now);
-	commitment_alerts(s, &now);
-	diff_alerts(s, &now);
+	copy_alerts(in, &now);
+	group_alerts(in, &now);
+	ledger_alerts(in, &now);
+	equivocation_alerts(l, &now);
+	diff_alerts(l, in, &now);
 }
 
-void vd_lineage_free(vd_store *s)
+void vd_lineage_free(vd_lineage *l)
 {
 	const char *k;
 	void *v;
 	size_t it = 0;
 
-	clear_commits(s);
-	vd_map_free(&s->commits);
-	while (vd_map_next(&s->alerts, &it, &k, &v))
+	clear_commits(l);
+	vd_map_free(&l->commits);
+	while (vd_map_next(&l->alerts, &it, &k, &v))
 		alert_free(v);
-	vd_map_free(&s->alerts);
+	vd_map_free(&l->alerts);
 }

@@ -14,7 +14,7 @@ const char *vd_alert_name(vd_alert_kind k)
 {
 	static const char *const names[VD_ALERT_COUNT] = {
 		"artifact_failed", "commitment_mismatch", "ledger_broken", "fork",
-		"equivocation", "chain_broken",
+		"equivocation", "chain_broken", "ledger_rewritten",
 	};
 
 	return k < VD_ALERT_COUNT ? names[k] : "unknown";
@@ -38,6 +38,12 @@ void vd_metrics_init(vd_metrics *m)
 	m->verify_duration.n = VD_ARRAY_LEN(verify_bounds);
 	m->http_duration.bounds = http_bounds;
 	m->http_duration.n = VD_ARRAY_LEN(http_bounds);
+}
+
+void vd_metrics_envelope_rejected(vd_metrics *m, vd_env_reason why)
+{
+	if (why > VD_ENV_OK && why < VD_ENV_REASON_COUNT)
+		m->envelopes_rejected[why]++;
 }
 
 void vd_metrics_http(vd_metrics *m, const char *route, unsigned code, double seconds)
@@ -87,6 +93,26 @@ static void histogram(vd_buf *b, const char *name, const vd_histogram *h)
 	    name, (unsigned long long)cum, name, h->sum, name, (unsigned long long)h->count);
 }
 
+/* Commitments by where they come from and whether a trusted key signed
+ * them; envelopes refused, by why. */
+static void render_trust(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
+{
+	static const char *const series[VD_CS_COUNT][2] = {
+		{ "signed", "true" }, { "ledger", "true" }, { "ledger", "false" },
+		{ "roundclose", "false" }, { "pinned", "false" },
+	};
+	size_t i;
+
+	help(b, "commitments", "gauge", "Commitments known, by source and signature.");
+	for (i = 0; i < VD_CS_COUNT; i++)
+		vd_buf_printf(b, P "commitments{source=\"%s\",signed=\"%s\"} %llu\n", series[i][0],
+		    series[i][1], (unsigned long long)g->commitments[i]);
+	help(b, "envelopes_rejected_total", "counter", "Signed envelopes refused, by reason.");
+	for (i = 1; i < VD_ENV_REASON_COUNT; i++)
+		vd_buf_printf(b, P "envelopes_rejected_total{reason=\"%s\"} %llu\n",
+		    vd_env_reason_name((vd_env_reason)i), (unsigned long long)m->envelopes_rejected[i]);
+}
+
 static void render_verification(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
 {
 	size_t i;
@@ -105,6 +131,7 @@ static void render_verification(const vd_metrics *m, const vd_gauges *g, vd_buf 
 	for (i = 0; i < VD_ALERT_COUNT; i++)
 		vd_buf_printf(b, P "integrity_alerts{kind=\"%s\"} %llu\n",
 		    vd_alert_name((vd_alert_kind)i), (unsigned long long)g->alerts[i]);
+	render_trust(m, g, b);
 	help(b, "bytes_hashed_total", "counter", "Bytes fed to SHA-256.");
 	vd_buf_printf(b, P "bytes_hashed_total %llu\n", (unsigned long long)m->bytes_hashed_total);
 	help(b, "verify_duration_seconds", "histogram", "Time to verify one artifact.");

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "lensemble/verify.h"
+#include "vd_dsse.h"
 #include "vd_util.h"
 
 #define VD_METRICS_MAX_HTTP_SERIES 128
@@ -20,10 +21,17 @@ typedef enum vd_alert_kind {
 	VD_ALERT_FORK,
 	VD_ALERT_EQUIVOCATION,
 	VD_ALERT_CHAIN_BROKEN,
+	VD_ALERT_LEDGER_REWRITTEN,
 	VD_ALERT_COUNT
 } vd_alert_kind;
 
 const char *vd_alert_name(vd_alert_kind k);
+
+/* The series of commitments{source,signed}. */
+typedef enum vd_commit_series {
+	VD_CS_SIGNED, VD_CS_LEDGER_SIGNED, VD_CS_LEDGER_UNSIGNED, VD_CS_ROUNDCLOSE,
+	VD_CS_PINNED, VD_CS_COUNT
+} vd_commit_series;
 
 typedef struct vd_histogram {
 	const double *bounds;
@@ -49,12 +57,14 @@ typedef struct vd_metrics {
 	vd_histogram http_duration;
 	vd_http_series http[VD_METRICS_MAX_HTTP_SERIES];
 	size_t n_http;
+	uint64_t envelopes_rejected[VD_ENV_REASON_COUNT];
 } vd_metrics;
 
 /* Values read off the store when rendering. */
 typedef struct vd_gauges {
 	uint64_t artifacts[4];            /* pending, verifying, verified, failed */
 	uint64_t alerts[VD_ALERT_COUNT];
+	uint64_t commitments[VD_CS_COUNT];
 	uint64_t queue_depth, workers_busy, workers;
 	uint64_t http_connections, http_connections_limit;
 	int64_t committed_head_round;     /* -1: none */
@@ -64,6 +74,7 @@ typedef struct vd_gauges {
 
 void vd_metrics_init(vd_metrics *m);
 void vd_metrics_http(vd_metrics *m, const char *route, unsigned code, double seconds);
+void vd_metrics_envelope_rejected(vd_metrics *m, vd_env_reason why);
 void vd_metrics_verified(vd_metrics *m, vd_code code, uint64_t bytes, double seconds);
 int vd_metrics_render(const vd_metrics *m, const vd_gauges *g, vd_buf *out);
 

@@ -228,20 +228,6 @@ int vd_open_beneath(int rootfd, const char *relpath)
 	return fd;
 }
 
-static void *grow(void *arr, size_t *cap, size_t n, size_t size)
-{
-	void *p;
-	size_t c;
-
-	if (n < *cap)
-		return arr;
-	c = *cap ? *cap * 2 : 16;
-	if ((p = realloc(arr, c * size)) == NULL)
-		return NULL;
-	*cap = c;
-	return p;
-}
-
 static char *join(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);
@@ -265,7 +251,7 @@ static void add_artifact(vd_scan_result *r, int dirfd, const char *rel, const ch
 		r->truncated = 1;
 		return;
 	}
-	arr = grow(r->artifacts, &r->cap_artifacts, r->n_artifacts, sizeof(*arr));
+	arr = vd_grow(r->artifacts, &r->cap_artifacts, r->n_artifacts, sizeof(*arr));
 	if (arr == NULL)
 		return;
 	r->artifacts = arr;
@@ -281,13 +267,14 @@ static void collect_entry(const vd_ledger_record *rec, size_t line, int trusted,
     void *arg)
 {
 	vd_scan_ledger *l = arg;
-	vd_ledger_entry *arr = grow(l->entries, &l->cap_entries, l->n_entries, sizeof(*arr));
+	vd_ledger_entry *arr = vd_grow(l->entries, &l->cap_entries, l->n_entries, sizeof(*arr));
 
 	if (arr == NULL)
 		return;
 	l->entries = arr;
 	arr[l->n_entries].round_index = rec->round_index;
 	memcpy(arr[l->n_entries].global_model_hash, rec->global_model_hash, VD_HASH_HEX_LEN + 1);
+	memcpy(arr[l->n_entries].record_hash, rec->record_hash, VD_HASH_HEX_LEN + 1);
 	arr[l->n_entries].line = line;
 	arr[l->n_entries].trusted = trusted;
 	l->n_entries++;
@@ -334,7 +321,7 @@ void vd_scan_ledger_free(vd_scan_ledger *l)
 
 static void add_ledger(vd_scan_result *r, int dirfd, const char *rel, const char *run)
 {
-	vd_scan_ledger *arr = grow(r->ledgers, &r->cap_ledgers, r->n_ledgers, sizeof(*arr));
+	vd_scan_ledger *arr = vd_grow(r->ledgers, &r->cap_ledgers, r->n_ledgers, sizeof(*arr));
 
 	if (arr == NULL)
 		return;
@@ -348,7 +335,7 @@ static void add_ledger(vd_scan_result *r, int dirfd, const char *rel, const char
 
 static void add_dir(vd_scan_result *r, const char *rel)
 {
-	char **arr = grow(r->dirs, &r->cap_dirs, r->n_dirs, sizeof(*arr));
+	char **arr = vd_grow(r->dirs, &r->cap_dirs, r->n_dirs, sizeof(*arr));
 
 	if (arr == NULL)
 		return;
@@ -358,7 +345,7 @@ static void add_dir(vd_scan_result *r, const char *rel)
 
 static void add_unreadable(vd_scan_result *r, const char *rel, const char *why)
 {
-	char **arr = grow(r->unreadable, &r->cap_unreadable, r->n_unreadable, sizeof(*arr));
+	char **arr = vd_grow(r->unreadable, &r->cap_unreadable, r->n_unreadable, sizeof(*arr));
 	size_t n = strlen(rel) + strlen(why) + 2;
 
 	if (arr == NULL)
@@ -366,6 +353,75 @@ static void add_unreadable(vd_scan_result *r, const char *rel, const char *why)
 	r->unreadable = arr;
 	if ((arr[r->n_unreadable] = malloc(n)) != NULL)
 		snprintf(arr[r->n_unreadable++], n, "%s\n%s", rel, why);
+}
+
+static int envelope_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return name[0] != '.' && n > 5 && strcmp(name + n - 5, ".json") == 0;
+}
+
+static void read_envelope(int dirfd, const char *name, vd_scan_envelope *e)
+{
+	struct stat st;
+	int fd, rc;
+
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(e->read_error, sizeof(e->read_error), "cannot read %s: %s", e->relpath,
+		    fd < 0 ? strerror(errno) : "not a regular file");
+	} else if ((rc = vd_read_all(fd, VD_DSSE_MAX_BYTES + 1, &e->bytes)) < 0 && rc != -EFBIG) {
+		snprintf(e->read_error, sizeof(e->read_error), "cannot read %s: %s", e->relpath,
+		    strerror(-rc));
+	} else {
+		e->read_ok = 1;   /* over the cap: the parser says so */
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/* The *.json files of <run>/commitments: never an artifact directory. */
+static void add_envelopes(vd_scan_result *r, int dirfd, const char *run)
+{
+	char **names, *rel = join(run, VD_COMMITMENTS_DIR);
+	size_t n = 0, i;
+	vd_scan_envelope *arr, *e;
+	int fd = openat(dirfd, VD_COMMITMENTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 || rel == NULL) {
+		if (fd < 0 && errno != ENOENT && errno != ENOTDIR && rel != NULL)
+			add_unreadable(r, rel, strerror(errno));
+		goto out;
+	}
+	add_dir(r, rel);
+	names = list_dir(fd, &n);
+	for (i = 0; names != NULL && i < n; i++) {
+		if (names[i] == NULL || !envelope_name(names[i]) ||
+		    r->n_envelopes >= VD_SCAN_MAX_ENVELOPES)
+			continue;
+		if ((arr = vd_grow(r->envelopes, &r->cap_envelopes, r->n_envelopes, sizeof(*arr))) == NULL)
+			break;
+		r->envelopes = arr;
+		e = &arr[r->n_envelopes];
+		memset(e, 0, sizeof(*e));
+		vd_buf_init(&e->bytes);
+		e->relpath = join(rel, names[i]);
+		e->run = strdup(run);
+		if (e->relpath == NULL || e->run == NULL) {
+			free(e->relpath);
+			free(e->run);
+			break;
+		}
+		r->n_envelopes++;
+		read_envelope(fd, names[i], e);
+	}
+	if (names != NULL)
+		free_names(names, n);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(rel);
 }
 
 /* Walk one directory: an artifact directory is not descended into; hidden
@@ -391,10 +447,11 @@ static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
 			add_ledger(r, dirfd, child, rel);
 		free(child);
 	}
+	add_envelopes(r, dirfd, rel);
 	if (depth == 0 || (names = list_dir(dirfd, &n)) == NULL)
 		return;
 	for (i = 0; i < n; i++) {
-		if (names[i] == NULL || names[i][0] == '.')
+		if (names[i] == NULL || names[i][0] == '.' || strcmp(names[i], VD_COMMITMENTS_DIR) == 0)
 			continue;
 		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
 			continue;
@@ -444,6 +501,12 @@ void vd_scan_result_free(vd_scan_result *r)
 	}
 	for (i = 0; i < r->n_ledgers; i++)
 		vd_scan_ledger_free(&r->ledgers[i]);
+	for (i = 0; i < r->n_envelopes; i++) {
+		free(r->envelopes[i].relpath);
+		free(r->envelopes[i].run);
+		vd_buf_free(&r->envelopes[i].bytes);
+	}
+	free(r->envelopes);
 	for (i = 0; i < r->n_dirs; i++)
 		free(r->dirs[i]);
 	for (i = 0; i < r->n_unreadable; i++)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "vd_artifact.h"
+#include "vd_dsse.h"
 #include "vd_ledger.h"
 #include "vd_util.h"
 
@@ -57,6 +58,7 @@ typedef struct vd_scan_artifact {
 typedef struct vd_ledger_entry {
 	int64_t round_index;
 	char global_model_hash[VD_HASH_HEX_LEN + 1];
+	char record_hash[VD_HASH_HEX_LEN + 1];
 	size_t line;
 	int trusted;
 } vd_ledger_entry;
@@ -76,6 +78,19 @@ typedef struct vd_scan_ledger {
 void vd_scan_read_ledger(int dirfd, vd_scan_ledger *l);
 void vd_scan_ledger_free(vd_scan_ledger *l);
 
+#define VD_COMMITMENTS_DIR "commitments"   /* signed statements of a run */
+#define VD_SCAN_MAX_ENVELOPES 100000       /* envelope files in one scan */
+
+/* One *.json file of a run's commitments directory, read raw: the loop
+ * parses and checks it against the keys it trusts. */
+typedef struct vd_scan_envelope {
+	char *relpath;
+	char *run;           /* the run directory, "" for the root */
+	vd_buf bytes;        /* at most VD_DSSE_MAX_BYTES + 1 */
+	int read_ok;
+	char read_error[VD_DETAIL_MAX];
+} vd_scan_envelope;
+
 typedef struct vd_scan_result {
 	int root_ok;
 	char root_error[VD_DETAIL_MAX];
@@ -83,6 +98,8 @@ typedef struct vd_scan_result {
 	size_t n_artifacts, cap_artifacts;
 	vd_scan_ledger *ledgers;
 	size_t n_ledgers, cap_ledgers;
+	vd_scan_envelope *envelopes;
+	size_t n_envelopes, cap_envelopes;
 	char **dirs;         /* every directory walked, for watches */
 	size_t n_dirs, cap_dirs;
 	char **unreadable;   /* "relpath\nreason": directories that could not be opened */

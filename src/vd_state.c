@@ -9,6 +9,7 @@
 
 #include <sqlite3.h>
 
+#include "vd_lineage.h"
 #include "vd_log.h"
 #include "vd_state.h"
 
@@ -36,6 +37,17 @@ static const char *const migrations[VD_STATE_SCHEMA] = {
 	"  detail TEXT NOT NULL, event TEXT NOT NULL, at REAL NOT NULL);",
 	/* 1 -> 2: chunk digests beside each verdict, for parallel re-checks. */
 	"ALTER TABLE verdicts ADD COLUMN chunks BLOB;",
+	/* 2 -> 3: signed commitments and the append-only memory of ledgers. */
+	"ALTER TABLE commitments ADD COLUMN key_id TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE commitments ADD COLUMN envelope BLOB;"
+	"CREATE TABLE checkpoints ("
+	"  run TEXT NOT NULL, records INTEGER NOT NULL, head_record_hash TEXT NOT NULL,"
+	"  key_id TEXT NOT NULL, envelope BLOB NOT NULL, received_at REAL NOT NULL,"
+	"  PRIMARY KEY (run, records, head_record_hash, key_id));"
+	"CREATE TABLE ledger_memory ("
+	"  path TEXT NOT NULL, seq INTEGER NOT NULL, round_index INTEGER NOT NULL,"
+	"  global_model_hash TEXT NOT NULL, record_hash TEXT NOT NULL, line INTEGER NOT NULL,"
+	"  PRIMARY KEY (path, seq));",
 };
 
 static double wall_now(void)
@@ -276,6 +288,7 @@ static void row_commitment(sqlite3_stmt *s, vd_commitment *c)
 	copy_text(c->hash, sizeof(c->hash), sqlite3_column_text(s, 2));
 	c->schema_version = sqlite3_column_int64(s, 3);
 	c->received_at = sqlite3_column_double(s, 4);
+	copy_text(c->key_id, sizeof(c->key_id), sqlite3_column_text(s, 5));
 }
 
 int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg)
@@ -285,7 +298,7 @@ int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg)
 	int rc;
 
 	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, global_model_hash,"
-	    " schema_version, received_at FROM commitments ORDER BY run, round_index",
+	    " schema_version, received_at, key_id FROM commitments ORDER BY run, round_index",
 	    -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "loading commitments");
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -302,7 +315,7 @@ static int find_commitment(vd_state *st, const char *run, int64_t round, vd_comm
 	int rc;
 
 	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, global_model_hash,"
-	    " schema_version, received_at FROM commitments WHERE run = ? AND round_index = ?",
+	    " schema_version, received_at, key_id FROM commitments WHERE run = ? AND round_index = ?",
 	    -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "reading a commitment");
 	sqlite3_bind_text(s, 1, run, -1, SQLITE_STATIC);
@@ -316,7 +329,8 @@ static int find_commitment(vd_state *st, const char *run, int64_t round, vd_comm
 	return rc == SQLITE_ROW;
 }
 
-int vd_state_post_commitment(vd_state *st, const vd_commitment *c, vd_commitment *existing)
+int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
+    const uint8_t *env, size_t env_len, vd_commitment *existing)
 {
 	sqlite3_stmt *s;
 	int rc;
@@ -328,7 +342,9 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c, vd_commitment
 		exec(st, "ROLLBACK");
 		return rc < 0 ? -1 : strcmp(existing->hash, c->hash) == 0 ? 1 : 2;
 	}
-	if (sqlite3_prepare_v2(st->db, "INSERT INTO commitments VALUES (?,?,?,?,?)", -1, &s,
+	if (sqlite3_prepare_v2(st->db, "INSERT INTO commitments (run, round_index,"
+	    " global_model_hash, schema_version, received_at, key_id, envelope)"
+	    " VALUES (?,?,?,?,?,?,?)", -1, &s,
 	    NULL) != SQLITE_OK) {
 		exec(st, "ROLLBACK");
 		return db_fail(st, "posting a commitment");
@@ -338,6 +354,11 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c, vd_commitment
 	sqlite3_bind_text(s, 3, c->hash, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 4, c->schema_version);
 	sqlite3_bind_double(s, 5, wall_now());
+	sqlite3_bind_text(s, 6, c->key_id, -1, SQLITE_STATIC);
+	if (env != NULL)
+		sqlite3_bind_blob(s, 7, env, (int)env_len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 7);
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE || exec(st, "COMMIT") < 0) {
@@ -375,7 +396,7 @@ int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg)
 	int rc;
 
 	/* Reported as the rejected hash (hash_b) for the round. */
-	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, hash_b, 0, seen_at"
+	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, hash_b, 0, seen_at, ''"
 	    " FROM equivocations", -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "loading equivocations");
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -403,4 +424,116 @@ int vd_state_alert(vd_state *st, const char *kind, const char *subject,
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "recording an alert");
+}
+
+int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *key_id,
+    const uint8_t *env, size_t env_len)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO checkpoints VALUES (?,?,?,?,?,?)",
+	    -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "posting a checkpoint");
+	sqlite3_bind_text(s, 1, c->run, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)c->records);
+	sqlite3_bind_text(s, 3, c->head_record_hash, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, key_id, -1, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 5, env, (int)env_len, SQLITE_STATIC);
+	sqlite3_bind_double(s, 6, wall_now());
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return db_fail(st, "posting a checkpoint");
+	return sqlite3_changes(st->db) == 1 ? 0 : 1;
+}
+
+int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg)
+{
+	sqlite3_stmt *s;
+	vd_statement c;
+	char key_id[VD_KEYID_LEN + 1];
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT run, records, head_record_hash, key_id"
+	    " FROM checkpoints ORDER BY run, records", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "loading checkpoints");
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&c, 0, sizeof(c));
+		c.kind = VD_STMT_CHECKPOINT;
+		copy_text(c.run, sizeof(c.run), sqlite3_column_text(s, 0));
+		c.records = (uint64_t)sqlite3_column_int64(s, 1);
+		copy_text(c.head_record_hash, sizeof(c.head_record_hash), sqlite3_column_text(s, 2));
+		copy_text(key_id, sizeof(key_id), sqlite3_column_text(s, 3));
+		fn(&c, key_id, arg);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading checkpoints");
+}
+
+int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT path, seq, round_index, global_model_hash,"
+	    " record_hash, line FROM ledger_memory ORDER BY path, seq", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "loading ledger memory");
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		fn((const char *)sqlite3_column_text(s, 0), sqlite3_column_int64(s, 1),
+		    sqlite3_column_int64(s, 2), (const char *)sqlite3_column_text(s, 3),
+		    (const char *)sqlite3_column_text(s, 4), sqlite3_column_int64(s, 5), arg);
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading ledger memory");
+}
+
+static int insert_recs(vd_state *st, const char *path, size_t first,
+    const vd_ledger_rec *recs, size_t n)
+{
+	sqlite3_stmt *s;
+	size_t i;
+	int rc = SQLITE_DONE;
+
+	if (sqlite3_prepare_v2(st->db, "INSERT INTO ledger_memory VALUES (?,?,?,?,?,?)", -1, &s,
+	    NULL) != SQLITE_OK)
+		return -1;
+	for (i = 0; i < n && rc == SQLITE_DONE; i++) {
+		sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 2, (sqlite3_int64)(first + i));
+		sqlite3_bind_int64(s, 3, recs[i].round_index);
+		sqlite3_bind_text(s, 4, recs[i].hash, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 5, recs[i].record_hash, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 6, (sqlite3_int64)recs[i].line);
+		rc = sqlite3_step(s);
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
+    const vd_ledger_rec *recs, size_t n)
+{
+	if (exec(st, "BEGIN IMMEDIATE") < 0)
+		return db_fail(st, "remembering ledger records");
+	if (insert_recs(st, path, first, recs, n) < 0 || exec(st, "COMMIT") < 0) {
+		db_fail(st, "remembering ledger records");
+		exec(st, "ROLLBACK");
+		return -1;
+	}
+	return 0;
+}
+
+int vd_state_forget_ledger(vd_state *st, const char *path)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "DELETE FROM ledger_memory WHERE path = ?", -1, &s,
+	    NULL) != SQLITE_OK)
+		return db_fail(st, "forgetting a ledger");
+	sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : db_fail(st, "forgetting a ledger");
 }

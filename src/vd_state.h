@@ -13,10 +13,12 @@
 #include <stdint.h>
 
 #include "lensemble/verify.h"
+#include "vd_dsse.h"
+#include "vd_keys.h"
 #include "vd_scan.h"
 
 #define VD_STATE_FILE "state.db"
-#define VD_STATE_SCHEMA 2
+#define VD_STATE_SCHEMA 3
 #define VD_STATE_BUSY_MS 5000
 
 typedef struct vd_state vd_state;
@@ -39,6 +41,7 @@ typedef struct vd_commitment {
 	char hash[VD_HASH_HEX_LEN + 1];
 	int64_t schema_version;
 	double received_at;
+	char key_id[VD_KEYID_LEN + 1];    /* "" for the operator token */
 } vd_commitment;
 
 /* Open (creating if absent) and migrate. -1 with a sentence on error. */
@@ -54,8 +57,26 @@ int vd_state_forget_verdict(vd_state *st, const char *relpath);
 
 int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg);
 /* 0 inserted; 1 the same one was there; 2 another hash is there (conflict,
- * *existing filled); -1 error. Durable before it returns. */
-int vd_state_post_commitment(vd_state *st, const vd_commitment *c, vd_commitment *existing);
+ * *existing filled); -1 error. Durable before it returns. A signed post
+ * keeps its envelope (env, or NULL for a token post). */
+int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
+    const uint8_t *env, size_t env_len, vd_commitment *existing);
+
+/* Signed ledger checkpoints posted: 0 new, 1 known, -1 error. */
+typedef void (*vd_checkpoint_fn)(const vd_statement *s, const char *key_id, void *arg);
+int vd_state_post_checkpoint(vd_state *st, const vd_statement *s, const char *key_id,
+    const uint8_t *env, size_t env_len);
+int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg);
+
+/* The append-only memory of ledgers: record seq (0-based) of each path. */
+typedef void (*vd_ledger_rec_fn)(const char *path, int64_t seq, int64_t round_index,
+    const char *hash, const char *record_hash, int64_t line, void *arg);
+int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg);
+typedef struct vd_ledger_rec vd_ledger_rec;
+/* Append recs[0..n) as seq first.. in one transaction. */
+int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
+    const vd_ledger_rec *recs, size_t n);
+int vd_state_forget_ledger(vd_state *st, const char *path);
 
 /* Equivocations: two hashes for one round of one run. */
 int vd_state_record_equivocation(vd_state *st, const char *run, int64_t round,

@@ -1,11 +1,14 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "vd_chunks.h"
+#include "vd_hash.h"
 #include "vd_log.h"
 #include "vd_state.h"
 #include "vd_store.h"
@@ -28,15 +31,6 @@ static void close_step(vd_store *s);
 static void scrub_next(vd_store *s);
 
 
-#define refresh vd_store_refresh
-
-const char *vd_astate_name(vd_astate st)
-{
-	static const char *const names[] = { "pending", "verifying", "verified", "failed" };
-
-	return (unsigned)st < 4 ? names[st] : "unknown";
-}
-
 static double wall_now(void)
 {
 	struct timespec ts;
@@ -45,117 +39,14 @@ static double wall_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-vd_astate vd_copy_state(const vd_copy *c)
-{
-	/* A scrub re-checks a known verdict: the verdict stands meanwhile. */
-	if (c->inflight != NULL && c->inflight_kind != VD_JOB_SCRUB)
-		return c->has_verdict || c->inflight_kind == VD_JOB_EXPLICIT ?
-		    VD_AS_VERIFYING : VD_AS_PENDING;
-	if (!c->has_verdict || !vd_fingerprint_eq(&c->verdict_fp, &c->fp))
-		return c->has_verdict && c->code != VD_OK ? VD_AS_FAILED : VD_AS_PENDING;
-	return c->code == VD_OK ? VD_AS_VERIFIED : VD_AS_FAILED;
-}
-
-vd_astate vd_copy_settled(const vd_copy *c)
-{
-	if (!c->has_verdict)
-		return VD_AS_PENDING;
-	return c->code == VD_OK ? VD_AS_VERIFIED : VD_AS_FAILED;
-}
-
-vd_astate vd_group_settled(const vd_group *g)
-{
-	vd_astate st = VD_AS_VERIFIED;
-	size_t i;
-
-	for (i = 0; i < g->n; i++) {
-		if (vd_copy_settled(g->copies[i]) == VD_AS_FAILED)
-			return VD_AS_FAILED;
-		if (vd_copy_settled(g->copies[i]) == VD_AS_PENDING)
-			st = VD_AS_PENDING;
-	}
-	return st;
-}
-
-vd_astate vd_group_state(const vd_group *g)
-{
-	vd_astate worst = VD_AS_VERIFIED, st;
-	size_t i;
-
-	for (i = 0; i < g->n; i++) {
-		st = vd_copy_state(g->copies[i]);
-		if (st == VD_AS_FAILED)
-			return VD_AS_FAILED;
-		if (st == VD_AS_VERIFYING || (st == VD_AS_PENDING && worst != VD_AS_VERIFYING))
-			worst = st;
-	}
-	return worst;
-}
-
-/* ---- the hash index ---------------------------------------------------- */
-
-static void index_remove(vd_store *s, vd_copy *c)
-{
-	vd_group *g;
-	size_t i;
-
-	if (c->hdr.code != VD_OK || (g = vd_map_get(&s->groups, c->hdr.content_hash)) == NULL)
-		return;
-	for (i = 0; i < g->n; i++) {
-		if (g->copies[i] == c) {
-			g->copies[i] = g->copies[--g->n];
-			break;
-		}
-	}
-	if (g->n == 0) {
-		vd_map_del(&s->groups, g->hash);
-		free(g->copies);
-		free(g);
-	}
-}
-
-static int copy_order(const void *a, const void *b)
-{
-	return strcmp((*(vd_copy *const *)a)->relpath, (*(vd_copy *const *)b)->relpath);
-}
-
-static void index_add(vd_store *s, vd_copy *c)
-{
-	vd_group *g;
-	vd_copy **grown;
-
-	if (c->hdr.code != VD_OK)
-		return;
-	g = vd_map_get(&s->groups, c->hdr.content_hash);
-	if (g == NULL) {
-		if ((g = calloc(1, sizeof(*g))) == NULL)
-			return;
-		memcpy(g->hash, c->hdr.content_hash, sizeof(g->hash));
-		if (vd_map_put(&s->groups, g->hash, g) < 0) {
-			free(g);
-			return;
-		}
-	}
-	if (g->n == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 2;
-		if ((grown = realloc(g->copies, cap * sizeof(*grown))) == NULL)
-			return;
-		g->copies = grown;
-		g->cap = cap;
-	}
-	g->copies[g->n++] = c;
-	/* Copies listed in path order: answers do not depend on scan order. */
-	qsort(g->copies, g->n, sizeof(*g->copies), copy_order);
-}
-
 vd_group *vd_store_group(vd_store *s, const char *hash)
 {
-	return vd_map_get(&s->groups, hash);
+	return vd_model_group(&s->model, hash);
 }
 
 vd_copy *vd_store_copy(vd_store *s, const char *relpath)
 {
-	return vd_map_get(&s->copies, relpath);
+	return vd_model_copy(&s->model, relpath);
 }
 
 /* ---- scheduling ------------------------------------------------------- */
@@ -230,7 +121,7 @@ static void drain_backlog(vd_store *s)
 	void *v;
 	size_t it = 0;
 
-	while (s->backlog > 0 && vd_map_next(&s->copies, &it, &k, &v)) {
+	while (s->backlog > 0 && vd_map_next(&s->model.copies, &it, &k, &v)) {
 		vd_copy *c = v;
 		if (c->backlog && c->inflight == NULL &&
 		    schedule(s, c, VD_JOB_BACKGROUND, NULL) == -EAGAIN)
@@ -314,17 +205,17 @@ static void take_header(vd_store *s, vd_copy *c, vd_job *j)
 	if (c->hdr.code == j->hdr.code &&
 	    strcmp(c->hdr.content_hash, j->hdr.content_hash) == 0)
 		return;
-	index_remove(s, c);
+	vd_model_unindex(&s->model, c);
 	vd_hdrinfo_free(&c->hdr);
 	c->hdr = j->hdr;
 	memset(&j->hdr, 0, sizeof(j->hdr));
-	index_add(s, c);
+	vd_model_index(&s->model, c);
 }
 
 static void on_job_done(vd_job *j, void *arg)
 {
 	vd_store *s = arg;
-	vd_copy *c = vd_map_get(&s->copies, j->relpath);
+	vd_copy *c = vd_model_copy(&s->model, j->relpath);
 	int changed;
 
 	vd_metrics_verified(s->metrics, j->verdict.code, j->hashed, j->duration);
@@ -377,48 +268,21 @@ static void on_job_done(vd_job *j, void *arg)
 		scrub_next(s);
 	vd_job_free(j);
 	drain_backlog(s);
-	refresh(s);
+	vd_store_refresh(s);
 	check_waiters(s);
 }
 
 /* ---- scanning ---------------------------------------------------------- */
-
-static void free_copy(vd_copy *c)
-{
-	vd_chunkmap_free(c->chunks);
-	vd_hdrinfo_free(&c->hdr);
-	free(c->relpath);
-	free(c->run);
-	free(c);
-}
-
-static vd_copy *new_copy(vd_store *s, const char *relpath, const char *run)
-{
-	vd_copy *c = calloc(1, sizeof(*c));
-
-	if (c == NULL)
-		return NULL;
-	c->relpath = strdup(relpath);
-	c->run = strdup(run);
-	c->hdr.code = VD_ARTIFACT_INVALID;
-	if (c->relpath == NULL || c->run == NULL || vd_map_put(&s->copies, relpath, c) < 0) {
-		free_copy(c);
-		return NULL;
-	}
-	return c;
-}
 
 static void remove_copy(vd_store *s, vd_copy *c)
 {
 	log_info("artifact directory %s is gone", c->relpath);
 	if (s->state)
 		vd_state_forget_verdict(s->state, c->relpath);
-	index_remove(s, c);
-	vd_map_del(&s->copies, c->relpath);
 	if (c->backlog)
 		s->backlog--;
 	/* An in-flight job finds no copy on return and is dropped. */
-	free_copy(c);
+	vd_model_remove_copy(&s->model, c);
 }
 
 typedef struct stored {
@@ -471,10 +335,10 @@ static void adopt_stored(vd_store *s, vd_copy *c)
 
 static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 {
-	vd_copy *c = vd_map_get(&s->copies, a->relpath);
+	vd_copy *c = vd_model_copy(&s->model, a->relpath);
 
 	if (c == NULL) {
-		if ((c = new_copy(s, a->relpath, a->run)) == NULL)
+		if ((c = vd_model_add_copy(&s->model, a->relpath, a->run)) == NULL)
 			return;
 		log_debug("found artifact directory %s", a->relpath);
 	} else if (vd_fingerprint_eq(&c->fp, &a->fp) && c->hdr.code == a->hdr.code) {
@@ -487,12 +351,12 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 	if (a->fp.linked > 0 && c->fp.linked == 0)
 		log_warn("%s: %zu file(s) have other hard links; changes made through them are seen at the next rescan (rescan_interval)",
 		    a->relpath, a->fp.linked);
-	index_remove(s, c);
+	vd_model_unindex(&s->model, c);
 	vd_hdrinfo_free(&c->hdr);
 	c->hdr = a->hdr;            /* moved out of the scan result */
 	memset(&a->hdr, 0, sizeof(a->hdr));
 	c->fp = a->fp;
-	index_add(s, c);
+	vd_model_index(&s->model, c);
 	adopt_stored(s, c);
 	if (!c->has_verdict || !vd_fingerprint_eq(&c->verdict_fp, &c->fp))
 		schedule(s, c, VD_JOB_BACKGROUND, NULL);
@@ -518,7 +382,7 @@ static void merge_unreadable(vd_store *s, vd_scan_result *r)
 		vd_map_put(&now, rel, (void *)1);
 		if (vd_map_get(&s->unreadable, rel) == NULL)
 			log_warn("cannot read the directory %s: %s", rel, nl + 1);
-		if ((c = vd_map_get(&s->copies, rel)) == NULL)
+		if ((c = vd_model_copy(&s->model, rel)) == NULL)
 			continue;
 		c->seen = 1;
 		c->has_verdict = 1;
@@ -552,10 +416,344 @@ static void prune_stored(vd_store *s)
 	vd_map_init(&s->stored);
 }
 
+/* ---- the append-only memory of ledgers -------------------------------- */
+
+static vd_ledger_mem *mem_get(vd_store *s, const char *relpath, const char *run)
+{
+	vd_ledger_mem *m = vd_map_get(&s->mems, relpath);
+
+	if (m != NULL)
+		return m;
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return NULL;
+	m->relpath = strdup(relpath);
+	m->run = strdup(run);
+	if (m->relpath == NULL || m->run == NULL || vd_map_put(&s->mems, relpath, m) < 0) {
+		free(m->relpath);
+		free(m->run);
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+static void mem_free(vd_ledger_mem *m)
+{
+	free(m->relpath);
+	free(m->run);
+	free(m->recs);
+	free(m->diverged);
+	free(m);
+}
+
+static int mem_push(vd_ledger_rec **arr, size_t *n, size_t *cap, const vd_ledger_rec *r)
+{
+	vd_ledger_rec *grown = vd_grow(*arr, cap, *n, sizeof(*grown));
+
+	if (grown == NULL)
+		return -1;
+	*arr = grown;
+	grown[(*n)++] = *r;
+	return 0;
+}
+
+static void rec_from_entry(vd_ledger_rec *r, const vd_ledger_entry *e)
+{
+	r->round_index = e->round_index;
+	memcpy(r->hash, e->global_model_hash, sizeof(r->hash));
+	memcpy(r->record_hash, e->record_hash, sizeof(r->record_hash));
+	r->line = e->line;
+}
+
+/* The file no longer extends what was seen: keep the remembered records,
+ * note what the file says instead (for equivocations), say it once. */
+static void mark_rewritten(vd_ledger_mem *m, const vd_scan_ledger *l, size_t from,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void mark_rewritten(vd_ledger_mem *m, const vd_scan_ledger *l, size_t from,
+    const char *fmt, ...)
+{
+	char detail[VD_DETAIL_MAX];
+	size_t i, cap = 0;
+	va_list ap;
+	vd_ledger_rec r;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	if (!m->rewritten || strcmp(detail, m->detail) != 0)
+		log_warn("%s was rewritten: %s; keeping the %zu records seen before", m->relpath,
+		    detail, m->n);
+	m->rewritten = 1;
+	snprintf(m->detail, sizeof(m->detail), "%s", detail);
+	free(m->diverged);
+	m->diverged = NULL;
+	m->n_diverged = 0;
+	for (i = from; l != NULL && i < l->n_entries; i++) {
+		rec_from_entry(&r, &l->entries[i]);
+		if (mem_push(&m->diverged, &m->n_diverged, &cap, &r) < 0)
+			break;
+	}
+}
+
+/* Append the file's new records, durably, to what is remembered. */
+static void extend(vd_store *s, vd_ledger_mem *m, const vd_scan_ledger *l)
+{
+	size_t first = m->n, i;
+	vd_ledger_rec r;
+
+	if (m->rewritten)
+		log_info("%s extends its remembered records again", m->relpath);
+	m->rewritten = 0;
+	m->detail[0] = '\0';
+	free(m->diverged);
+	m->diverged = NULL;
+	m->n_diverged = 0;
+	for (i = first; i < l->n_entries && l->entries[i].trusted; i++) {
+		rec_from_entry(&r, &l->entries[i]);
+		if (mem_push(&m->recs, &m->n, &m->cap, &r) < 0)
+			break;
+	}
+	if (m->n > first && s->state != NULL &&
+	    vd_state_append_ledger(s->state, m->relpath, first, m->recs + first, m->n - first) < 0)
+		m->n = first;     /* not durable: not remembered; read again next scan */
+}
+
+static void remember_ledger(vd_store *s, const vd_scan_ledger *l)
+{
+	vd_ledger_mem *m = mem_get(s, l->relpath, l->run);
+	size_t i;
+
+	if (m == NULL || !l->read_ok)
+		return;         /* unreadable: ledger_broken says so; memory stands */
+	for (i = 0; i < m->n; i++) {
+		if (i >= l->n_entries) {
+			mark_rewritten(m, l, l->n_entries, "it now holds %zu records; %zu were seen before",
+			    l->n_entries, m->n);
+			return;
+		}
+		if (strcmp(l->entries[i].record_hash, m->recs[i].record_hash) != 0) {
+			mark_rewritten(m, l, i, "line %zu (record %zu) differs from the record seen there before (line %zu)",
+			    l->entries[i].line, i + 1, m->recs[i].line);
+			return;
+		}
+	}
+	extend(s, m, l);
+}
+
+/* A remembered ledger missing from a complete scan was deleted or moved. */
+static void remember_ledgers(vd_store *s, vd_scan_result *r)
+{
+	const char *k;
+	void *v;
+	vd_map seen;
+	size_t i, it = 0;
+
+	vd_map_init(&seen);
+	for (i = 0; i < r->n_ledgers; i++) {
+		remember_ledger(s, &r->ledgers[i]);
+		vd_map_put(&seen, r->ledgers[i].relpath, (void *)1);
+	}
+	while (vd_map_next(&s->mems, &it, &k, &v)) {
+		vd_ledger_mem *m = v;
+		if (vd_map_get(&seen, k) == NULL && m->n > 0)
+			mark_rewritten(m, NULL, 0, "the file is gone");
+	}
+	vd_map_free(&seen);
+}
+
+const vd_ledger_mem *vd_store_ledger_mem(vd_store *s, const char *relpath)
+{
+	return vd_map_get(&s->mems, relpath);
+}
+
+int vd_store_forget_ledger(vd_store *s, const char *relpath)
+{
+	vd_ledger_mem *m = vd_map_get(&s->mems, relpath);
+
+	if (m == NULL)
+		return -ENOENT;
+	if (s->state != NULL && vd_state_forget_ledger(s->state, relpath) < 0)
+		return -EIO;
+	log_warn("forgot the %zu remembered records of %s; re-learning it from the file as it is now",
+	    m->n, relpath);
+	mem_free(vd_map_del(&s->mems, relpath));
+	vd_store_scan(s);
+	vd_store_refresh(s);
+	return 0;
+}
+
+static void load_ledger_rec(const char *path, int64_t seq, int64_t round, const char *hash,
+    const char *record_hash, int64_t line, void *arg)
+{
+	vd_store *s = arg;
+	const char *slash = strrchr(path, '/');
+	char run[VD_RUN_MAX];
+	vd_ledger_mem *m;
+	vd_ledger_rec r;
+
+	snprintf(run, sizeof(run), "%.*s", slash ? (int)(slash - path) : 0, path);
+	if ((m = mem_get(s, path, run)) == NULL || seq != (int64_t)m->n ||
+	    !vd_is_hex64((vd_str){ hash, strlen(hash) }) ||
+	    !vd_is_hex64((vd_str){ record_hash, strlen(record_hash) }))
+		return;
+	memset(&r, 0, sizeof(r));
+	r.round_index = round;
+	memcpy(r.hash, hash, sizeof(r.hash));
+	memcpy(r.record_hash, record_hash, sizeof(r.record_hash));
+	r.line = (size_t)line;
+	mem_push(&m->recs, &m->n, &m->cap, &r);
+}
+
+/* ---- signed statements ------------------------------------------------ */
+
+typedef struct env_eval {
+	char sha[VD_HASH_HEX_LEN + 1];  /* of the bytes evaluated */
+	unsigned keys_gen;
+	vd_env_reason reason;
+	vd_signed_stmt stmt;
+	int seen;
+} env_eval;
+
+static int push_stmt(vd_store *s, const vd_signed_stmt *st)
+{
+	vd_signed_stmt *grown = vd_grow(s->stmts, &s->cap_stmts, s->n_stmts, sizeof(*grown));
+
+	if (grown == NULL)
+		return -1;
+	s->stmts = grown;
+	grown[s->n_stmts++] = *st;
+	return 0;
+}
+
+/* "." names the store root, stored as "". */
+static void store_run(const char *run, char *out, size_t n)
+{
+	snprintf(out, n, "%s", strcmp(run, ".") == 0 ? "" : run);
+}
+
+static vd_env_reason evaluate(vd_store *s, const vd_scan_envelope *e, env_eval *ev,
+    char *why, size_t whylen)
+{
+	vd_dsse env;
+	const vd_key *signer;
+	vd_env_reason rc;
+
+	if (!e->read_ok) {
+		snprintf(why, whylen, "%s", e->read_error);
+		return VD_ENV_MALFORMED;
+	}
+	if ((rc = vd_dsse_parse(e->bytes.p ? e->bytes.p : (const uint8_t *)"", e->bytes.len,
+	    &env, why, whylen)) != VD_ENV_OK)
+		return rc;
+	rc = vd_statement_parse(env.payload_type, env.payload, env.payload_len, &ev->stmt.st,
+	    why, whylen);
+	if (rc == VD_ENV_OK && (rc = vd_dsse_verify(&env, s->keys, &signer)) != VD_ENV_OK)
+		snprintf(why, whylen, "%s", rc == VD_ENV_BAD_SIGNATURE ?
+		    "a trusted key's signature does not verify" : "no signature by a trusted key");
+	vd_dsse_free(&env);
+	if (rc != VD_ENV_OK)
+		return rc;
+	store_run(ev->stmt.st.run, ev->stmt.run, sizeof(ev->stmt.run));
+	if (strcmp(ev->stmt.run, e->run) != 0) {
+		snprintf(why, whylen, "the statement is for run %s, not for %s where it was found",
+		    ev->stmt.st.run, vd_run_name(e->run));
+		return VD_ENV_WRONG_RUN;
+	}
+	snprintf(ev->stmt.key_id, sizeof(ev->stmt.key_id), "%s", vd_key_id(signer));
+	snprintf(ev->stmt.where, sizeof(ev->stmt.where), "%s", e->relpath);
+	return VD_ENV_OK;
+}
+
+/* An envelope is evaluated when its bytes or the trusted keys changed;
+ * a refusal is logged and counted once. */
+static const env_eval *envelope_eval(vd_store *s, const vd_scan_envelope *e)
+{
+	char sha[VD_HASH_HEX_LEN + 1], why[VD_DETAIL_MAX];
+	env_eval *ev = vd_map_get(&s->env_cache, e->relpath);
+
+	if (vd_sha256_hex(e->bytes.p ? (const char *)e->bytes.p : "", e->bytes.len, sha) < 0)
+		return NULL;
+	if (ev != NULL && ev->keys_gen == s->keys_gen && strcmp(ev->sha, sha) == 0)
+		return ev;
+	if (ev == NULL) {
+		if ((ev = calloc(1, sizeof(*ev))) == NULL)
+			return NULL;
+		if (vd_map_put(&s->env_cache, e->relpath, ev) < 0) {
+			free(ev);
+			return NULL;
+		}
+	}
+	memset(ev, 0, sizeof(*ev));
+	memcpy(ev->sha, sha, sizeof(ev->sha));
+	ev->keys_gen = s->keys_gen;
+	ev->reason = evaluate(s, e, ev, why, sizeof(why));
+	if (ev->reason != VD_ENV_OK) {
+		log_warn("signed statement %s refused (%s): %s", e->relpath,
+		    vd_env_reason_name(ev->reason), why);
+		vd_metrics_envelope_rejected(s->metrics, ev->reason);
+	} else {
+		log_info("signed statement %s accepted: key %s", e->relpath, ev->stmt.key_id);
+	}
+	return ev;
+}
+
+/* Envelope files that are gone are forgotten, a batch at a time (the
+ * map cannot change under its iterator). */
+static void forget_unseen(vd_store *s)
+{
+	char *gone[64];
+	const char *k;
+	void *v;
+	size_t it, n, i;
+
+	do {
+		n = 0;
+		it = 0;
+		while (n < VD_ARRAY_LEN(gone) && vd_map_next(&s->env_cache, &it, &k, &v))
+			if (!((env_eval *)v)->seen && (gone[n] = strdup(k)) != NULL)
+				n++;
+		for (i = 0; i < n; i++) {
+			free(vd_map_del(&s->env_cache, gone[i]));
+			free(gone[i]);
+		}
+	} while (n == VD_ARRAY_LEN(gone));
+}
+
+static void merge_envelopes(vd_store *s, vd_scan_result *r)
+{
+	const char *k;
+	void *v;
+	size_t i, it = 0;
+	const env_eval *ev;
+
+	s->n_stmts = s->n_posted_stmts;
+	while (vd_map_next(&s->env_cache, &it, &k, &v))
+		((env_eval *)v)->seen = 0;
+	for (i = 0; i < r->n_envelopes; i++) {
+		if ((ev = envelope_eval(s, &r->envelopes[i])) == NULL)
+			continue;
+		((env_eval *)ev)->seen = 1;
+		if (ev->reason == VD_ENV_OK)
+			push_stmt(s, &ev->stmt);
+	}
+	forget_unseen(s);
+}
+
+void vd_store_set_keys(vd_store *s, vd_keyring *keys)
+{
+	vd_keyring_unref(s->keys);
+	s->keys = keys ? vd_keyring_ref(keys) : NULL;
+	s->keys_gen++;
+	vd_store_refresh(s);
+	vd_store_scan(s);
+}
+
 static void merge_ledgers(vd_store *s, vd_scan_result *r)
 {
 	size_t i;
 
+	remember_ledgers(s, r);
 	for (i = 0; i < s->n_ledgers; i++)
 		vd_scan_ledger_free(&s->ledgers[i]);
 	free(s->ledgers);
@@ -575,7 +773,7 @@ static void sweep(vd_store *s)
 	do {
 		n = 0;
 		it = 0;
-		while (n < VD_ARRAY_LEN(gone) && vd_map_next(&s->copies, &it, &k, &v))
+		while (n < VD_ARRAY_LEN(gone) && vd_map_next(&s->model.copies, &it, &k, &v))
 			if (!((vd_copy *)v)->seen)
 				gone[n++] = v;
 		for (i = 0; i < n; i++)
@@ -616,7 +814,7 @@ static void after_scan(uv_work_t *req, int status)
 	if (r->truncated)
 		log_warn("the store holds more than %d artifacts; the rest are ignored",
 		    VD_SCAN_MAX_ARTIFACTS);
-	while (vd_map_next(&s->copies, &it, &k, &v))
+	while (vd_map_next(&s->model.copies, &it, &k, &v))
 		((vd_copy *)v)->seen = 0;
 	for (i = 0; i < r->n_artifacts; i++)
 		merge_artifact(s, &r->artifacts[i]);
@@ -625,10 +823,11 @@ static void after_scan(uv_work_t *req, int status)
 	if (!s->scanned_once)
 		prune_stored(s);
 	merge_ledgers(s, r);
+	merge_envelopes(s, r);
 	vd_watch_sync(&s->watch, r->dirs, r->n_dirs);
 	s->last_scan = wall_now();
 	s->scanned_once = 1;
-	refresh(s);
+	vd_store_refresh(s);
 	check_waiters(s);
 done:
 	vd_scan_result_free(r);
@@ -693,7 +892,7 @@ static int waiter_done(vd_store *s, const vd_waiter *w)
 	 * seen since) is under way: the answer then describes the bytes on
 	 * disk. A scrub does not hold an answer back. */
 	for (i = 0; i < w->n; i++) {
-		vd_copy *c = vd_map_get(&s->copies, w->relpaths[i]);
+		vd_copy *c = vd_model_copy(&s->model, w->relpaths[i]);
 		if (c == NULL)
 			continue;
 		if (c->done_gen < w->gens[i] ||
@@ -794,7 +993,7 @@ void vd_store_wait_cancel(vd_waiter *w)
 
 vd_copy *vd_store_adopt(vd_store *s, const char *relpath)
 {
-	vd_copy *c = vd_map_get(&s->copies, relpath);
+	vd_copy *c = vd_model_copy(&s->model, relpath);
 	const char *slash;
 	char *run;
 
@@ -804,7 +1003,7 @@ vd_copy *vd_store_adopt(vd_store *s, const char *relpath)
 	run = slash ? strndup(relpath, (size_t)(slash - relpath)) : strdup("");
 	if (run == NULL)
 		return NULL;
-	c = new_copy(s, relpath, run);
+	c = vd_model_add_copy(&s->model, relpath, run);
 	free(run);
 	if (c != NULL)
 		c->seen = 1;
@@ -830,11 +1029,11 @@ static void scrub_start(uv_timer_t *t)
 
 	if (s->scrubbing || s->closing || !s->scanned_once)
 		return;
-	s->scrub_list = calloc(s->copies.count + 1, sizeof(char *));
+	s->scrub_list = calloc(s->model.copies.count + 1, sizeof(char *));
 	if (s->scrub_list == NULL)
 		return;
 	s->scrub_n = s->scrub_next = 0;
-	while (vd_map_next(&s->copies, &it, &k, &v))
+	while (vd_map_next(&s->model.copies, &it, &k, &v))
 		if (((vd_copy *)v)->has_verdict)
 			s->scrub_list[s->scrub_n++] = strdup(k);
 	qsort(s->scrub_list, s->scrub_n, sizeof(char *), relpath_cmp);
@@ -850,7 +1049,7 @@ static void scrub_next(vd_store *s)
 	size_t i;
 
 	while (s->scrubbing && s->scrub_next < s->scrub_n) {
-		c = vd_map_get(&s->copies, s->scrub_list[s->scrub_next++]);
+		c = vd_model_copy(&s->model, s->scrub_list[s->scrub_next++]);
 		if (c == NULL || c->inflight != NULL)
 			continue;      /* gone, or being verified anyway */
 		if (submit(s, c, VD_JOB_SCRUB, c->req_gen + 1) == 0) {
@@ -901,16 +1100,12 @@ static void load_verdict(const vd_stored_verdict *v, void *arg)
 static int push_commitment(vd_commitment **arr, size_t *n, size_t *cap,
     const vd_commitment *c)
 {
-	vd_commitment *grown;
+	vd_commitment *grown = vd_grow(*arr, cap, *n, sizeof(*grown));
 
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		if ((grown = realloc(*arr, nc * sizeof(*grown))) == NULL)
-			return -1;
-		*arr = grown;
-		*cap = nc;
-	}
-	(*arr)[(*n)++] = *c;
+	if (grown == NULL)
+		return -1;
+	*arr = grown;
+	grown[(*n)++] = *c;
 	return 0;
 }
 
@@ -928,40 +1123,68 @@ static void load_equiv(const vd_commitment *c, void *arg)
 	push_commitment(&s->equivs, &s->n_equivs, &s->cap_equivs, c);
 }
 
+static void load_checkpoint(const vd_statement *c, const char *key_id, void *arg)
+{
+	vd_store *s = arg;
+	vd_signed_stmt st;
+
+	memset(&st, 0, sizeof(st));
+	st.st = *c;
+	snprintf(st.run, sizeof(st.run), "%s", c->run);
+	snprintf(st.key_id, sizeof(st.key_id), "%s", key_id);
+	snprintf(st.where, sizeof(st.where), "api");
+	if (push_stmt(s, &st) == 0)
+		s->n_posted_stmts = s->n_stmts;
+}
+
 int vd_store_attach_state(vd_store *s, vd_state *st)
 {
 	s->state = st;
 	if (vd_state_load_verdicts(st, load_verdict, s) < 0 ||
 	    vd_state_load_commitments(st, load_posted, s) < 0 ||
-	    vd_state_load_equivocations(st, load_equiv, s) < 0)
+	    vd_state_load_equivocations(st, load_equiv, s) < 0 ||
+	    vd_state_load_checkpoints(st, load_checkpoint, s) < 0 ||
+	    vd_state_load_ledgers(st, load_ledger_rec, s) < 0)
 		return -1;
-	log_info("state: %zu stored verdicts, %zu posted commitments", s->stored.count,
-	    s->n_posted);
+	log_info("state: %zu stored verdicts, %zu posted commitments, %zu posted checkpoints, %zu remembered ledgers",
+	    s->stored.count, s->n_posted, s->n_posted_stmts, s->mems.count);
 	vd_store_scan(s);
 	return 0;
 }
 
-/* The ledger's trusted record for (run, round), if any. */
-static const char *ledger_hash(vd_store *s, const char *run, int64_t round)
+/* A commitment by the token or a trusted key that names another hash for
+ * (run, round): a signed statement or a ledger record a signed checkpoint
+ * covers. An unsigned ledger record never counts here. */
+static const char *strong_other(vd_store *s, const char *run, int64_t round, const char *hash)
 {
-	size_t i, j;
+	const vd_commit_slot *sl = vd_lineage_slot(&s->lineage, run, round);
+	const vd_commit_entry *e;
 
-	for (i = 0; i < s->n_ledgers; i++) {
-		const vd_scan_ledger *l = &s->ledgers[i];
-		if (strcmp(l->run, run) != 0 || !l->read_ok)
-			continue;
-		for (j = 0; j < l->n_entries; j++)
-			if (l->entries[j].trusted && l->entries[j].round_index == round)
-				return l->entries[j].global_model_hash;
-	}
+	if (sl == NULL)
+		return NULL;
+	e = &sl->src[VD_SRC_SIGNED];
+	if (e->has && strcmp(e->hash, hash) != 0)
+		return e->hash;
+	e = &sl->src[VD_SRC_LEDGER];
+	if (e->has && e->is_signed && strcmp(e->hash, hash) != 0)
+		return e->hash;
 	return NULL;
 }
 
+static void record_equivocation(vd_store *s, const vd_commitment *c, const char *existing)
+{
+	if (s->state)
+		vd_state_record_equivocation(s->state, c->run, c->round_index, existing, c->hash,
+		    c->key_id[0] ? "signed" : "roundclose");
+	push_commitment(&s->equivs, &s->n_equivs, &s->cap_equivs, c);
+}
+
 int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
-    const char *hash, int64_t schema_version, char *existing_hash)
+    const char *hash, int64_t schema_version, const char *key_id,
+    const uint8_t *env, size_t env_len, char *existing_hash)
 {
 	vd_commitment c, old;
-	const char *ledger = ledger_hash(s, run, round);
+	const char *other = strong_other(s, run, round, hash);
 	int rc;
 
 	memset(&c, 0, sizeof(c));
@@ -969,27 +1192,70 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
 	c.round_index = round;
 	memcpy(c.hash, hash, sizeof(c.hash));
 	c.schema_version = schema_version;
-	if (ledger != NULL && strcmp(ledger, hash) != 0) {
-		/* The ledger already commits another hash for this round. */
-		memcpy(existing_hash, ledger, VD_HASH_HEX_LEN + 1);
+	snprintf(c.key_id, sizeof(c.key_id), "%s", key_id ? key_id : "");
+	if (other != NULL) {
+		memcpy(existing_hash, other, VD_HASH_HEX_LEN + 1);
 		rc = 2;
 	} else if (s->state == NULL) {
 		return -1;
 	} else {
-		rc = vd_state_post_commitment(s->state, &c, &old);
+		rc = vd_state_post_commitment(s->state, &c, env, env_len, &old);
 		if (rc == 2)
 			memcpy(existing_hash, old.hash, VD_HASH_HEX_LEN + 1);
 	}
 	if (rc == 0)
 		push_commitment(&s->posted, &s->n_posted, &s->cap_posted, &c);
-	if (rc == 2) {
-		if (s->state)
-			vd_state_record_equivocation(s->state, run, round, existing_hash, hash, "roundclose");
-		push_commitment(&s->equivs, &s->n_equivs, &s->cap_equivs, &c);
-	}
+	if (rc == 2)
+		record_equivocation(s, &c, existing_hash);
 	if (rc >= 0)
-		refresh(s);
+		vd_store_refresh(s);
 	return rc;
+}
+
+int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *key_id,
+    const uint8_t *env, size_t env_len)
+{
+	vd_signed_stmt ss;
+	int rc;
+
+	if (s->state == NULL || (rc = vd_state_post_checkpoint(s->state, st, key_id, env, env_len)) < 0)
+		return -1;
+	if (rc == 0) {
+		memset(&ss, 0, sizeof(ss));
+		ss.st = *st;
+		snprintf(ss.run, sizeof(ss.run), "%s", st->run);
+		snprintf(ss.key_id, sizeof(ss.key_id), "%s", key_id);
+		snprintf(ss.where, sizeof(ss.where), "api");
+		/* Posted checkpoints stay ahead of the file statements. */
+		if (push_stmt(s, &ss) == 0) {
+			memmove(&s->stmts[s->n_posted_stmts + 1], &s->stmts[s->n_posted_stmts],
+			    (s->n_stmts - 1 - s->n_posted_stmts) * sizeof(*s->stmts));
+			s->stmts[s->n_posted_stmts++] = ss;
+		}
+		vd_store_refresh(s);
+	}
+	return rc;
+}
+
+void vd_store_refresh(vd_store *s)
+{
+	vd_lineage_input in;
+
+	memset(&in, 0, sizeof(in));
+	in.model = &s->model;
+	in.cfg = s->cfg;
+	in.keys = s->keys;
+	in.ledgers = s->ledgers;
+	in.n_ledgers = s->n_ledgers;
+	in.mems = &s->mems;
+	in.posted = s->posted;
+	in.n_posted = s->n_posted;
+	in.equivs = s->equivs;
+	in.n_equivs = s->n_equivs;
+	in.stmts = s->stmts;
+	in.n_stmts = s->n_stmts;
+	in.state = s->state;
+	vd_lineage_refresh(&s->lineage, &in);
 }
 
 /* ---- life cycle ------------------------------------------------------- */
@@ -1000,10 +1266,11 @@ void vd_store_gauges(vd_store *s, vd_gauges *g)
 	void *v;
 	size_t it = 0;
 
-	while (vd_map_next(&s->copies, &it, &k, &v))
+	while (vd_map_next(&s->model.copies, &it, &k, &v))
 		g->artifacts[vd_copy_state(v)]++;
-	memcpy(g->alerts, s->alert_counts, sizeof(g->alerts));
-	g->committed_head_round = s->head_round;
+	memcpy(g->alerts, s->lineage.alert_counts, sizeof(g->alerts));
+	memcpy(g->commitments, s->lineage.series, sizeof(g->commitments));
+	g->committed_head_round = s->lineage.head_round;
 	if (s->pool != NULL) {
 		g->queue_depth = vd_pool_queued(s->pool);
 		g->workers_busy = vd_pool_busy(s->pool);
@@ -1032,13 +1299,12 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->cfg = cfg;
 	s->metrics = metrics;
 	s->root_ok = 1;
-	vd_map_init(&s->copies);
-	vd_map_init(&s->groups);
+	vd_model_init(&s->model);
+	vd_lineage_init(&s->lineage);
+	vd_map_init(&s->mems);
+	vd_map_init(&s->env_cache);
 	vd_map_init(&s->stored);
 	vd_map_init(&s->unreadable);
-	vd_map_init(&s->commits);
-	vd_map_init(&s->alerts);
-	s->head_round = -1;
 	if ((s->root = strdup(cfg->store)) == NULL)
 		return -ENOMEM;
 	rc = vd_pool_new(loop, cfg->workers ? cfg->workers : default_workers(), s->root,
@@ -1067,7 +1333,7 @@ void vd_store_set_config(vd_store *s, const vd_config *cfg)
 	uv_timer_start(&s->rescan, on_rescan, (uint64_t)cfg->rescan_interval * 1000,
 	    (uint64_t)cfg->rescan_interval * 1000);
 	arm_scrub(s);
-	refresh(s);         /* the pinned genesis may have changed */
+	vd_store_refresh(s);         /* the pinned genesis may have changed */
 }
 
 static void free_all(vd_store *s)
@@ -1076,15 +1342,17 @@ static void free_all(vd_store *s)
 	void *v;
 	size_t it = 0, i;
 
-	while (vd_map_next(&s->copies, &it, &k, &v))
-		free_copy(v);
+	vd_lineage_free(&s->lineage);
+	vd_model_free(&s->model);
+	while (vd_map_next(&s->mems, &it, &k, &v))
+		mem_free(v);
+	vd_map_free(&s->mems);
 	it = 0;
-	while (vd_map_next(&s->groups, &it, &k, &v)) {
-		free(((vd_group *)v)->copies);
+	while (vd_map_next(&s->env_cache, &it, &k, &v))
 		free(v);
-	}
-	vd_map_free(&s->copies);
-	vd_map_free(&s->groups);
+	vd_map_free(&s->env_cache);
+	free(s->stmts);
+	vd_keyring_unref(s->keys);
 	for (i = 0; i < s->n_ledgers; i++)
 		vd_scan_ledger_free(&s->ledgers[i]);
 	free(s->ledgers);
@@ -1099,7 +1367,6 @@ static void free_all(vd_store *s)
 	for (i = 0; i < s->scrub_n; i++)
 		free(s->scrub_list[i]);
 	free(s->scrub_list);
-	vd_lineage_free(s);
 }
 
 /* The store is freed once its timers are closed and no scan runs. */

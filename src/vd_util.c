@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -234,4 +235,29 @@ int vd_read_all(int fd, size_t cap, vd_buf *b)
 		if (vd_buf_put(b, tmp, (size_t)n) < 0)
 			return -ENOMEM;
 	}
+}
+
+void *vd_grow(void *arr, size_t *cap, size_t n, size_t size)
+{
+	void *p;
+	size_t c;
+
+	if (n < *cap)
+		return arr;
+	c = *cap ? *cap * 2 : 16;
+	if ((p = realloc(arr, c * size)) == NULL)
+		return NULL;
+	*cap = c;
+	return p;
+}
+
+void vd_rfc3339(double t, char *out, size_t n)
+{
+	time_t secs = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&secs, &tm);
+	snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+	    (int)((t - (double)secs) * 1000));
 }

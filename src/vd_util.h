@@ -46,6 +46,14 @@ int vd_buf_printf(vd_buf *b, const char *fmt, ...) __attribute__((format(printf,
 int vd_buf_put_u32le(vd_buf *b, uint32_t v);
 int vd_buf_put_u64le(vd_buf *b, uint64_t v);
 
+/* Unix seconds as RFC 3339 UTC with milliseconds; out: 32 bytes. */
+void vd_rfc3339(double t, char *out, size_t n);
+
+/* Room for item n of an array of `size`-byte items with *cap slots:
+ * arr itself, or arr grown (doubling; *cap updated), or NULL with arr
+ * untouched when memory runs out. */
+void *vd_grow(void *arr, size_t *cap, size_t n, size_t size);
+
 /* Read fd to its end into b, at most cap bytes: 0, -EFBIG past cap,
  * -ENOMEM, or -errno of a failed read. */
 int vd_read_all(int fd, size_t cap, vd_buf *b);

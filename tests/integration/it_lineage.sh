@@ -118,12 +118,17 @@ if wait_for $((3 * SLOW)) broken > /dev/null; then ok "a rewritten record breaks
 check "the first break is at the next line" "3 prev_hash_mismatch 2" \
 	"$(get /chain | jq -r '.ledgers[0] | "\(.first_break.line) \(.first_break.reason) \(.suspect_line)"')"
 check "ledger_broken is raised" 1 "$(alert ledger_broken)"
-check "round 2 is now contradicted by a trusted record (commitment_mismatch)" "broken commitment_mismatch false" \
-	"$(field "$H2" '"\(.chain.status) \(.chain.breaks[0].reason) \(.commitment.matches)"')"
-check "commitment_mismatch is raised" 1 "$(alert commitment_mismatch)"
-check "records after the break commit nothing: round 4 is not trusted" false "$(field "$H4" .trusted)"
+# The records read before stay remembered: the rewrite is flagged, and the
+# round it names two hashes for is an equivocation, trusted no more.
+check "ledger_rewritten is raised" 1 "$(alert ledger_rewritten)"
+check "/chain says where the file departs from what was seen" "true $(grep -c . "$WORK/ledger.good")" \
+	"$(get /chain | jq -r '.ledgers[0] | "\(.rewritten) \(.remembered_records)"')"
+check "round 2 is now under equivocation, not trusted" "false false true" \
+	"$(field "$H2" '"\(.trusted) \(.commitment.matches) \(.commitment.equivocation)"')"
+check "the equivocation is raised" 1 "$(alert equivocation)"
+check "the remembered records still commit round 4" true "$(field "$H4" .trusted)"
 cp "$WORK/ledger.good" "$STORE/ledger.jsonl"
-fixed() { [ "$(alert ledger_broken)" = 0 ] && [ "$(field "$H4" .trusted)" = true ]; }
+fixed() { [ "$(alert ledger_broken)" = 0 ] && [ "$(alert ledger_rewritten)" = 0 ] && [ "$(field "$H2" .trusted)" = true ]; }
 if wait_for $((3 * SLOW)) fixed > /dev/null; then ok "the restored ledger clears the alerts"; else not_ok "the restored ledger clears the alerts"; fi
 stop_daemon
 

@@ -6,11 +6,14 @@
 # wrong, breaks them. The checks are jq only (openapi-check.jq): the test
 # machine need not have Python.
 . "$top_srcdir/tests/integration/lib.sh"
+. "$top_srcdir/tests/integration/trust.sh"
 
 DOC="$top_srcdir/docs/openapi.json"
 YAML="$top_srcdir/docs/openapi.yaml"
 CHECKER="$top_srcdir/tests/integration/openapi-check.jq"
 H0=859245c72641256e051ead98898edc989faac09b4dcb35ec0fa3c346bf4f7645
+H1=24a5fd1e9f42479a360fd5e561017e25a773df29262f1201407fb5b368744915
+H2=c3eaa23b9433b29ff174122f7aafdeff518f944e32c6123f2d83340ebb81d1c5
 H3=0a180a891c6e40afe74b71a0f047a2f08ff387a88554a40a2460f72d55fea8b7
 H4=31ceb436627afcffadc9adaa9ebaf7b86029955c1fc49236999a28ab33cb235e
 NOHASH=1111111111111111111111111111111111111111111111111111111111111111
@@ -23,13 +26,16 @@ SEEN="$WORK/seen"
 # cannot be written, and running out of memory need fault injection.
 UNTESTED="post /verify 503
 post /roundclose 503
-get /metrics 500"
+delete /ledger 503
+get /metrics 500
+get /artifact/{hash}/attestation 500
+get /key 500"
 
 # --- the document itself ----------------------------------------------------
-if jq -e '.openapi == "3.0.3" and (.paths | length) == 8' "$DOC" > /dev/null; then
-	ok "openapi.json is an OpenAPI 3.0.3 document with the eight routes"
+if jq -e '.openapi == "3.0.3" and (.paths | length) == 11' "$DOC" > /dev/null; then
+	ok "openapi.json is an OpenAPI 3.0.3 document with the eleven routes"
 else
-	not_ok "openapi.json is an OpenAPI 3.0.3 document with the eight routes"
+	not_ok "openapi.json is an OpenAPI 3.0.3 document with the eleven routes"
 fi
 if python3 -c 'import yaml' 2> /dev/null; then
 	if python3 - "$YAML" "$DOC" <<'EOF'
@@ -64,12 +70,12 @@ documented() {
 		| ((.content // {}) | keys[] | "type \(.)"), ((.headers // {}) | keys[] | "header \(.)")' "$DOC"
 }
 
-# Error codes the interface names for a status.
+# Error codes the interface names for a status (of the route DOCPATH).
 spec_code() {
 	case $1 in
-	400) echo bad_request ;; 401) echo unauthorized ;; 404) echo not_found ;;
-	409) echo commitment_conflict ;; 413) echo payload_too_large ;;
-	415) echo unsupported_media_type ;;
+	400) echo bad_request ;; 401) echo unauthorized ;; 403) echo forbidden ;; 404) echo not_found ;;
+	409) if [ "$2" = '/artifact/{hash}/attestation' ]; then echo not_verified; else echo commitment_conflict; fi ;;
+	413) echo payload_too_large ;; 415) echo unsupported_media_type ;;
 	esac
 }
 
@@ -107,7 +113,7 @@ call() {
 	if [ "$ct" = application/json ]; then
 		sc=$(schema_errors "$dp" "$lm" "$want" "$WORK/body")
 		[ -z "$sc" ] || problems="$problems; $(echo "$sc" | head -n 8 | tr '\n' ' ')"
-		sc=$(spec_code "$want")
+		sc=$(spec_code "$want" "$dp")
 		if [ -n "$sc" ] && [ "$(jq -r '.error.code' "$WORK/body" 2>/dev/null)" != "$sc" ]; then
 			problems="$problems; error.code is not $sc"
 		fi
@@ -146,7 +152,7 @@ cat > "$WORK/good" <<EOF
  "header":{"schema_version":2,"round_index":4,"parent_hash":"$H3","wmcp_version":"w",
            "config_hash":"c","param_groups":["encoder"],"created_at":"t"},
  "tensors":4,"bytes":352,
- "commitment":{"round_index":3,"source":"ledger","where":"ledger.jsonl","global_model_hash":"$H4","matches":true},
+ "commitment":{"round_index":3,"source":"ledger","where":"ledger.jsonl","line":4,"global_model_hash":"$H4","matches":true,"signed":false},
  "chain":{"status":"intact","length":5,"root":"$H0","breaks":[]},"trusted":true}
 EOF
 check "checker: a conforming status object passes" "" "$(schema_errors '/artifact/{hash}' get 200 "$WORK/good")"
@@ -169,12 +175,29 @@ mutant "a value outside an enum" '.chain.status = "whole"' 'is not one of'
 mutant "a bad item in an array" '.chain.breaks = [{"content_hash":"x","round_index":1,"reason":"round_gap"}]' '\$.chain.breaks\[0\].content_hash'
 mutant "a code no verification gives" '.copies[0].code = "bogus"' '\$.copies\[0\].code'
 mutant "a hash that is not lowercase hex" '.chain.root = "ABC"' '\$.chain.root: "ABC" does not match'
+mutant "a commitment without signed" 'del(.commitment.signed)' '\$.commitment: missing required property "signed"'
+mutant "a key id that is not hex" '.commitment.key_id = "k1"' '\$.commitment.key_id: "k1" does not match'
 printf '[]' > "$WORK/mutant"
 if schema_errors /artifacts get 200 "$WORK/mutant" | grep -q 'expected object'; then
 	ok "checker: an array for the list object is caught"
 else
 	not_ok "checker: an array for the list object is caught"
 fi
+jq -cn --arg k "$H0" '{payloadType: "application/vnd.in-toto+json", payload: "e30=",
+	signatures: [{keyid: $k, sig: "AAAA"}]}' > "$WORK/good-att"
+check "checker: a conforming attestation passes" "" \
+	"$(schema_errors '/artifact/{hash}/attestation' get 200 "$WORK/good-att")"
+att_mutant() {
+	jq "$2" "$WORK/good-att" > "$WORK/mutant"
+	if schema_errors '/artifact/{hash}/attestation' get 200 "$WORK/mutant" | grep -q "$3"; then
+		ok "checker: $1 is caught"
+	else
+		not_ok "checker: $1 is caught"
+	fi
+}
+att_mutant "an attestation of another payloadType" '.payloadType = "application/json"' '\$.payloadType: .* is not one of'
+att_mutant "an attestation payload that is not base64" '.payload = "{}"' '\$.payload: .* does not match'
+att_mutant "an unsigned attestation" '.signatures = []' '\$.signatures: fewer than 1 items'
 check "checker: an undocumented status is reported" "GET /chain: 418 is not documented" \
 	"$(schema_errors /chain get 418 "$WORK/good")"
 
@@ -188,7 +211,17 @@ echo '{"schema_version": 2,' > "$STORE/unclaimed/header.json"
 printf '%s\n' "$TOKEN" > "$WORK/token"
 chmod 600 "$WORK/token"
 [ -n "$RUN_AS" ] && chown "$RUN_AS" "$WORK/token"
-write_conf "token_file = $WORK/token" "rescan_interval = 3600"
+# Trusted keys make signed envelopes count. The policy stays "ledger", so
+# that the store's unsigned ledger commits as before and a token post can
+# contradict an unsigned record.
+keygen coord
+keygen stranger
+mkdir -p "$WORK/keys"
+cp "$WORK/coord.pub" "$WORK/keys/"
+chmod -R a+rX "$WORK/keys"
+COORD=$(keyid "$WORK/coord.pub")
+write_conf "token_file = $WORK/token" "rescan_interval = 3600" "trusted_keys = $WORK/keys" \
+	"commitment_policy = ledger"
 start_daemon
 settled() { [ "$(metric 'artifacts{state="pending"}')" = 0 ] && [ "$(metric 'artifacts{state="verifying"}')" = 0 ]; }
 wait_for $((10 * SLOW)) settled > /dev/null || not_ok "store-basic verified"
@@ -202,7 +235,7 @@ check "metrics come in text format 0.0.4" "text/plain; version=0.0.4; charset=ut
 for s in artifacts verifications_total verification_failures_total integrity_alerts \
 	bytes_hashed_total verify_duration_seconds queue_depth workers_busy committed_head_round \
 	last_scan_timestamp_seconds last_scrub_timestamp_seconds http_requests_total \
-	http_request_duration_seconds build_info; do
+	http_request_duration_seconds build_info commitments envelopes_rejected_total; do
 	if grep -q "^# TYPE lensemble_verifyd_$s " "$WORK/body"; then ok "metric $s is exported"; else not_ok "metric $s is exported"; fi
 done
 
@@ -210,11 +243,56 @@ done
 call "GET /artifact of a committed round" 200 GET '/artifact/{hash}' "/artifact/$H4"
 check "it is trusted, committed by the ledger" "true ledger 3 true intact" \
 	"$(field '"\(.trusted) \(.commitment.source) \(.commitment.round_index) \(.commitment.matches) \(.chain.status)"')"
+check "by its unsigned line 4" "ledger.jsonl 4 false null" \
+	"$(field '"\(.commitment.where) \(.commitment.line) \(.commitment.signed) \(.commitment.key_id)"')"
 call "GET /artifact of round 0 (verified, not committed)" 200 GET '/artifact/{hash}' "/artifact/$H0"
 check "it has no commitment and is not trusted" "null false" "$(field '"\(.commitment) \(.trusted)"')"
 call "GET /artifact with an uppercase hash" 400 GET '/artifact/{hash}' "/artifact/$(echo "$H4" | tr a-f A-F)"
 call "GET /artifact with a short hash" 400 GET '/artifact/{hash}' /artifact/abc
 call "GET /artifact of a hash no directory claims" 404 GET '/artifact/{hash}' "/artifact/$NOHASH"
+
+# --- GET /key and GET /artifact/<hash>/attestation -----------------------------
+call "GET /key" 200 GET /key /key
+field .public_key > "$WORK/daemon.pub"
+check "its keyid is the key's id" "$(keyid "$WORK/daemon.pub")" "$(field .keyid)"
+DAEMON_KEY=$(field .keyid)
+check "HEAD /key" 200 "$(curl -s -o /dev/null -I -w '%{http_code}' "$(url /key)")"
+call "GET /artifact/<hash>/attestation of a trusted artifact" 200 GET '/artifact/{hash}/attestation' \
+	"/artifact/$H4/attestation"
+if verify_envelope "$WORK/body" "$WORK/daemon.pub"; then
+	ok "the attestation verifies under the key of GET /key (openssl)"
+else
+	not_ok "the attestation verifies under the key of GET /key (openssl)"
+fi
+check "one signature, by that key" "1 $DAEMON_KEY" "$(field '"\(.signatures | length) \(.signatures[0].keyid)"')"
+# The payload is what the description of Attestation says it is.
+if jq -e --arg h "$H4" --arg root "$H0" --argjson st "$(get "/artifact/$H4")" '
+	def time: type == "string" and test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\\.[0-9]{3}Z$");
+	(keys == ["_type", "predicate", "predicateType", "subject"])
+	and ._type == "https://in-toto.io/Statement/v1"
+	and .predicateType == "urn:lensemble-verifyd:verdict:v1"
+	and .subject == [{name: "round-00004", digest: {sha256: $h}}]
+	and (.predicate | keys == ["chain", "commitment", "issued_at", "state", "trusted", "verified_at", "verifier"])
+	and .predicate.state == "verified" and .predicate.trusted == true
+	and .predicate.chain == {status: "intact", length: 5, root: $root}
+	and .predicate.commitment == $st.commitment and .predicate.commitment.matches == true
+	and (.predicate.verified_at | time) and (.predicate.issued_at | time)
+	and .predicate.verifier.name == "lensemble-verifyd" and (.predicate.verifier.version | type == "string")
+	' "$WORK/payload.out" > /dev/null; then
+	ok "its payload is the documented in-toto Statement"
+else
+	not_ok "its payload is the documented in-toto Statement: $(head -c 600 "$WORK/payload.out")"
+fi
+check "HEAD /artifact/<hash>/attestation" 200 \
+	"$(curl -s -o /dev/null -I -w '%{http_code}' "$(url "/artifact/$H4/attestation")")"
+call "GET /artifact/<hash>/attestation with an uppercase hash" 400 GET '/artifact/{hash}/attestation' \
+	"/artifact/$(echo "$H4" | tr a-f A-F)/attestation"
+call "GET /artifact/<hash>/attestation of a hash no directory claims" 404 GET '/artifact/{hash}/attestation' \
+	"/artifact/$NOHASH/attestation"
+check "a short hash names no route: 404 not_found" "404 not_found" \
+	"$(code GET /artifact/abc/attestation) $(get /artifact/abc/attestation | jq -r .error.code)"
+check "another path under an artifact: 404 not_found" "404 not_found" \
+	"$(code GET "/artifact/$H4/other") $(get "/artifact/$H4/other" | jq -r .error.code)"
 
 # --- GET /artifacts ----------------------------------------------------------
 call "GET /artifacts" 200 GET /artifacts /artifacts
@@ -230,6 +308,10 @@ call "GET /artifacts?state=bogus" 400 GET /artifacts '/artifacts?state=bogus'
 call "GET /chain" 200 GET /chain /chain
 check "the committed head is round 4 of the root run" "4 $H4 ." \
 	"$(field '"\(.committed_head.round_index) \(.committed_head.content_hash) \(.committed_head.run)"')"
+check "the ledger is remembered, not rewritten" "4 4 false null" \
+	"$(field '.ledgers[0] | "\(.records) \(.remembered_records) \(.rewritten) \(.rewritten_detail)"')"
+check "one commitment per ledger record, unsigned, counting under the ledger policy" "4 ledger.jsonl false true" \
+	"$(field '[.commitments[] | select(.source == "ledger")] | "\(length) \(.[0].where) \(.[0].signed) \(.[0].counts)"')"
 
 # --- POST /verify --------------------------------------------------------------
 b="{\"content_hash\":\"$H4\"}"
@@ -294,7 +376,7 @@ call "POST /roundclose, no global_model_hash" 400 POST /roundclose /roundclose -
 call "POST /roundclose, ?run= outside the store" 400 POST /roundclose '/roundclose?run=../x' -H "$AUTH" -H "$JSON" -d "$rc5"
 call "POST /roundclose, a body over 64 KiB" 413 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" --data-binary @"$WORK/big"
 call "POST /roundclose, a new commitment" 201 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" -d "$rc5"
-check "created, in the root run" "true . roundclose" "$(field '"\(.created) \(.run) \(.source)"')"
+check "created, in the root run, by the token" "true . roundclose false" "$(field '"\(.created) \(.run) \(.source) \(.signed)"')"
 call "POST /roundclose, the same again" 200 POST /roundclose '/roundclose?run=.' -H "$AUTH" -H "$JSON" -d "$rc5"
 check "not created again" false "$(field .created)"
 trusted5() { [ "$(get "/artifact/$H5" | jq -r .trusted)" = true ]; }
@@ -304,17 +386,83 @@ check "its commitment comes from the API" "roundclose api 4" \
 	"$(field '"\(.commitment.source) \(.commitment.where) \(.commitment.round_index)"')"
 call "POST /roundclose, another hash for the same round" 409 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" \
 	-d "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":4,\"global_model_hash\":\"$H3\"}"
-call "POST /roundclose, a hash the ledger contradicts" 409 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" \
-	-d "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":1,\"global_model_hash\":\"$H3\"}"
+# An unsigned ledger record is no authority over the token: the post is
+# recorded, and the round, named twice, is an equivocation.
+call "POST /roundclose, a hash only an unsigned ledger record contradicts" 201 POST /roundclose /roundclose \
+	-H "$AUTH" -H "$JSON" -d "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":1,\"global_model_hash\":\"$H3\"}"
+equiv2() { [ "$(get "/artifact/$H2" | jq -r .commitment.equivocation)" = true ]; }
+if wait_for $((3 * SLOW)) equiv2 > /dev/null; then ok "the round it contradicts is under equivocation"; else not_ok "the round it contradicts is under equivocation"; fi
+call "GET /artifact of a round under equivocation" 200 GET '/artifact/{hash}' "/artifact/$H2"
+check "shown with the ledger's unsigned line, not trusted" "ledger 2 false true false" \
+	"$(field '"\(.commitment.source) \(.commitment.line) \(.commitment.signed) \(.commitment.equivocation) \(.trusted)"')"
 call "POST /roundclose, another run" 201 POST /roundclose '/roundclose?run=other' -H "$AUTH" -H "$JSON" \
 	-d "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":1,\"global_model_hash\":\"$H3\"}"
 check "it is that run's" other "$(field .run)"
+
+# --- POST /roundclose with a signed envelope, no token ------------------------------
+env_rc=$(envelope "$PT_RC" "$(rc_stmt . 0 "$H1")" coord)
+request_ok "a signed RoundClose envelope" /roundclose "$env_rc"
+call "POST /roundclose, a signed RoundClose" 201 POST /roundclose /roundclose -H "$JSON" -d "$env_rc"
+check "recorded as signed by the key" "true . 0 $H1 signed true $COORD" \
+	"$(field '"\(.created) \(.run) \(.round_index) \(.global_model_hash) \(.source) \(.signed) \(.key_id)"')"
+call "POST /roundclose, the same signed RoundClose again" 200 POST /roundclose '/roundclose?run=.' -H "$JSON" -d "$env_rc"
+check "not created again" false "$(field .created)"
+signed1() { [ "$(get "/artifact/$H1" | jq -r .commitment.source)" = signed ]; }
+wait_for $((3 * SLOW)) signed1 > /dev/null || not_ok "the signed RoundClose shows on round 1"
+call "GET /artifact committed by a signed RoundClose" 200 GET '/artifact/{hash}' "/artifact/$H1"
+check "its commitment is the signed one, the strongest" "signed api true $COORD true" \
+	"$(field '"\(.commitment.source) \(.commitment.where) \(.commitment.signed) \(.commitment.key_id) \(.trusted)"')"
+env_x=$(envelope "$PT_RC" "$(rc_stmt . 0 "$H1")" stranger)
+request_ok "an envelope by a key not trusted" /roundclose "$env_x"
+call "POST /roundclose, an envelope by a key not trusted" 403 POST /roundclose /roundclose -H "$JSON" -d "$env_x"
+check "counted as unknown_key" 1 "$(metric 'envelopes_rejected_total{reason="unknown_key"}')"
+env_u=$(echo "$env_rc" | jq -c '.signatures = []')
+call "POST /roundclose, an unsigned envelope" 403 POST /roundclose /roundclose -H "$JSON" -d "$env_u"
+call "POST /roundclose, an envelope with a token that is not the operator's" 401 POST /roundclose /roundclose \
+	-H "Authorization: Bearer ${TOKEN}x" -H "$JSON" -d "$env_rc"
+call "POST /roundclose, a statement for another run than ?run=" 400 POST /roundclose '/roundclose?run=other' \
+	-H "$JSON" -d "$env_rc"
+b=$(echo "$env_rc" | jq -c '.extra = 1')
+call "POST /roundclose, an envelope with an unknown field" 400 POST /roundclose /roundclose -H "$JSON" -d "$b"
+request_refused "an envelope with an unknown field" /roundclose "$b"
+b=$(envelope application/vnd.example+json "$(rc_stmt . 0 "$H1")" coord)
+call "POST /roundclose, another payloadType" 400 POST /roundclose /roundclose -H "$JSON" -d "$b"
+request_refused "another payloadType" /roundclose "$b"
+b=$(envelope "$PT_RC" "$(rc_stmt . 0 "$H1" | jq -c '.extra = 1')" coord)
+call "POST /roundclose, a statement with an unknown field" 400 POST /roundclose /roundclose -H "$JSON" -d "$b"
+call "POST /roundclose, a signed RoundClose naming another hash than the token's" 409 POST /roundclose /roundclose \
+	-H "$JSON" -d "$(envelope "$PT_RC" "$(rc_stmt . 4 "$H3")" coord)"
+env_cp=$(envelope "$PT_CP" "$(cp_stmt . 4 "$(head_of "$STORE/ledger.jsonl")")" coord)
+request_ok "a signed ledger checkpoint" /roundclose "$env_cp"
+call "POST /roundclose, a signed ledger checkpoint" 201 POST /roundclose /roundclose -H "$JSON" -d "$env_cp"
+check "recorded for records 1..4 by the key" "true . 4 signed $COORD" \
+	"$(field '"\(.created) \(.run) \(.records) \(.source) \(.key_id)"')"
+call "POST /roundclose, the same checkpoint again" 200 POST /roundclose /roundclose -H "$JSON" -d "$env_cp"
+signedledger() { [ "$(get /chain | jq '[.commitments[] | select(.source == "ledger" and .signed)] | length')" = 4 ]; }
+if wait_for $((3 * SLOW)) signedledger > /dev/null; then ok "the checkpoint signs the four ledger records"; else not_ok "the checkpoint signs the four ledger records"; fi
+call "POST /roundclose, a hash a signed ledger record contradicts" 409 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" \
+	-d "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":2,\"global_model_hash\":\"$H4\"}"
 call "GET /chain with commitments posted" 200 GET /chain /chain
-check "the RoundClose commitments are listed" 2 "$(field '[.commitments[] | select(.source == "roundclose")] | length')"
+check "the RoundClose commitments are listed" 3 "$(field '[.commitments[] | select(.source == "roundclose")] | length')"
+check "the signed one too, with its key" "1 api $COORD true" \
+	"$(field '[.commitments[] | select(.source == "signed")] | "\(length) \(.[0].where) \(.[0].key_id) \(.[0].counts)"')"
+check "the ledger records are signed by the checkpoint's key" "$COORD" \
+	"$(field '[.commitments[] | select(.source == "ledger") | .key_id] | unique | join(" ")')"
+
+# --- DELETE /ledger ------------------------------------------------------------------
+call "DELETE /ledger without a token" 401 DELETE /ledger '/ledger?path=ledger.jsonl'
+call "DELETE /ledger, a ledger not remembered" 404 DELETE /ledger '/ledger?path=nowhere/ledger.jsonl' -H "$AUTH"
+call "DELETE /ledger, a path outside the store" 400 DELETE /ledger '/ledger?path=../ledger.jsonl' -H "$AUTH"
+call "DELETE /ledger, no path" 400 DELETE /ledger /ledger -H "$AUTH"
+call "DELETE /ledger" 200 DELETE /ledger '/ledger?path=ledger.jsonl' -H "$AUTH"
+check "it names the ledger forgotten" "ledger.jsonl true" "$(field '"\(.path) \(.forgotten)"')"
+relearned() { [ "$(get /chain | jq -r '.ledgers[0].remembered_records')" = 4 ]; }
+if wait_for $((3 * SLOW)) relearned > /dev/null; then ok "the ledger is learned again from the file"; else not_ok "the ledger is learned again from the file"; fi
 
 # --- 405 on every route -----------------------------------------------------------
-for r in "/artifact/{hash} /artifact/$H4" "/artifacts /artifacts" "/chain /chain" "/metrics /metrics" \
-	"/healthz /healthz" "/readyz /readyz"; do
+for r in "/artifact/{hash} /artifact/$H4" "/artifact/{hash}/attestation /artifact/$H4/attestation" \
+	"/key /key" "/artifacts /artifacts" "/chain /chain" "/metrics /metrics" "/healthz /healthz" \
+	"/readyz /readyz"; do
 	DOCM=get; call "DELETE ${r% *}" 405 DELETE "${r% *}" "${r#* }"; DOCM=
 	check "DELETE ${r% *}: Allow" "GET, HEAD" "$(sed -n 's/^Allow: //p' "$WORK/h")"
 done
@@ -322,6 +470,8 @@ for r in /verify /roundclose; do
 	DOCM=post; call "GET $r" 405 GET "$r" "$r"; DOCM=
 	check "GET $r: Allow" POST "$(sed -n 's/^Allow: //p' "$WORK/h")"
 done
+DOCM=delete; call "GET /ledger" 405 GET /ledger /ledger; DOCM=
+check "GET /ledger: Allow" DELETE "$(sed -n 's/^Allow: //p' "$WORK/h")"
 check "HEAD on a GET route" 200 "$(curl -s -o /dev/null -I -w '%{http_code}' "$(url /chain)")"
 check "an unknown route: 404 not_found" "404 not_found" "$(code GET /nope) $(get /nope | jq -r .error.code)"
 # Every error is the error object, even one the HTTP layer raises itself.
@@ -344,6 +494,16 @@ check "failed with its code and the recomputed hash" "failed checkpoint_integrit
 call "GET /artifact downstream of it" 200 GET '/artifact/{hash}' "/artifact/$H4"
 check "its chain breaks at itself: its parent failed" "broken parent_failed $H4 4 false" \
 	"$(field '"\(.chain.status) \(.chain.breaks[0].reason) \(.chain.breaks[0].content_hash) \(.chain.breaks[0].round_index) \(.trusted)"')"
+call "GET /artifact/<hash>/attestation of a failed artifact" 409 GET '/artifact/{hash}/attestation' \
+	"/artifact/$H3/attestation"
+call "GET /artifact/<hash>/attestation of a verified, untrusted artifact" 200 GET '/artifact/{hash}/attestation' \
+	"/artifact/$H4/attestation"
+verify_envelope "$WORK/body" "$WORK/daemon.pub"
+check "signed, and saying untrusted with the break" "false broken" \
+	"$(jq -r '"\(.predicate.trusted) \(.predicate.chain.status)"' "$WORK/payload.out")"
+check "attestations are counted under the route /artifact, never by hash" 0 \
+	"$(get /metrics | grep -c '^lensemble_verifyd_http_requests_total{route="/artifact/')"
+check "the 409 among them" 1 "$(metric 'http_requests_total{route="/artifact",code="409"}')"
 call "POST /verify, path form, the failed artifact" 200 POST /verify '/verify?wait=10' -H "$JSON" -d '{"path":"round-00003"}'
 check "verdict fail" fail "$(field .verdict)"
 call "GET /artifacts?state=failed with a failed artifact" 200 GET /artifacts '/artifacts?state=failed'
@@ -377,6 +537,7 @@ if [ -n "$PORT" ]; then
 	mv "$WORK/away" "$STORE"
 	wait_ready
 	call "POST /roundclose with no token configured" 403 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" -d "$rc5"
+	call "DELETE /ledger with no token configured" 403 DELETE /ledger '/ledger?path=ledger.jsonl' -H "$AUTH"
 else
 	not_ok "the daemon starts without its store"; cat "$LOG"
 fi

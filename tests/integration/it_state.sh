@@ -56,8 +56,11 @@ check "the same RoundClose again: 200" 200 "$(roundclose "$TOKEN" "$(rc_body 4 "
 check "another hash for the same round: 409" 409 "$(roundclose "$TOKEN" "$(rc_body 4 "$H3")")"
 check "with commitment_conflict" commitment_conflict "$(jq -r .error.code "$WORK/rc.out")"
 check "which raises the equivocation alert" 1 "$(alert equivocation)"
-check "a RoundClose contradicting the ledger: 409" 409 "$(roundclose "$TOKEN" "$(rc_body 2 "$H4")")"
+# The token outranks an unsigned ledger record: the post is recorded, the
+# conflict is an equivocation, and that round is trusted no more.
+check "a RoundClose contradicting an unsigned ledger record is recorded: 201" 201 "$(roundclose "$TOKEN" "$(rc_body 2 "$H4")")"
 check "a second equivocation" 2 "$(alert equivocation)"
+check "a round under equivocation is not trusted" false "$(get "/artifact/$H3" | jq -r .trusted)"
 check "the same round in another run is independent: 201" 201 "$(roundclose "$TOKEN" "$(rc_body 4 "$H3")" '?run=other')"
 check "GET /chain lists the posted commitment" "roundclose verified" \
 	"$(get /chain | jq -r --arg h "$H5" '.commitments[] | select(.global_model_hash == $h) | "\(.source) \(.artifact_state)"')"
@@ -70,7 +73,7 @@ kill -KILL "$DPID"; wait "$DPID" 2>/dev/null; DPID=
 start_daemon
 wait_for $((10 * SLOW)) settled > /dev/null
 check "after kill -9 the posted commitment is still there" "roundclose true" \
-	"$(get "/artifact/$H6" | jq -r '"\(.commitment.source) \(.trusted)"')"
+	"$(get "/artifact/$H6" | jq -r '"\(.commitment.source) \(.commitment.matches)"')"
 check "the equivocations too" 2 "$(alert equivocation)"
 
 # --- restart answered from stored verdicts ---------------------------------------

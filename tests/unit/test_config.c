@@ -121,6 +121,9 @@ static const struct {
 	{ "state_dir", "/var/lib/vd" },
 	{ "token_file", "/etc/vd/token" },
 	{ "genesis_hash", HASH },
+	{ "trusted_keys", "/etc/vd/keys" },
+	{ "signing_key", "/etc/vd/signing.key" },
+	{ "commitment_policy", "ledger" },
 	{ "user", "verifyd" },
 	{ "tls_cert", "/etc/vd/cert.pem" },
 	{ "tls_key", "/etc/vd/key.pem" },
@@ -174,6 +177,9 @@ static void test_every_key(void **state)
 	assert_string_equal(c.state_dir, "/var/lib/vd");
 	assert_string_equal(c.token_file, "/etc/vd/token");
 	assert_string_equal(c.genesis_hash, HASH);
+	assert_string_equal(c.trusted_keys, "/etc/vd/keys");
+	assert_string_equal(c.signing_key, "/etc/vd/signing.key");
+	assert_int_equal(vd_config_policy(&c), VD_POLICY_LEDGER);
 	assert_string_equal(c.user, "verifyd");
 	assert_string_equal(c.tls_cert, "/etc/vd/cert.pem");
 	assert_string_equal(c.tls_key, "/etc/vd/key.pem");
@@ -194,6 +200,24 @@ static void test_every_key(void **state)
 	assert_int_equal(c.scrub_interval, 0);
 	assert_int_equal(c.scrub_rate, 2097152);
 	assert_int_equal(c.shutdown_grace, 10);
+}
+
+/* trust.md section 4: signed by default once keys are configured. */
+static void test_policy(void **state)
+{
+	(void)state;
+	vd_config c;
+
+	parse_ok("store = /s\n", &c);
+	assert_int_equal(vd_config_policy(&c), VD_POLICY_LEDGER);
+	parse_ok("store = /s\ntrusted_keys = /k\n", &c);
+	assert_int_equal(vd_config_policy(&c), VD_POLICY_SIGNED);
+	parse_ok("store = /s\ntrusted_keys = /k\ncommitment_policy = ledger\n", &c);
+	assert_int_equal(vd_config_policy(&c), VD_POLICY_LEDGER);
+	parse_ok("store = /s\ncommitment_policy = signed\n", &c);
+	assert_int_equal(vd_config_policy(&c), VD_POLICY_SIGNED);
+	refused("store = /s\ncommitment_policy = maybe\n", 2, "commitment_policy");
+	refused("store = /s\ntrusted_keys = keys\n", 2, "absolute");
 }
 
 static void test_log_levels(void **state)
@@ -647,6 +671,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_key_table),
 		cmocka_unit_test(test_every_key),
+		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_log_levels),
 		cmocka_unit_test(test_syntax),
 		cmocka_unit_test(test_line_numbers),

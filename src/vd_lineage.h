@@ -1,0 +1,126 @@
+/*
+ * Commitments, lineage and alerts, computed from a read-only view of the
+ * store: the model's groups, the remembered ledgers, the posted and signed
+ * commitments, the pinned genesis, under the commitment policy in force.
+ * Writes each group's lineage part and its own state (commitment slots,
+ * alerts, the committed head); nothing else.
+ */
+#ifndef VD_LINEAGE_H
+#define VD_LINEAGE_H
+
+#include <stdint.h>
+
+#include "vd_config.h"
+#include "vd_dsse.h"
+#include "vd_keys.h"
+#include "vd_map.h"
+#include "vd_metrics.h"
+#include "vd_model.h"
+#include "vd_scan.h"
+
+/* Sources of a commitment, strongest first (trust.md section 4). A ledger
+ * record is as strong as a signed statement when a signed checkpoint
+ * covers it, and weakest otherwise. */
+typedef enum vd_commit_source {
+	VD_SRC_SIGNED,        /* a signed RoundClose statement */
+	VD_SRC_LEDGER,        /* a ledger record */
+	VD_SRC_ROUNDCLOSE,    /* a RoundClose posted with the operator token */
+	VD_SRC_PINNED,        /* genesis_hash in the configuration */
+	VD_SRC_COUNT
+} vd_commit_source;
+
+const char *vd_commit_source_name(vd_commit_source s);
+
+typedef struct vd_commit_entry {
+	int has;
+	char hash[VD_HASH_HEX_LEN + 1];
+	const char *where;          /* ledger or statement path, "api", "config";
+	                             * owned by the inputs, valid until the next refresh */
+	size_t line;                /* ledger line */
+	int is_signed;
+	char key_id[VD_KEYID_LEN + 1];
+} vd_commit_entry;
+
+/* What every source says for one round of one run. */
+typedef struct vd_commit_slot {
+	char *run;
+	int64_t round_index;           /* the RoundClose round t (-1: pinned genesis) */
+	vd_commit_entry src[VD_SRC_COUNT];
+	char first_hash[VD_HASH_HEX_LEN + 1];  /* the first hash any source named */
+	char other_hash[VD_HASH_HEX_LEN + 1];  /* another one: an equivocation */
+	const char *other_where;
+} vd_commit_slot;
+
+/* A ledger record as remembered. */
+typedef struct vd_ledger_rec {
+	int64_t round_index;
+	char hash[VD_HASH_HEX_LEN + 1];
+	char record_hash[VD_HASH_HEX_LEN + 1];
+	size_t line;
+} vd_ledger_rec;
+
+/* The append-only memory of one ledger (trust.md section 5). */
+typedef struct vd_ledger_mem {
+	char *relpath, *run;
+	vd_ledger_rec *recs;           /* the remembered prefix */
+	size_t n, cap;
+	int rewritten;                 /* the file no longer extends it */
+	char detail[VD_DETAIL_MAX];
+	vd_ledger_rec *diverged;       /* what the file says now, past the departure */
+	size_t n_diverged;
+} vd_ledger_mem;
+
+/* A statement whose envelope verified under a trusted key. */
+typedef struct vd_signed_stmt {
+	vd_statement st;
+	char run[VD_RUN_MAX];          /* store form: "" for the root */
+	char key_id[VD_KEYID_LEN + 1];
+	char where[VD_RUN_MAX];        /* the envelope file, or "api" */
+} vd_signed_stmt;
+
+/* A RoundClose posted (token: key_id ""; signed: the key) or refused. */
+typedef struct vd_commitment vd_commitment;
+
+typedef struct vd_lineage_input {
+	const vd_model *model;
+	const vd_config *cfg;
+	const vd_keyring *keys;        /* may be NULL */
+	const vd_scan_ledger *ledgers; /* as last read, for ledger_broken */
+	size_t n_ledgers;
+	const vd_map *mems;            /* relpath -> vd_ledger_mem */
+	const vd_commitment *posted;
+	size_t n_posted;
+	const vd_commitment *equivs;   /* conflicting posts refused */
+	size_t n_equivs;
+	const vd_signed_stmt *stmts;
+	size_t n_stmts;
+	struct vd_state *state;        /* alert history; NULL: none */
+} vd_lineage_input;
+
+typedef struct vd_alert {
+	int kind;
+	char *subject, *detail;
+} vd_alert;
+
+typedef struct vd_lineage {
+	vd_map commits;                /* "run\nround" -> vd_commit_slot */
+	vd_map alerts;                 /* "kind\nsubject" -> vd_alert */
+	uint64_t alert_counts[VD_ALERT_COUNT];
+	uint64_t series[VD_CS_COUNT];  /* commitments by source and signature */
+	int64_t head_round;            /* committed head, -1: none */
+	char head_hash[VD_HASH_HEX_LEN + 1];
+	const char *head_run;          /* a copy's run, valid until the next refresh */
+} vd_lineage;
+
+void vd_lineage_init(vd_lineage *l);
+void vd_lineage_free(vd_lineage *l);
+/* Recompute everything from in (after any change to it). */
+void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in);
+
+/* The slot of (run, round), or NULL. */
+const vd_commit_slot *vd_lineage_slot(const vd_lineage *l, const char *run, int64_t round);
+/* Whether an entry counts under the policy: every source but an unsigned
+ * ledger record under "signed". */
+int vd_commit_counts(const vd_commit_entry *e, vd_commit_source src, int policy);
+
+#endif

@@ -1,0 +1,119 @@
+/*
+ * The store's model: every artifact directory (a "copy") with its header
+ * and latest verdict, and the copies grouped by the content hash their
+ * headers claim. The store owns and changes it on the loop thread; lineage
+ * reads it and writes only each group's lineage part.
+ */
+#ifndef VD_MODEL_H
+#define VD_MODEL_H
+
+#include <stdint.h>
+
+#include "vd_map.h"
+#include "vd_pool.h"
+#include "vd_scan.h"
+
+typedef enum vd_astate {
+	VD_AS_PENDING, VD_AS_VERIFYING, VD_AS_VERIFIED, VD_AS_FAILED
+} vd_astate;
+
+const char *vd_astate_name(vd_astate s);
+
+typedef struct vd_copy {
+	char *relpath;
+	char *run;                  /* the directory holding it */
+	vd_hdrinfo hdr;             /* header.json as last scanned */
+	vd_fingerprint fp;          /* the directory as last seen */
+	/* The latest verdict and the directory state it describes. */
+	int has_verdict;
+	vd_code code;
+	char detail[VD_DETAIL_MAX];
+	char recomputed[VD_HASH_HEX_LEN + 1];
+	uint64_t tensors, bytes;
+	double verified_at, duration_ms;
+	vd_fingerprint verdict_fp;
+	/* Scheduling. */
+	vd_job *inflight;           /* queued or running; owned by the pool */
+	vd_job_kind inflight_kind;
+	int again;                  /* verify once more when it returns */
+	vd_job_kind again_kind;
+	uint64_t again_gen, req_gen, done_gen;
+	int backlog;                /* could not be queued: queue full */
+	int seen;                   /* scan sweep mark */
+	struct vd_chunkmap *chunks; /* chunk digests of the verified bytes */
+	char changed[VD_DETAIL_MAX];  /* what the last re-check found changed */
+} vd_copy;
+
+#define VD_CHAIN_MAX_BREAKS 16     /* breaks listed per chain; the rest counted */
+
+typedef enum vd_chain_status { VD_CHAIN_PENDING, VD_CHAIN_INTACT, VD_CHAIN_BROKEN } vd_chain_status;
+
+typedef enum vd_break_reason {
+	VD_BREAK_MISSING_PARENT, VD_BREAK_PARENT_FAILED, VD_BREAK_ROUND_GAP,
+	VD_BREAK_DETACHED_ROOT, VD_BREAK_COMMITMENT_MISMATCH, VD_BREAK_CROSS_RUN,
+	VD_BREAK_COUNT
+} vd_break_reason;
+
+const char *vd_chain_status_name(vd_chain_status s);
+const char *vd_break_name(vd_break_reason r);
+
+typedef struct vd_break {
+	char hash[VD_HASH_HEX_LEN + 1];
+	int64_t round_index;
+	vd_break_reason reason;
+} vd_break;
+
+struct vd_commit_slot;
+
+typedef struct vd_group {      /* every copy claiming one content hash */
+	char hash[VD_HASH_HEX_LEN + 1];
+	vd_copy **copies;           /* in path order */
+	size_t n, cap;
+	/* Lineage, written by vd_lineage.c only. */
+	int mark;                   /* 0 not yet, 1 on the walk, 2 done */
+	vd_chain_status chain;
+	size_t chain_len;
+	char root[VD_HASH_HEX_LEN + 1];
+	vd_break breaks[VD_CHAIN_MAX_BREAKS];
+	size_t n_breaks, breaks_total;
+	const struct vd_commit_slot *commit;  /* the commitment for its round, if any */
+	int commit_source;          /* vd_commit_source shown */
+	int committed;              /* a counting source names this hash, unopposed */
+	int trusted;
+	int64_t round_index;
+	int has_parent;
+	char parent[VD_HASH_HEX_LEN + 1];
+} vd_group;
+
+/* The copies and their index by claimed hash. */
+typedef struct vd_model {
+	vd_map copies;              /* relpath -> vd_copy */
+	vd_map groups;              /* content hash -> vd_group */
+} vd_model;
+
+void vd_model_init(vd_model *m);
+void vd_model_free(vd_model *m);      /* frees copies and groups */
+
+vd_copy *vd_model_copy(const vd_model *m, const char *relpath);
+vd_group *vd_model_group(const vd_model *m, const char *hash);
+/* A new copy under relpath (run: its parent directory), not indexed. */
+vd_copy *vd_model_add_copy(vd_model *m, const char *relpath, const char *run);
+/* Unindex and free. */
+void vd_model_remove_copy(vd_model *m, vd_copy *c);
+/* Keep the index in step with c->hdr: call unindex before the header
+ * changes and index after. */
+void vd_model_unindex(vd_model *m, vd_copy *c);
+void vd_model_index(vd_model *m, vd_copy *c);
+
+vd_astate vd_copy_state(const vd_copy *c);
+/* The last verdict, ignoring a verification under way: what lineage and
+ * alerts follow, so that a re-check does not clear and raise them. */
+vd_astate vd_copy_settled(const vd_copy *c);
+vd_astate vd_group_settled(const vd_group *g);
+/* The state of a hash: failed if any copy failed, verified if all did. */
+vd_astate vd_group_state(const vd_group *g);
+
+/* The run key as shown: "." for the store root. */
+const char *vd_run_name(const char *run);
+
+#endif
