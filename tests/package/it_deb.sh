@@ -1,0 +1,224 @@
+#!/bin/sh
+# The Debian packages: build them with dpkg-buildpackage from a scratch
+# copy of the tree (the source tree is never written to), check them with
+# lintian (no errors allowed), unpack them into a scratch root with dpkg -x
+# and check what they install: the daemon checks its installed
+# configuration, the conffile, the systemd unit, the manual pages, the
+# library and the Python client run from the unpacked root.
+#
+#   tests/package/it_deb.sh                 runs as any user (no fakeroot needed)
+#   VD_PKG_KEEP=1 tests/package/it_deb.sh   keep the scratch directory
+#
+# Needs the packages of scripts/install-deps (debhelper, dh-python,
+# pybuild-plugin-pyproject, lintian and the build dependencies).
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+
+PASSED=0
+FAILED=0
+ok() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
+not_ok() { FAILED=$((FAILED + 1)); echo "not ok - $*"; }
+# check DESCRIPTION COMMAND...: ok when the command succeeds.
+check() {
+	d=$1; shift
+	if "$@"; then ok "$d"; else not_ok "$d"; fi
+}
+finish() {
+	echo "$PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ]
+	exit $?
+}
+
+for tool in dpkg-buildpackage dpkg-deb dh lintian gcc; do
+	command -v "$tool" >/dev/null 2>&1 ||
+		{ not_ok "$tool is installed (run scripts/install-deps)"; finish; }
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vd-deb.XXXXXX")
+if [ "${VD_PKG_KEEP:-0}" = 1 ]; then
+	echo "# scratch directory: $tmp"
+else
+	trap 'rm -rf "$tmp"' EXIT
+	trap 'exit 130' INT TERM
+fi
+src=$tmp/src
+root=$tmp/root
+mkdir -p "$src" "$root"
+
+# --- the version --------------------------------------------------------------
+version=$(sed -n 's/^AC_INIT(\[[^]]*\], *\[\([^]]*\)\].*/\1/p' "$top/configure.ac")
+debversion=$(sed -n '1s/^[^ ]* (\([^)]*\)).*/\1/p' "$top/debian/changelog")
+check "debian/changelog ($debversion) packages configure.ac's version ($version)" \
+	test -n "$version" -a "${debversion%-*}" = "$version"
+arch=$(dpkg --print-architecture)
+ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+
+# --- build dependencies -------------------------------------------------------
+# Every package of scripts/install-deps's BUILD list but gcc and make (part
+# of build-essential) is a build dependency.
+build_list=$(sed -n '/^BUILD="/,/"$/p' "$top/scripts/install-deps" | tr -d '"' | sed 's/^BUILD=//')
+bdeps=$(sed -n '/^Build-Depends:/,/^[A-Z]/p' "$top/debian/control" | grep -v '^#' |
+	sed 's/^Build-Depends://' | tr ',' '\n' | sed 's/^[[:space:]]*//; s/[( ].*//' | grep .)
+missing=
+for p in $build_list; do
+	case $p in gcc|make) continue ;; esac
+	echo "$bdeps" | grep -qx "$p" || missing="$missing $p"
+done
+check "debian/control Build-Depends lists scripts/install-deps's BUILD packages${missing:+ (missing:$missing)}" \
+	test -z "$missing"
+
+# --- build --------------------------------------------------------------------
+# The files a clone would have: tracked and not-ignored new files (a tree
+# without git: everything but build directories).
+if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+	(cd "$top" && git ls-files -co --exclude-standard |
+		while IFS= read -r f; do [ -e "$f" ] && printf '%s\n' "$f"; done |
+		tar -cf - --verbatim-files-from -T -) | tar -xf - -C "$src"
+else
+	tar -C "$top" --exclude=./.git --exclude='./_build*' --exclude=./fuzz-work \
+		-cf - . | tar -xf - -C "$src"
+fi
+# A repository of its own, as in a clone, to see what the build leaves
+# behind that git would show.
+have_git=0
+if command -v git >/dev/null 2>&1 && git -C "$src" init -q 2>/dev/null; then
+	have_git=1
+	git -C "$src" ls-files -o --exclude-standard | sort >"$tmp/files.before"
+fi
+# A clean environment: the system Python (not one first on the caller's
+# PATH), Debian's default compiler flags, no compiler chosen by the caller.
+start=$(date +%s)
+if (cd "$src" && env -i HOME="$tmp" PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
+	DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
+	dpkg-buildpackage -us -uc -b) >"$tmp/build.log" 2>&1; then
+	ok "dpkg-buildpackage -us -uc -b ($(( $(date +%s) - start )) s)"
+else
+	not_ok "dpkg-buildpackage -us -uc -b; the end of its log:"
+	tail -n 60 "$tmp/build.log" | sed 's/^/# /'
+	finish
+fi
+if [ "$have_git" = 1 ]; then
+	left=$(git -C "$src" ls-files -o --exclude-standard | sort | comm -13 "$tmp/files.before" -)
+	check "the build leaves no file that git would show${left:+:$(echo $left)}" test -z "$left"
+fi
+
+deb_d=$tmp/lensemble-verifyd_${debversion}_${arch}.deb
+deb_l=$tmp/liblensemble-verify0_${debversion}_${arch}.deb
+deb_dev=$tmp/liblensemble-verify-dev_${debversion}_${arch}.deb
+deb_py=$tmp/python3-lensemble-verify-client_${debversion}_all.deb
+nodeb=0
+for f in "$deb_d" "$deb_l" "$deb_dev" "$deb_py"; do
+	if [ -f "$f" ]; then ok "built $(basename "$f")"; else not_ok "built $(basename "$f")"; nodeb=1; fi
+done
+[ "$nodeb" = 0 ] || { ls "$tmp" | sed 's/^/# /'; finish; }
+
+# --- lintian ------------------------------------------------------------------
+changes=$tmp/lensemble-verifyd_${debversion}_${arch}.changes
+env -i HOME="$tmp" PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
+	lintian --tag-display-limit 0 "$changes" >"$tmp/lintian.out" 2>"$tmp/lintian.err"
+lrc=$?
+sed 's/^/# /' "$tmp/lintian.out"
+nerr=$(grep -c '^E: ' "$tmp/lintian.out")
+nwarn=$(grep -c '^W: ' "$tmp/lintian.out")
+if [ "$lrc" -eq 0 ] && [ "$nerr" -eq 0 ]; then
+	ok "lintian: no errors ($nwarn warnings)"
+else
+	not_ok "lintian: $nerr errors, exit status $lrc"
+	sed 's/^/# /' "$tmp/lintian.err"
+fi
+
+# --- the daemon package -------------------------------------------------------
+for f in "$deb_d" "$deb_l" "$deb_dev" "$deb_py"; do
+	dpkg-deb -x "$f" "$root" || not_ok "dpkg-deb -x $(basename "$f")"
+done
+conf=/etc/lensemble-verifyd/lensemble-verifyd.conf
+daemon=$root/usr/sbin/lensemble-verifyd
+cli=$root/usr/bin/lensemble-verify
+export LD_LIBRARY_PATH="$root/usr/lib/$ma"
+
+check "the daemon is /usr/sbin/lensemble-verifyd" test -x "$daemon"
+check "the command-line tool is /usr/bin/lensemble-verify" test -x "$cli"
+check "the configuration is $conf" test -f "$root$conf"
+out=$("$daemon" -t -c "$root$conf" 2>&1)
+rc=$?
+check "lensemble-verifyd -t accepts the installed configuration" \
+	sh -c 'test "$1" -eq 0 && echo "$2" | grep -q "configuration OK"' - "$rc" "$out"
+check "the daemon's default configuration is $conf" \
+	sh -c '"$1" -h 2>&1 | grep -qF "(default $2)"' - "$daemon" "$conf"
+
+dpkg-deb -e "$deb_d" "$tmp/control-d"
+check "$conf is a conffile" grep -qx "$conf" "$tmp/control-d/conffiles"
+
+unit=$root/lib/systemd/system/lensemble-verifyd.service
+check "the unit is /lib/systemd/system/lensemble-verifyd.service" test -f "$unit"
+check "the unit starts /usr/sbin/lensemble-verifyd with $conf" \
+	grep -qx "ExecStart=/usr/sbin/lensemble-verifyd -f -c $conf" "$unit"
+check "the unit has no unsubstituted @placeholder@" sh -c '! grep -q "@[a-z_]*@" "$1"' - "$unit"
+check "the unit keeps its state in StateDirectory=lensemble-verifyd" \
+	grep -qx 'StateDirectory=lensemble-verifyd' "$unit"
+check "postinst enables and starts the unit (dh_installsystemd)" \
+	sh -c 'grep -q "deb-systemd-helper enable .lensemble-verifyd.service" "$1" &&
+		grep -q "deb-systemd-invoke" "$1"' - "$tmp/control-d/postinst"
+
+for m in man1/lensemble-verify.1 man5/lensemble-verifyd.conf.5 man8/lensemble-verifyd.8; do
+	check "manual page /usr/share/man/$m.gz" test -f "$root/usr/share/man/$m.gz"
+done
+check "the manual pages name the configuration at $conf" \
+	sh -c '! zgrep -q "/etc/lensemble\\\\-verifyd\\.conf" "$1"/usr/share/man/man5/*.gz "$1"/usr/share/man/man8/*.gz' - "$root"
+
+doc=$root/usr/share/doc/lensemble-verifyd
+missing=
+for f in "$top"/README.md "$top"/docs/*.md; do
+	b=$(basename "$f")
+	[ -f "$doc/$b" ] || [ -f "$doc/$b.gz" ] || missing="$missing $b"
+done
+check "README.md and docs/*.md are in /usr/share/doc/lensemble-verifyd${missing:+ (missing:$missing)}" \
+	test -z "$missing"
+
+# The installed tool on the reference cases: one verifies, one is tampered.
+good=$top/tests/data/golden-cases/round-00001
+bad=$top/tests/data/golden-cases/tamper-weight-byte
+check "lensemble-verify -V says $version" sh -c '"$1" -V | grep -qx "lensemble-verify $2"' - "$cli" "$version"
+hash=$("$cli" --json "$good" | sed -n 's/.*"content_hash":"\([0-9a-f]*\)".*/\1/p')
+check "the installed lensemble-verify verifies a reference artifact" test -n "$hash"
+check "the installed lensemble-verify rejects a tampered artifact" \
+	sh -c '"$1" -q "$2"; test $? -eq 1' - "$cli" "$bad"
+
+# --- the library --------------------------------------------------------------
+lib=$root/usr/lib/$ma/liblensemble-verify.so.0
+check "liblensemble-verify0 ships the SONAME liblensemble-verify.so.0" \
+	sh -c 'objdump -p "$1" | grep -q "SONAME *liblensemble-verify.so.0$"' - "$lib"
+cat >"$tmp/uselib.c" <<'EOF'
+#include <stdio.h>
+#include <string.h>
+#include <lensemble/verify.h>
+int main(int argc, char **argv)
+{
+	vd_verdict v;
+	(void)argc;
+	vd_verify_artifact(argv[1], NULL, &v);
+	printf("%s %s\n", vd_code_name(v.code), v.content_hash);
+	return v.code == VD_OK ? 0 : 1;
+}
+EOF
+if gcc -std=c11 -I"$root/usr/include" -o "$tmp/uselib" "$tmp/uselib.c" \
+	-L"$root/usr/lib/$ma" -llensemble-verify 2>"$tmp/uselib.err"; then
+	check "a program built against liblensemble-verify-dev gets the same hash" \
+		sh -c 'test "$("$1" "$2")" = "ok $3"' - "$tmp/uselib" "$good" "$hash"
+else
+	not_ok "a program builds against liblensemble-verify-dev"
+	sed 's/^/# /' "$tmp/uselib.err"
+fi
+
+# --- the Python client --------------------------------------------------------
+site=$root/usr/lib/python3/dist-packages
+py() { (cd "$tmp" && env -i PATH=/usr/bin:/bin PYTHONPATH="$site" /usr/bin/python3 "$@"); }
+check "python3 imports lensemble_verify_client from the package" \
+	py -c 'import sys, lensemble_verify_client as c; sys.exit(not c.__file__.startswith(sys.argv[1]))' "$site"
+check "its metadata says version $version" \
+	py -c 'import sys, importlib.metadata as m; sys.exit(m.version("lensemble-verify-client") != sys.argv[1])' "$version"
+check "the installed client hashes a reference artifact as the C tool does" \
+	py -c 'import sys, lensemble_verify_client as c
+sys.exit(c.load_verified(sys.argv[1], framework=None).content_hash != sys.argv[2])' "$good" "$hash"
+
+finish
