@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,30 +72,134 @@ struct verify_ctx {
 	const vd_chunk_sink *sink;
 	int sink_started;
 	vd_meta_digests meta;
+	uint64_t page;              /* the page size, for madvise and mincore */
 };
 
 /* A mapped file truncated by another process faults on access (SIGBUS).
- * The faulting thread jumps back to its verification, which fails; other
- * threads and other faults are unaffected. */
-static __thread sigjmp_buf *bus_jmp;
+ * A thread reading mappings sets a guard naming them; a fault inside them
+ * jumps back to the guard, whose verification fails. Any other SIGBUS
+ * (another thread, another address, a sent signal) goes on to the handler
+ * the process had before, so that the library, linked into any program,
+ * neither kills it on a truncated file nor swallows its own faults. */
+typedef struct bus_guard {
+	sigjmp_buf jb;
+	const verify_ctx *c;        /* the weight files c maps, or */
+	uintptr_t lo, hi;           /* the range [lo, hi) */
+} bus_guard;
+
+static __thread bus_guard *bus_top;
+static struct sigaction bus_prev;   /* changed only while on_sigbus is not installed */
+static pthread_mutex_t bus_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
+
+static int in_range(uintptr_t a, const void *p, size_t n)
+{
+	return p != NULL && a >= (uintptr_t)p && a - (uintptr_t)p < n;
+}
+
+/* Async-signal context: reads only. */
+static int guarded(const bus_guard *g, const void *addr)
+{
+	uintptr_t a = (uintptr_t)addr;
+	size_t i;
+
+	if (g->c == NULL)
+		return a >= g->lo && a < g->hi;
+	if (g->c->files == NULL)
+		return 0;
+	for (i = 0; i < g->c->nfiles; i++)
+		if (in_range(a, g->c->files[i].bytes, g->c->files[i].len))
+			return 1;
+	return 0;
+}
+
+/* What the process would have done without on_sigbus. */
+static void chain_sigbus(int sig, siginfo_t *si, void *uctx)
+{
+	void (*h)(int) = bus_prev.sa_handler;
+
+	if (h != SIG_DFL && h != SIG_IGN) {
+		if (bus_prev.sa_flags & SA_SIGINFO)
+			bus_prev.sa_sigaction(sig, si, uctx);
+		else
+			h(sig);
+		return;
+	}
+	/* A sent SIGBUS that was ignored stays ignored. Otherwise the default
+	 * action: a fault repeats on return and ends the process where it
+	 * happened (the kernel does not let a fault be ignored either); a
+	 * sent signal is sent again. */
+	if (h == SIG_IGN && si->si_code <= 0)
+		return;
+	signal(SIGBUS, SIG_DFL);
+	if (si->si_code <= 0)
+		raise(SIGBUS);
+}
 
 static void on_sigbus(int sig, siginfo_t *si, void *uctx)
 {
-	if (bus_jmp != NULL)
-		siglongjmp(*bus_jmp, 1);
-	signal(SIGBUS, SIG_DFL);
-	raise(SIGBUS);
+	bus_guard *g = bus_top;
+
+	if (g != NULL && si->si_code > 0 && guarded(g, si->si_addr))
+		siglongjmp(g->jb, 1);
+	chain_sigbus(sig, si, uctx);
+}
+
+/* Put on_sigbus in front of the current SIGBUS handler, unless it is. */
+static int install_sigbus(void)
+{
+	struct sigaction sa, cur;
+	int rc = 0;
+
+	pthread_mutex_lock(&bus_mu);
+	if (sigaction(SIGBUS, NULL, &cur) < 0) {
+		rc = -1;
+	} else if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigbus) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_sigbus;
+		/* SA_NODEFER: a fault in a chained handler is not blocked. */
+		sa.sa_flags = SA_SIGINFO | SA_NODEFER | (cur.sa_flags & SA_ONSTACK);
+		sigemptyset(&sa.sa_mask);
+		bus_prev = cur;
+		rc = sigaction(SIGBUS, &sa, NULL);
+	}
+	pthread_mutex_unlock(&bus_mu);
+	return rc;
+}
+
+static void install_sigbus_once(void)
+{
+	install_sigbus();
+}
+
+/* Before the first mapping is read: a program linking the library need
+ * not know about SIGBUS. Later handlers are the program's business. */
+static void guard_lazily(void)
+{
+	pthread_once(&bus_once, install_sigbus_once);
 }
 
 int vd_artifact_guard_sigbus(void)
 {
-	struct sigaction sa;
+	guard_lazily();
+	return install_sigbus();
+}
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_sigbus;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-	sigemptyset(&sa.sa_mask);
-	return sigaction(SIGBUS, &sa, NULL);
+/* Make g the thread's guard (the caller then sets g->jb with sigsetjmp);
+ * guard_pop(the result) restores the one before, guards nest. */
+static bus_guard *guard_push(bus_guard *g)
+{
+	bus_guard *prev = bus_top;
+
+	bus_top = g;
+	atomic_signal_fence(memory_order_seq_cst);
+	return prev;
+}
+
+static void guard_pop(bus_guard *prev)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	bus_top = prev;
 }
 
 static const char *const code_names[] = {
@@ -657,20 +763,11 @@ static void prefetch(weight_file *w, uint64_t off)
 	}
 }
 
-static long page_size(void)
-{
-	static long ps;
-
-	if (ps == 0)
-		ps = sysconf(_SC_PAGESIZE);
-	return ps;
-}
-
 /* The pages of [off, off + n) already in the page cache, one byte each. */
 static unsigned char *residency(const weight_file *w, uint64_t off, size_t n,
-    uint64_t *first_page)
+    uint64_t ps, uint64_t *first_page)
 {
-	uint64_t ps = (uint64_t)page_size(), start = off / ps * ps;
+	uint64_t start = off / ps * ps;
 	size_t pages = (size_t)((off + n - start + ps - 1) / ps);
 	unsigned char *vec = malloc(pages ? pages : 1);
 
@@ -684,10 +781,10 @@ static unsigned char *residency(const weight_file *w, uint64_t off, size_t n,
 
 /* Evict the pages this read brought in, in runs; pages that were cached
  * before (a model someone is loading) stay. */
-static void evict_new_pages(const weight_file *w, uint64_t first_page,
+static void evict_new_pages(const weight_file *w, uint64_t ps, uint64_t first_page,
     const unsigned char *was, uint64_t off, size_t n)
 {
-	uint64_t ps = (uint64_t)page_size(), p = first_page, end = (off + n + ps - 1) / ps;
+	uint64_t p = first_page, end = (off + n + ps - 1) / ps;
 
 	while (p < end) {
 		uint64_t q = p;
@@ -706,16 +803,16 @@ static int hash_mapped(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off
 {
 	int clean = c->opt && (c->opt->flags & VD_VERIFY_KEEP_CACHE_CLEAN);
 	unsigned char *was = NULL;
-	uint64_t first = 0, ps = (uint64_t)page_size(), a, b;
+	uint64_t first = 0, ps = c->page, a, b;
 	int rc;
 
 	if (clean)
-		was = residency(w, off, n, &first);
+		was = residency(w, off, n, ps, &first);
 	else
 		prefetch(w, off);
 	rc = vd_hasher_update(h, w->bytes + off, n);
 	if (was != NULL) {
-		evict_new_pages(w, first, was, off, n);
+		evict_new_pages(w, ps, first, was, off, n);
 		free(was);
 	}
 	a = (off + ps - 1) / ps * ps;
@@ -929,6 +1026,9 @@ static verify_ctx *new_ctx(int dirfd, const vd_options *opt, vd_verdict *out)
 	c->dirfd = dirfd;
 	c->src = &map_source;
 	c->max_bytes = UINT64_MAX;  /* a mapping holds no memory of its own */
+	/* Read here rather than cached in a static that every hasher thread
+	 * would fill at once. */
+	c->page = (uint64_t)sysconf(_SC_PAGESIZE);
 	c->opt = opt;
 	c->out = out;
 	return c;
@@ -938,18 +1038,20 @@ static verify_ctx *new_ctx(int dirfd, const vd_options *opt, vd_verdict *out)
 static vd_code run(verify_ctx *c)
 {
 	vd_verdict *out = c->out;
-	sigjmp_buf jb;
+	bus_guard g = { .c = c }, *prev;
 	vd_code rc;
 
-	if (sigsetjmp(jb, 1) == 0) {
-		bus_jmp = &jb;
+	if (c->src == &map_source)
+		guard_lazily();
+	prev = guard_push(&g);
+	if (sigsetjmp(g.jb, 1) == 0) {
 		run_steps(c);
 	} else {
 		vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
 		    "a weight file shrank while it was being read");
 		c->out->content_hash[0] = '\0';
 	}
-	bus_jmp = NULL;
+	guard_pop(prev);
 	release(c);
 	rc = out->code = c->err.code;
 	if (rc != VD_OK)
@@ -1030,16 +1132,17 @@ int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32])
 	/* Allocated outside the guard: a jump out of the digest must not
 	 * leave anything allocated behind it. */
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	sigjmp_buf jb;
+	bus_guard g = { .lo = (uintptr_t)p, .hi = (uintptr_t)p + n }, *prev;
 	volatile int rc = -1;
 
 	if (ctx == NULL)
 		return -1;
-	if (sigsetjmp(jb, 1) == 0) {
+	guard_lazily();
+	prev = guard_push(&g);
+	if (sigsetjmp(g.jb, 1) == 0) {
 		size_t off = 0, step;
 		int ok;
 
-		bus_jmp = &jb;
 		ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
 		/* Each step leaves the mapping once digested (the page cache
 		 * keeps it): resident memory per hasher stays one step, however
@@ -1052,7 +1155,7 @@ int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32])
 		if (ok && EVP_DigestFinal_ex(ctx, out, NULL) == 1)
 			rc = 0;
 	}
-	bus_jmp = NULL;
+	guard_pop(prev);
 	EVP_MD_CTX_free(ctx);
 	return rc;
 }

@@ -70,7 +70,8 @@ vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
 #define vd_artifact_verify(fd, opt, out, ids) vd_artifact_verify_ex(fd, opt, out, ids, NULL)
 
 /* SHA-256 of a page-aligned mapped range, dropping each digested step
- * from the mapping; -1 if the file shrank under it (SIGBUS). */
+ * from the mapping; -1 if the file shrank under it (SIGBUS, caught within
+ * the range only). */
 int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32]);
 
 /* Open a member file the way the verifier does (no symlink, regular file,
@@ -83,7 +84,10 @@ vd_code vd_artifact_open_member(int dirfd, const char *name, int *fd,
 vd_code vd_artifact_digest_small(int dirfd, const char *name, uint8_t out[32], vd_err *err);
 
 /* Route SIGBUS from a truncated mapped file back to the verification that
- * touched it (which then fails) instead of killing the process. */
+ * touched it (which then fails) instead of killing the process; other
+ * faults go on to the handler installed before. Verifications install the
+ * handler themselves on first use; this installs it now, and again if a
+ * handler set since replaced it. 0 or -1 (errno). */
 int vd_artifact_guard_sigbus(void);
 
 /* Read and parse dirfd's header.json alone (what a store scan needs). On

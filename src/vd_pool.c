@@ -31,8 +31,13 @@ typedef struct chunk_item {
 	const uint8_t *expect;     /* re-check: what it must be */
 	size_t file, chunk;
 	int claimed;
+	/* The item's own result, written by the one thread digesting it and
+	 * folded into the batch under the pool's mutex. */
+	int failed, differs;
 } chunk_item;
 
+/* Results are folded in under the pool's mutex (or by the one thread
+ * that owns a batch never queued); read once pending is 0. */
 struct chunk_batch {
 	chunk_item *items;
 	size_t count, pending, claimed_by_others;
@@ -46,8 +51,13 @@ struct vd_pool {
 	uv_async_t async;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	uv_timer_t grace;          /* stopping: when running jobs are cancelled */
+	uv_work_t reap;            /* stopping: joins the threads off the loop */
+	int handles_open;
 	pthread_t *threads;
-	unsigned nthreads;
+	unsigned nthreads;         /* grows under mu as threads start */
+	unsigned exited;           /* stopping: threads out of their loop */
+	int reaping;
 	char *root;
 	vd_job *explicit_head, *explicit_tail;
 	vd_job *bg_head, *bg_tail;
@@ -131,23 +141,28 @@ static int on_progress(uint64_t done, uint64_t total, void *arg)
 
 /* ---- chunk work (caller holds p->mu where noted) -------------------- */
 
+/* Digest one item into the item alone: several threads work on a batch. */
 static void do_item(chunk_item *it)
 {
 	uint8_t d[32];
-	int rc = vd_digest_range(it->p, it->n, it->expect ? d : it->out);
 
-	if (rc < 0) {
-		it->batch->failed = 1;
-		return;
-	}
-	if (it->expect && memcmp(d, it->expect, 32) != 0) {
-		chunk_batch *b = it->batch;
-		if (!b->mismatch || it->file < b->mm_file ||
-		    (it->file == b->mm_file && it->chunk < b->mm_chunk)) {
-			b->mismatch = 1;
-			b->mm_file = it->file;
-			b->mm_chunk = it->chunk;
-		}
+	if (vd_digest_range(it->p, it->n, it->expect ? d : it->out) < 0)
+		it->failed = 1;
+	else if (it->expect && memcmp(d, it->expect, 32) != 0)
+		it->differs = 1;
+}
+
+/* p->mu held, or b never queued: the first differing chunk in file order
+ * is the one reported, whichever thread found it first. */
+static void fold_item(chunk_batch *b, const chunk_item *it)
+{
+	if (it->failed)
+		b->failed = 1;
+	if (it->differs && (!b->mismatch || it->file < b->mm_file ||
+	    (it->file == b->mm_file && it->chunk < b->mm_chunk))) {
+		b->mismatch = 1;
+		b->mm_file = it->file;
+		b->mm_chunk = it->chunk;
 	}
 }
 
@@ -170,6 +185,7 @@ static chunk_item *pop_chunk(vd_pool *p, const chunk_batch *only)
 /* p->mu held: an item is done; wake whoever waits for its batch. */
 static void item_done(vd_pool *p, chunk_item *it)
 {
+	fold_item(it->batch, it);
 	it->batch->pending--;
 	pthread_cond_broadcast(&p->chunk_cv);
 }
@@ -192,12 +208,11 @@ static void queue_batch(vd_pool *p, chunk_batch *b)
 static void finish_batch(vd_pool *p, chunk_batch *b, int help)
 {
 	chunk_item *it;
-	size_t dropped = 0;
 
 	pthread_mutex_lock(&p->mu);
 	while ((it = pop_chunk(p, b)) != NULL) {
 		if (!help || p->cancel) {
-			dropped++;
+			it->failed = 1;     /* not digested: the batch is incomplete */
 			item_done(p, it);
 			continue;
 		}
@@ -209,8 +224,6 @@ static void finish_batch(vd_pool *p, chunk_batch *b, int help)
 	while (b->pending > 0)
 		pthread_cond_wait(&p->chunk_cv, &p->mu);
 	pthread_mutex_unlock(&p->mu);
-	if (dropped)
-		b->failed = 1;
 }
 
 static void sleep_s(double s)
@@ -229,6 +242,7 @@ static void throttled_batch(vd_pool *p, vd_job *j, chunk_batch *b)
 
 	for (i = 0; i < b->count && !p->cancel; i++) {
 		do_item(&b->items[i]);
+		fold_item(b, &b->items[i]);
 		done += b->items[i].n;
 		ahead = (double)done / (double)j->rate - (mono_now() - t0);
 		while (ahead > 0 && !p->cancel) {
@@ -291,14 +305,14 @@ static void sink_start(void *arg, const vd_mapped_file *files, size_t n)
 	sink_ctx *sc = arg;
 	const uint8_t **maps;
 	size_t i;
-	unsigned busy;
+	int spare;
 
 	/* Digests are taken only with a worker to spare: when every worker
 	 * verifies, they would cost a verification its core. */
 	pthread_mutex_lock(&sc->pool->mu);
-	busy = sc->pool->busy;
+	spare = sc->pool->busy < sc->pool->nthreads;
 	pthread_mutex_unlock(&sc->pool->mu);
-	if (busy >= sc->pool->nthreads)
+	if (!spare)
 		return;
 	if ((sc->job->chunks = vd_chunkmap_new(files, n, VD_CHUNK_SIZE)) == NULL)
 		return;
@@ -514,13 +528,24 @@ static vd_job *pop(vd_pool *p)
 }
 
 /* Hashing is throughput work; answering participants is latency work.
- * Hasher threads yield the CPU to the event loop thread. */
+ * Hasher threads yield the CPU to the event loop thread. A system-call
+ * filter that forbids this (a unit without setpriority) would leave the
+ * hashers contending with the loop at its priority: say so, once. */
 static void lower_priority(void)
 {
+	static atomic_flag warned = ATOMIC_FLAG_INIT;
 	struct sched_param sp = { 0 };
+	const char *what = "pthread_setschedparam(SCHED_BATCH)";
+	int err;
 
-	pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), VD_WORKER_NICE);
+	err = pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), VD_WORKER_NICE) < 0) {
+		err = errno;
+		what = "setpriority";
+	}
+	if (err != 0 && !atomic_flag_test_and_set(&warned))
+		log_warn("hasher threads keep the event loop's priority: %s failed: %s",
+		    what, strerror(err));
 }
 
 static void *worker(void *arg)
@@ -557,8 +582,68 @@ static void *worker(void *arg)
 		p->done_tail = j;
 		uv_async_send(&p->async);
 	}
+	/* Stopping: the last thread out wakes the loop, which joins them all. */
+	p->exited++;
+	uv_async_send(&p->async);
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
+}
+
+static void free_list(vd_job *j)
+{
+	vd_job *next;
+
+	for (; j != NULL; j = next) {
+		next = j->next;
+		vd_job_free(j);
+	}
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	vd_pool *p = h->data;
+
+	if (--p->handles_open > 0)
+		return;
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	pthread_cond_destroy(&p->chunk_cv);
+	free(p->threads);
+	free(p->root);
+	free(p);
+}
+
+/* libuv's thread pool: every thread has left its loop, so the joins are
+ * short; but a hasher at nice 10 may wait long for the CPU to return, and
+ * the event loop must not wait with it. */
+static void join_threads(uv_work_t *w)
+{
+	vd_pool *p = w->data;
+	unsigned i;
+
+	for (i = 0; i < p->nthreads; i++)
+		pthread_join(p->threads[i], NULL);
+}
+
+static void on_joined(uv_work_t *w, int status)
+{
+	vd_pool *p = w->data;
+
+	free_list(p->done_head);
+	p->done_head = p->done_tail = NULL;
+	uv_close((uv_handle_t *)&p->grace, on_closed);
+	uv_close((uv_handle_t *)&p->async, on_closed);
+}
+
+/* Loop thread, stopping, every thread out of its loop. */
+static void reap(vd_pool *p)
+{
+	if (p->reaping)
+		return;
+	p->reaping = 1;
+	uv_timer_stop(&p->grace);
+	p->reap.data = p;
+	uv_queue_work(p->loop, &p->reap, join_threads, on_joined);
 }
 
 /* Loop thread: hand finished jobs to the owner. */
@@ -566,10 +651,12 @@ static void on_async(uv_async_t *h)
 {
 	vd_pool *p = h->data;
 	vd_job *j, *next;
+	int all_out;
 
 	pthread_mutex_lock(&p->mu);
 	j = p->done_head;
 	p->done_head = p->done_tail = NULL;
+	all_out = p->stopping && p->exited == p->nthreads;
 	pthread_mutex_unlock(&p->mu);
 	for (; j != NULL; j = next) {
 		next = j->next;
@@ -579,6 +666,16 @@ static void on_async(uv_async_t *h)
 		else
 			p->done(j, p->arg);
 	}
+	if (all_out)
+		reap(p);
+}
+
+/* The grace is over: running verifications give up at their next step. */
+static void on_grace(uv_timer_t *t)
+{
+	vd_pool *p = t->data;
+
+	p->cancel = 1;
 }
 
 int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
@@ -587,7 +684,7 @@ int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
 	sigset_t all, old;
 	vd_pool *p = calloc(1, sizeof(*p));
 	unsigned i;
-	int rc;
+	int rc = 0;
 
 	if (p == NULL)
 		return -ENOMEM;
@@ -600,13 +697,15 @@ int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
 	pthread_cond_init(&p->chunk_cv, NULL);
 	p->threads = calloc(threads, sizeof(*p->threads));
 	if (p->threads == NULL || p->root == NULL ||
-	    (rc = uv_async_init(loop, &p->async, on_async)) < 0) {
+	    uv_async_init(loop, &p->async, on_async) < 0) {
 		free(p->threads);
 		free(p->root);
 		free(p);
 		return -ENOMEM;
 	}
-	p->async.data = p;
+	uv_timer_init(loop, &p->grace);
+	p->async.data = p->grace.data = p;
+	p->handles_open = 2;
 	/* Signals belong to the loop thread; SIGBUS is synchronous and stays. */
 	sigfillset(&all);
 	sigdelset(&all, SIGBUS);
@@ -614,7 +713,10 @@ int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
 	for (i = 0; i < threads; i++) {
 		if ((rc = pthread_create(&p->threads[i], NULL, worker, p)) != 0)
 			break;
+		/* Under the mutex: the threads already running read it. */
+		pthread_mutex_lock(&p->mu);
 		p->nthreads++;
+		pthread_mutex_unlock(&p->mu);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (p->nthreads == 0) {
@@ -676,34 +778,20 @@ unsigned vd_pool_busy(vd_pool *p)
 
 unsigned vd_pool_threads(vd_pool *p)
 {
-	return p->nthreads;
+	unsigned n;
+
+	pthread_mutex_lock(&p->mu);
+	n = p->nthreads;
+	pthread_mutex_unlock(&p->mu);
+	return n;
 }
 
-static void free_list(vd_job *j)
-{
-	vd_job *next;
-
-	for (; j != NULL; j = next) {
-		next = j->next;
-		vd_job_free(j);
-	}
-}
-
-static void on_closed(uv_handle_t *h)
-{
-	vd_pool *p = h->data;
-
-	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->cv);
-	pthread_cond_destroy(&p->chunk_cv);
-	free(p->threads);
-	free(p->root);
-	free(p);
-}
-
+/* Nothing here waits: idle threads leave at once, running jobs get
+ * grace_ms (the timer) before they are cancelled, and the last thread out
+ * wakes on_async, which has them joined off the loop. */
 void vd_pool_stop(vd_pool *p, unsigned grace_ms)
 {
-	unsigned i, waited = 0;
+	int all_out;
 
 	pthread_mutex_lock(&p->mu);
 	p->stopping = 1;
@@ -712,17 +800,12 @@ void vd_pool_stop(vd_pool *p, unsigned grace_ms)
 	p->explicit_head = p->explicit_tail = p->bg_head = p->bg_tail = NULL;
 	p->queued = 0;
 	pthread_cond_broadcast(&p->cv);
-	while (p->busy > 0 && waited < grace_ms) {
-		pthread_mutex_unlock(&p->mu);
-		usleep(10000);
-		waited += 10;
-		pthread_mutex_lock(&p->mu);
-	}
+	all_out = p->exited == p->nthreads;
 	pthread_mutex_unlock(&p->mu);
-	p->cancel = 1;
-	for (i = 0; i < p->nthreads; i++)
-		pthread_join(p->threads[i], NULL);
-	free_list(p->done_head);
-	p->done_head = p->done_tail = NULL;
-	uv_close((uv_handle_t *)&p->async, on_closed);
+	if (grace_ms == 0)
+		p->cancel = 1;
+	else
+		uv_timer_start(&p->grace, on_grace, grace_ms, 0);
+	if (all_out)
+		reap(p);
 }

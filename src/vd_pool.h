@@ -57,8 +57,12 @@ int vd_pool_submit(vd_pool *p, vd_job *job, unsigned queue_max);
 unsigned vd_pool_queued(vd_pool *p);
 unsigned vd_pool_busy(vd_pool *p);
 unsigned vd_pool_threads(vd_pool *p);
-/* Stop: drop queued jobs, cancel running ones after grace_ms, join the
- * threads, then close the async handle; free happens in its close callback. */
+/* Stop without blocking the loop: drop queued jobs, let running ones
+ * finish for up to grace_ms (a timer) and cancel them then; once every
+ * thread has left, join them on libuv's thread pool and close the pool's
+ * handles. The pool is freed in their close callbacks, so the loop must
+ * run on (its handles keep it alive); finished jobs are freed, never
+ * handed to done, from this call on. */
 void vd_pool_stop(vd_pool *p, unsigned grace_ms);
 
 vd_job *vd_job_new(vd_job_kind kind, const char *relpath);

@@ -63,6 +63,31 @@ typedef struct vd_options {
 	void *progress_arg;
 } vd_options;
 
+/*
+ * Truncated files and SIGBUS.
+ *
+ * vd_verify_artifact and vd_verify_artifact_at map the weight files while
+ * they hash them. A file that another process truncates meanwhile makes
+ * the lost pages fault with SIGBUS, which would end the calling program.
+ * The library catches it itself: before its first mapping it installs a
+ * SIGBUS handler (sigaction, SA_SIGINFO) in front of the handler the
+ * program had. A fault inside a mapping the faulting thread is verifying
+ * fails that verification with VD_CHECKPOINT_INTEGRITY ("a weight file
+ * shrank while it was being read"); the program goes on. Every other
+ * SIGBUS (outside those mappings, in a thread that is not verifying, or
+ * sent with kill) goes to the previous handler, or takes the default
+ * action if there was none, exactly as without the library.
+ *
+ * A program that installs its own SIGBUS handler after its first
+ * verification replaces the library's: it must keep the handler sigaction
+ * returns as the old one and call it for faults it does not handle, or a
+ * truncated file ends the program. Handlers installed before are chained
+ * to. vd_load_verified maps nothing and installs nothing.
+ *
+ * Verifications may run in several threads at once, each in the calling
+ * thread alone.
+ */
+
 /* Verify the artifact directory at path. Fills *out and returns out->code. */
 vd_code vd_verify_artifact(const char *path, const vd_options *opt,
     vd_verdict *out);

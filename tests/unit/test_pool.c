@@ -1,0 +1,445 @@
+/*
+ * The hasher pool: a re-check spread over every thread reports the first
+ * differing chunk in file order, whichever thread digested it, run after
+ * run; and stopping never blocks the event loop, yet gives a running job
+ * its grace before cancelling it.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+#include <openssl/sha.h>
+#include <uv.h>
+
+#include "vd_chunks.h"
+#include "vd_pool.h"
+
+#define THREADS 4
+#define SMALL_CHUNK 4096u            /* about 770 items: every thread gets some */
+#define SHARDS 3
+#define RUNS 25
+#define PATH_LEN 4200
+
+static char work[PATH_LEN];
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* An artifact by vd-mkartifact, under the work directory (the pool's root). */
+static void make_artifact(const char *name, const char *args)
+{
+	const char *top = getenv("top_builddir");
+	char cmd[2 * PATH_LEN];
+
+	assert_non_null(top);
+	snprintf(cmd, sizeof(cmd), "'%s/tools/vd-mkartifact' --round 1 %s '%s/%s' >/dev/null",
+	    top, args, work, name);
+	assert_int_equal(system(cmd), 0);
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int is_weights(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+
+	return n > 12 && strcmp(d->d_name + n - 12, ".safetensors") == 0;
+}
+
+/* The chunk map of an artifact as on disk: every chunk's true digest. */
+static vd_chunkmap *true_map(const char *name, uint32_t chunk)
+{
+	char dir[PATH_LEN], path[2 * PATH_LEN];
+	struct dirent **ents;
+	vd_mapped_file files[SHARDS];
+	vd_chunkmap *m;
+	vd_err err = { 0 };
+	struct stat st;
+	int n, i, fd, dfd;
+	size_t c;
+
+	snprintf(dir, sizeof(dir), "%s/%s", work, name);
+	n = scandir(dir, &ents, is_weights, by_name);
+	assert_true(n > 0 && n <= SHARDS);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
+		assert_true((fd = open(path, O_RDONLY)) >= 0);
+		assert_int_equal(fstat(fd, &st), 0);
+		files[i].name = ents[i]->d_name;
+		files[i].size = (uint64_t)st.st_size;
+		files[i].map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		assert_true(files[i].map != MAP_FAILED);
+		close(fd);
+	}
+	m = vd_chunkmap_new(files, (size_t)n, chunk);
+	assert_non_null(m);
+	for (i = 0; i < n; i++) {
+		for (c = 0; c < m->files[i].n_chunks; c++) {
+			uint64_t off = (uint64_t)c * chunk, left = m->files[i].size - off;
+			SHA256(files[i].map + off, left < chunk ? left : chunk, m->files[i].digests[c]);
+		}
+		munmap((void *)files[i].map, files[i].size);
+		free(ents[i]);
+	}
+	free(ents);
+	assert_true((dfd = open(dir, O_RDONLY | O_DIRECTORY)) >= 0);
+	assert_int_equal(vd_artifact_digest_small(dfd, "header.json", m->meta.header, &err), VD_OK);
+	close(dfd);
+	return m;
+}
+
+/* ---- a pool on a loop, run until the jobs are back ------------------- */
+
+typedef struct harness {
+	uv_loop_t loop;
+	vd_pool *pool;
+	vd_job *done[RUNS];
+	int n_done, want;
+} harness;
+
+static void on_done(vd_job *j, void *arg)
+{
+	harness *h = arg;
+
+	assert_true(h->n_done < RUNS);
+	h->done[h->n_done++] = j;
+	if (h->n_done == h->want)
+		uv_stop(&h->loop);
+}
+
+static void harness_start(harness *h, unsigned threads)
+{
+	memset(h, 0, sizeof(*h));
+	assert_int_equal(uv_loop_init(&h->loop), 0);
+	assert_int_equal(vd_pool_new(&h->loop, threads, work, on_done, h, &h->pool), 0);
+	assert_int_equal(vd_pool_threads(h->pool), threads);
+}
+
+static void harness_finish(harness *h)
+{
+	int i;
+
+	vd_pool_stop(h->pool, 0);
+	assert_int_equal(uv_run(&h->loop, UV_RUN_DEFAULT), 0);
+	assert_int_equal(uv_loop_close(&h->loop), 0);
+	for (i = 0; i < h->n_done; i++)
+		vd_job_free(h->done[i]);
+}
+
+static vd_job *recheck_job(const vd_chunkmap *m)
+{
+	vd_job *j = vd_job_new(VD_JOB_BACKGROUND, "shards");
+
+	assert_non_null(j);
+	assert_non_null(j->recheck = vd_chunkmap_dup(m));
+	return j;
+}
+
+static void set_up_shards(void)
+{
+	char dir[PATH_LEN];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s/shards", work);
+	if (stat(dir, &st) != 0)
+		make_artifact("shards", "--shards 3 --tensors 6 --bytes 3145728");
+}
+
+/* Every chunk as recorded: the re-check passes without a canonical pass. */
+static void test_recheck_unchanged(void **state)
+{
+	vd_chunkmap *m;
+	harness h;
+
+	set_up_shards();
+	m = true_map("shards", SMALL_CHUNK);
+	harness_start(&h, THREADS);
+	h.want = 1;
+	assert_int_equal(vd_pool_submit(h.pool, recheck_job(m), 16), 0);
+	uv_run(&h.loop, UV_RUN_DEFAULT);
+	assert_int_equal(h.n_done, 1);
+	assert_int_equal(h.done[0]->rechecked, 1);
+	assert_string_equal(h.done[0]->changed, "");
+	assert_int_equal(h.done[0]->hashed, m->files[0].size * SHARDS);
+	harness_finish(&h);
+	vd_chunkmap_free(m);
+}
+
+/* Digests spoiled from file 1's chunk 17 on, so that threads find
+ * differences at the same moment: every run names that chunk, however the
+ * items were spread over the threads. */
+static void test_recheck_first_mismatch(void **state)
+{
+	char want[VD_DETAIL_MAX];
+	vd_chunkmap *m;
+	harness h;
+	size_t f, c;
+	int r;
+
+	set_up_shards();
+	m = true_map("shards", SMALL_CHUNK);
+	for (f = 1; f < SHARDS; f++)
+		for (c = f == 1 ? 17 : 0; c < m->files[f].n_chunks; c++)
+			m->files[f].digests[c][7] ^= 0x40;
+	snprintf(want, sizeof(want), "%s bytes %u to %u changed", m->files[1].name,
+	    17 * SMALL_CHUNK, 18 * SMALL_CHUNK);
+	harness_start(&h, THREADS);
+	/* One job at a time: the other threads are idle and take items. */
+	for (r = 0; r < RUNS; r++) {
+		h.want = r + 1;
+		assert_int_equal(vd_pool_submit(h.pool, recheck_job(m), 1), 0);
+		uv_run(&h.loop, UV_RUN_DEFAULT);
+	}
+	assert_int_equal(h.n_done, RUNS);
+	for (r = 0; r < RUNS; r++) {
+		assert_int_equal(h.done[r]->rechecked, 0);
+		assert_string_equal(h.done[r]->changed, want);
+		/* The canonical pass that follows a failed re-check. */
+		assert_int_equal(h.done[r]->verdict.code, VD_OK);
+	}
+	harness_finish(&h);
+	vd_chunkmap_free(m);
+}
+
+/* ---- stopping ---------------------------------------------------------- */
+
+typedef struct stop_run {
+	harness h;
+	uv_timer_t poll, tick;
+	unsigned grace_ms;
+	double stop_called, stop_returned, closed;
+	int ticks_after_stop;
+} stop_run;
+
+static void on_tick(uv_timer_t *t)
+{
+	stop_run *s = t->data;
+
+	if (s->stop_returned > 0)
+		s->ticks_after_stop++;
+}
+
+/* Once the scrub runs, stop the pool from the loop, as the store does. */
+static void on_poll(uv_timer_t *t)
+{
+	stop_run *s = t->data;
+
+	if (vd_pool_busy(s->h.pool) == 0)
+		return;
+	uv_close((uv_handle_t *)&s->poll, NULL);
+	s->stop_called = now_s();
+	vd_pool_stop(s->h.pool, s->grace_ms);
+	s->stop_returned = now_s();
+}
+
+static void run_stop(stop_run *s, unsigned grace_ms)
+{
+	vd_job *j = vd_job_new(VD_JOB_SCRUB, "slow");
+
+	harness_start(&s->h, 2);
+	s->grace_ms = grace_ms;
+	/* 1 MiB/s over 64 MiB: running far longer than any grace. */
+	j->rate = 1u << 20;
+	assert_int_equal(vd_pool_submit(s->h.pool, j, 4), 0);
+	uv_timer_init(&s->h.loop, &s->poll);
+	uv_timer_init(&s->h.loop, &s->tick);
+	s->poll.data = s->tick.data = s;
+	uv_timer_start(&s->poll, on_poll, 5, 5);
+	uv_timer_start(&s->tick, on_tick, 10, 10);
+	uv_unref((uv_handle_t *)&s->tick);   /* the pool's handles alone keep the loop */
+	uv_run(&s->h.loop, UV_RUN_DEFAULT);
+	s->closed = now_s();
+	uv_close((uv_handle_t *)&s->tick, NULL);
+	uv_run(&s->h.loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&s->h.loop), 0);
+}
+
+static void set_up_slow(void)
+{
+	char dir[PATH_LEN];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s/slow", work);
+	if (stat(dir, &st) != 0)
+		make_artifact("slow", "--sparse --bytes 67108864");
+}
+
+/* The loop runs on through the grace; the job is cancelled after it and
+ * never handed back; the pool closes by itself. */
+static void test_stop_does_not_block(void **state)
+{
+	stop_run s;
+
+	set_up_slow();
+	memset(&s, 0, sizeof(s));
+	run_stop(&s, 400);
+	assert_true(s.stop_called > 0);
+	assert_true(s.stop_returned - s.stop_called < 0.05);
+	assert_true(s.ticks_after_stop >= 10);
+	assert_true(s.closed - s.stop_called >= 0.39);
+	assert_true(s.closed - s.stop_called < 5.0);
+	assert_int_equal(s.h.n_done, 0);
+}
+
+/* No grace: cancelled at once. */
+static void test_stop_without_grace(void **state)
+{
+	stop_run s;
+
+	set_up_slow();
+	memset(&s, 0, sizeof(s));
+	run_stop(&s, 0);
+	assert_true(s.stop_returned - s.stop_called < 0.05);
+	assert_true(s.closed - s.stop_called < 2.0);
+	assert_int_equal(s.h.n_done, 0);
+}
+
+/* Idle threads: stopping ends as soon as they are joined. */
+static void test_stop_idle(void **state)
+{
+	harness h;
+	double t0;
+
+	harness_start(&h, THREADS);
+	t0 = now_s();
+	vd_pool_stop(h.pool, 60000);
+	assert_int_equal(uv_run(&h.loop, UV_RUN_DEFAULT), 0);
+	assert_true(now_s() - t0 < 2.0);
+	assert_int_equal(uv_loop_close(&h.loop), 0);
+}
+
+/* ---- lowering the hashers' priority ----------------------------------- */
+
+/* setpriority and sched_setscheduler fail with EPERM, as under a unit
+ * whose filter leaves them out. The numbers are the native ones, and the
+ * test runs native. */
+static int deny_priority(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setpriority, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sched_setscheduler, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0 ? -1 : 0;
+}
+
+/* Child: a pool started and stopped under that filter, logging to log. */
+static int pool_under_filter(const char *log)
+{
+	uv_loop_t loop;
+	vd_pool *p;
+	int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
+		return 2;
+	if (deny_priority() < 0)
+		return 77;
+	if (uv_loop_init(&loop) != 0 || vd_pool_new(&loop, THREADS, work, on_done, NULL, &p) != 0)
+		return 3;
+	/* Threads leave their loop only after lowering their priority. */
+	vd_pool_stop(p, 0);
+	if (uv_run(&loop, UV_RUN_DEFAULT) != 0 || uv_loop_close(&loop) != 0)
+		return 4;
+	return 0;
+}
+
+/* Every thread fails to lower its priority; the log says so once. */
+static void test_priority_failure_logged_once(void **state)
+{
+	char log[PATH_LEN + 16], line[512];
+	int status, warned = 0, named = 0;
+	pid_t pid;
+	FILE *f;
+
+	snprintf(log, sizeof(log), "%s/pool.log", work);
+	fflush(NULL);
+	assert_true((pid = fork()) >= 0);
+	if (pid == 0)
+		_exit(pool_under_filter(log));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();                      /* no seccomp here */
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_non_null(f = fopen(log, "r"));
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strstr(line, "priority") == NULL)
+			continue;
+		warned++;
+		named += strstr(line, "warning: ") == line &&
+		    strstr(line, "Operation not permitted") != NULL;
+	}
+	fclose(f);
+	assert_int_equal(warned, 1);
+	assert_int_equal(named, 1);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int set_up(void **state)
+{
+	const char *t = getenv("TMPDIR");
+
+	snprintf(work, sizeof(work), "%s/test_pool.XXXXXX", t ? t : "/tmp");
+	return mkdtemp(work) == NULL ? -1 : 0;
+}
+
+static int tear_down(void **state)
+{
+	return nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		/* First: it forks, and ThreadSanitizer refuses threads in a child
+		 * forked after any (libuv keeps its thread pool's). */
+		cmocka_unit_test(test_priority_failure_logged_once),
+		cmocka_unit_test(test_recheck_unchanged),
+		cmocka_unit_test(test_recheck_first_mismatch),
+		cmocka_unit_test(test_stop_does_not_block),
+		cmocka_unit_test(test_stop_without_grace),
+		cmocka_unit_test(test_stop_idle),
+	};
+
+	if (getenv("top_builddir") == NULL) {
+		printf("SKIP: run through make check\n");
+		return 77;
+	}
+	return cmocka_run_group_tests_name("pool", tests, set_up, tear_down);
+}
