@@ -62,6 +62,8 @@ static const struct field {
 	{ "max_connections", NUM(F_UINT, max_connections) },
 	{ "max_connections_per_ip", NUM(F_UINT, max_connections_per_ip) },
 	{ "connection_timeout", NUM(F_UINT, connection_timeout) },
+	{ "request_header_timeout", NUM(F_UINT, request_header_timeout) },
+	{ "reserved_connections", NUM(F_UINT, reserved_connections) },
 	{ "max_wait", NUM(F_UINT, max_wait) },
 	{ "max_header_len", NUM(F_U64, max_header_len) },
 	{ "scrub_interval", NUM(F_UINT, scrub_interval) },

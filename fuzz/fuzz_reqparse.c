@@ -8,6 +8,10 @@
  * An accepted body yields exactly the fields its form defines, each well
  * formed; a refused one yields a sentence that can go into a JSON error
  * body as it is. Both entry points must agree on what a RoundClose is.
+ *
+ * The same bytes, cut at '&' and '=', are a decoded query string for
+ * vd_query_check, and a header field for vd_http_field_ok; each is
+ * checked against a plain restatement of its rule.
  */
 #include "config.h"
 
@@ -120,6 +124,83 @@ static int json_media_type(const char *ct)
 	return ct[i] == '\0' || ct[i] == ';';
 }
 
+static int ctl_byte(unsigned char c, int tab_ok)
+{
+	return (c < 0x20 && !(tab_ok && c == '\t')) || c == 0x7f;
+}
+
+/* What vd_query_check must accept, restated. */
+static int query_ok(const vd_query_arg *a, size_t n)
+{
+	size_t i, j;
+
+	if (n > VD_REQ_QUERY_MAX_ARGS)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (a[i].key_len > VD_REQ_QUERY_KEY_MAX)
+			return 0;
+		for (j = 0; j < a[i].key_len; j++)
+			if (ctl_byte((unsigned char)a[i].key[j], 0))
+				return 0;
+		if (a[i].value != NULL) {
+			if (a[i].value_len > VD_REQ_QUERY_VALUE_MAX)
+				return 0;
+			for (j = 0; j < a[i].value_len; j++)
+				if (a[i].value[j] == '\0')
+					return 0;
+		}
+		for (j = 0; j < i; j++)
+			if (a[j].key_len == a[i].key_len &&
+			    memcmp(a[j].key, a[i].key, a[i].key_len) == 0)
+				return 0;
+	}
+	return 1;
+}
+
+/* Cut text like a query string: '&' between parameters, the first '='
+ * between name and value (none: no value). */
+static void check_query(const uint8_t *p, size_t len, size_t errlen)
+{
+	vd_query_arg args[VD_REQ_QUERY_MAX_ARGS + 8];
+	char err[ERR_FULL + GUARD];
+	size_t n = 0, start = 0, i;
+	int ok;
+
+	for (i = 0; i <= len && n < VD_ARRAY_LEN(args); i++) {
+		const char *s = (const char *)p + start, *eq;
+		size_t l;
+
+		if (i < len && p[i] != '&')
+			continue;
+		l = i - start;
+		eq = memchr(s, '=', l);
+		args[n].key = s;
+		args[n].key_len = eq ? (size_t)(eq - s) : l;
+		args[n].value = eq ? eq + 1 : NULL;
+		args[n].value_len = eq ? l - args[n].key_len - 1 : 0;
+		n++;
+		start = i + 1;
+	}
+	memset(err, 0xa5, sizeof(err));
+	ok = vd_query_check(args, n, err, errlen) == 0;
+	if (ok != query_ok(args, n))
+		abort();
+	if (!ok)
+		check_refusal(err, errlen);
+}
+
+static void check_field(const uint8_t *p, size_t len)
+{
+	size_t i;
+	int ok = 1;
+
+	for (i = 0; i < len; i++)
+		if (ctl_byte(p[i], 1))
+			ok = 0;
+	if (vd_http_field_ok((const char *)p, len) != ok)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char err[ERR_FULL + GUARD], err2[ERR_FULL + GUARD];
@@ -179,6 +260,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    memcmp(&rc, &rc2, sizeof(rc)) != 0)
 			abort();
 	}
+
+	check_query(body, len, errlen);
+	check_field(body, len);
 
 	/* The header value reaches the check as a C string. */
 	ct = malloc(len + 1);

@@ -358,6 +358,7 @@ static int start_http(vd_daemon *d)
 		return -1;
 	}
 	vd_http_on_done(d->http, vd_api_done, &d->api);
+	vd_http_on_headers(d->http, vd_api_early, &d->api);
 	d->api.http = d->http;
 	log_info("listening on %s%s%s:%u%s", d->cfg->listen_v6 ? "[" : "", d->cfg->listen_host,
 	    d->cfg->listen_v6 ? "]" : "", (unsigned)vd_http_port(d->http),

@@ -695,6 +695,30 @@ static int run_param(vd_req *r, char *out, size_t n)
 	return 0;
 }
 
+/* On the headers, before the body is read (vd_http_on_headers): a request
+ * that needs a token is refused without a valid one, so a wrong token is
+ * 401 whatever the size of the body. A POST /roundclose with no token and
+ * a JSON body may be a signed envelope, which needs its body. */
+int vd_api_early(vd_req *r, void *arg)
+{
+	vd_api *api = arg;
+	char run[VD_RUN_MAX];
+
+	if (strcmp(r->url, "/ledger") == 0 && strcmp(r->method, "DELETE") == 0) {
+		r->route = "/ledger";
+		return !authorized(api, r);
+	}
+	if (strcmp(r->url, "/roundclose") != 0 || strcmp(r->method, "POST") != 0)
+		return 0;
+	r->route = "/roundclose";
+	if (vd_req_header(r, "Authorization") == NULL &&
+	    vd_is_json_content_type(vd_req_header(r, "Content-Type")))
+		return 0;
+	if (run_param(r, run, sizeof(run)) < 0)
+		return 0;            /* post_roundclose answers 400 */
+	return !authorized(api, r);
+}
+
 /* Record (run, round) -> hash and answer as trust.md section 3 says. */
 static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundclose *rc,
     const char *key_id, const uint8_t *env, size_t env_len)

@@ -36,6 +36,8 @@ typedef struct vd_api {
 void vd_api_load_token(vd_api *api);
 
 void vd_api_handle(vd_req *r, void *arg);
+/* Before a request's body is read: nonzero when it was answered. */
+int vd_api_early(vd_req *r, void *arg);
 void vd_api_done(vd_req *r, double seconds, void *arg);
 
 /* The status object of every copy claiming hash (NULL if none). */

@@ -46,6 +46,8 @@ typedef struct vd_config {
 	unsigned max_connections;
 	unsigned max_connections_per_ip;
 	unsigned connection_timeout;  /* seconds */
+	unsigned request_header_timeout;  /* seconds to send a request line and headers */
+	unsigned reserved_connections;    /* beyond max_connections, for loopback probes */
 	unsigned max_wait;          /* seconds a /verify may hold its answer */
 	uint64_t max_header_len;    /* safetensors header cap, bytes */
 	unsigned scrub_interval;    /* seconds; 0: never */

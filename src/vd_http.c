@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
 
 #include <json-c/json.h>
 #include <openssl/err.h>
@@ -16,11 +18,38 @@
 #include "vd_http.h"
 #include "vd_json.h"
 #include "vd_log.h"
+#include "vd_reqparse.h"
 
 #define MHD_TIMER_MAX_MS 1000     /* re-check MHD at least this often */
 #define MHD_TIMER_MIN_MS 1        /* a 0 ms timer re-armed from its own callback
                                    * would run again before any I/O */
 #define SWEEP_MS 250              /* how often request deadlines are checked */
+
+/* Header fields in one request at most (431 beyond). */
+#define VD_HTTP_MAX_FIELDS 100
+/* libmicrohttpd keeps a request's line and headers in one memory pool per
+ * connection and answers 431 or 414 itself, in HTML, when they outgrow it.
+ * The pool is sized so that a request far over our own limits still fits
+ * and gets our JSON error: the text several times over, plus the
+ * bookkeeping of thousands of fields (about this much per field). */
+#define VD_HTTP_POOL_TEXT_FACTOR 4
+#define VD_HTTP_FIELD_COST 64
+#define VD_HTTP_POOL_FIELDS 2048
+#define VD_HTTP_POOL_SLACK 65536
+/* A body refused while it arrives (413 sent at once): how long and how
+ * much of the rest is read and dropped before the connection is cut, so
+ * that the client reads the answer instead of a reset. */
+#define VD_HTTP_LINGER_MS 2000
+#define VD_HTTP_DISCARD_MAX (1u << 20)
+/* Retry-After of the 503 on a reserved connection. */
+#define VD_HTTP_RETRY_AFTER "5"
+/* How often "all connections in use" is logged at most. */
+#define VD_HTTP_FULL_LOG_MS 10000
+
+/* The only requests a reserved connection serves: liveness, readiness and
+ * metrics, so that a local probe still gets through when clients hold
+ * every other slot. */
+static const char *const VD_HTTP_PROBE_PATHS[] = { "/healthz", "/readyz", "/metrics" };
 
 struct vd_http {
 	uv_loop_t *loop;
@@ -32,8 +61,13 @@ struct vd_http {
 	void *arg;
 	vd_http_done_fn done;
 	void *done_arg;
+	vd_http_early_fn early;
+	void *early_arg;
 	uint16_t port;
 	unsigned max_connections;  /* as started: a reload does not change it */
+	unsigned reserved;         /* reserved_connections, as started */
+	unsigned nconns;           /* open now, as MHD notified them */
+	uint64_t full_logged_ms;
 	unsigned open_handles;
 	char *tls_cert, *tls_key;
 	int kick;                 /* a connection closed: run MHD again soon */
@@ -41,15 +75,21 @@ struct vd_http {
 	struct conn_track *conns;
 };
 
-/* Every connection, for the request deadline: libmicrohttpd's timeout
+/* Every connection, for the request deadlines: libmicrohttpd's timeout
  * counts inactivity, so a client sending a byte a second would never hit
- * it. A request not received whole within connection_timeout has its
+ * it. A request not received whole within connection_timeout, or whose
+ * line and headers are not in within request_header_timeout, has its
  * socket shut down, which MHD then sees and closes. */
 typedef struct conn_track {
 	struct conn_track *next, **prevp;
 	int fd;
 	uint64_t deadline_ms;
+	uint64_t head_deadline_ms;  /* 0: no request line and headers awaited */
 	int busy;                 /* received whole and being answered */
+	int reserved;             /* took a reserved slot: probes only */
+	int target_nul;           /* the request target decodes to a NUL byte */
+	const char *uri;          /* as the request line gave it, before decoding */
+	size_t uri_len;
 } conn_track;
 
 static void drive(vd_http *h);
@@ -135,20 +175,28 @@ void vd_http_respond(vd_req *r, unsigned status, const char *content_type,
 	}
 }
 
-void vd_http_error(vd_req *r, unsigned status, const char *code,
-    const char *detail, const char *const *extra)
+/* {"error": {"code": code, "detail": detail}}; put the object when done. */
+static json_object *error_object(const char *code, const char *detail, const char **text)
 {
 	json_object *o = json_object_new_object(), *e = json_object_new_object();
 	char clean[512];
-	const char *s;
 
 	snprintf(clean, sizeof(clean), "%s", detail);
 	vd_utf8_sanitize(clean);
 	json_object_object_add(e, "code", json_object_new_string(code));
 	json_object_object_add(e, "detail", json_object_new_string(clean));
 	json_object_object_add(o, "error", e);
-	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	*text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
+	return o;
+}
+
+void vd_http_error(vd_req *r, unsigned status, const char *code,
+    const char *detail, const char *const *extra)
+{
+	const char *s;
+	json_object *o = error_object(code, detail, &s);
+
 	vd_http_respond(r, status, "application/json", s, strlen(s), extra);
 	json_object_put(o);
 }
@@ -186,27 +234,6 @@ static int take_body(vd_req *r, const char *data, size_t *size)
 	return 1;
 }
 
-static enum MHD_Result add_header_size(void *cls, enum MHD_ValueKind kind,
-    const char *key, const char *value)
-{
-	size_t *n = cls;
-
-	*n += strlen(key) + (value ? strlen(value) : 0) + 4;
-	return MHD_YES;
-}
-
-/* The request line and headers, counted here against the configured
- * limit so that the answer is our JSON error; libmicrohttpd's own memory
- * limit is a larger backstop (see start_mhd). */
-static size_t header_bytes(struct MHD_Connection *conn, const char *url)
-{
-	size_t n = strlen(url) + 16;
-
-	MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header_size, &n);
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_header_size, &n);
-	return n;
-}
-
 static conn_track *track_of(struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -215,13 +242,283 @@ static conn_track *track_of(struct MHD_Connection *conn)
 	return ci ? ci->socket_context : NULL;
 }
 
+/* ---- checks on the request line and headers ------------------------- */
+
+typedef struct head_scan {
+	size_t bytes;             /* text, as counted against max_request_header_bytes */
+	unsigned fields;
+	const char *bad_field;    /* a field holding a control character */
+	/* Where libmicrohttpd 0.9.75 left the header block (see scan_header). */
+	const char *lo, *hi, *prev_end;
+	int hidden;
+	vd_query_arg args[VD_REQ_QUERY_MAX_ARGS + 1];
+	size_t nargs;
+} head_scan;
+
+/* What lies between the end of one line's last field and the start of the
+ * next line, in libmicrohttpd's read buffer: its CR LF (or bare LF),
+ * turned into NULs, and nothing else, unless a NUL byte cut the line short.
+ * max: what the terminators alone may take. */
+static int gap_hides(const char *a, const char *b, size_t max)
+{
+	if ((size_t)(b - a) > max)
+		return 1;
+	for (; a < b; a++)
+		if (*a != '\0')
+			return 1;
+	return 0;
+}
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key,
+    size_t key_size, const char *value, size_t value_size)
+{
+	head_scan *hs = cls;
+	const char *end;
+
+	hs->bytes += key_size + value_size + 4;
+	hs->fields++;
+	if (hs->bad_field == NULL && (!vd_http_field_ok(key, key_size) ||
+	    (value != NULL && !vd_http_field_ok(value, value_size))))
+		hs->bad_field = key;
+	/* libmicrohttpd 0.9.75 cuts a header line at a NUL byte: the value
+	 * ends short of the line, and what follows the NUL is never seen.
+	 * Its lines sit one after the other in the read buffer, so more than
+	 * a line end between one value and the next name means a NUL. Only
+	 * pointers inside the block are judged. A folded field (obsolete
+	 * since RFC 7230) shows the same way: libmicrohttpd 0.9.75 drops its
+	 * second line. A lone NUL just before a bare LF looks like a CR LF;
+	 * it hides nothing. */
+	if (hs->lo != NULL && key >= hs->lo && key < hs->hi && hs->prev_end != NULL &&
+	    hs->prev_end < key && gap_hides(hs->prev_end, key, 2))
+		hs->hidden = 1;
+	end = value != NULL ? value + value_size : key + key_size;
+	hs->prev_end = end >= hs->lo && end <= hs->hi ? end : NULL;
+	return MHD_YES;
+}
+
+static enum MHD_Result scan_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+    size_t key_size, const char *value, size_t value_size)
+{
+	head_scan *hs = cls;
+
+	hs->bytes += key_size + (value ? value_size : 0) + 4;
+	if (hs->nargs < VD_ARRAY_LEN(hs->args))
+		hs->args[hs->nargs] = (vd_query_arg){ key, key_size, value, value_size };
+	hs->nargs++;
+	return MHD_YES;
+}
+
+static int is_probe(const char *method, const char *url)
+{
+	size_t i;
+
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return 0;
+	for (i = 0; i < VD_ARRAY_LEN(VD_HTTP_PROBE_PATHS); i++)
+		if (strcmp(url, VD_HTTP_PROBE_PATHS[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Refuse, on its line and headers alone, a request the application must
+ * not see; 1 when answered. */
+static int refuse_on_head(vd_http *h, vd_req *r, conn_track *t, const char *method,
+    const char *version)
+{
+	static const char *const closing[] = { "Connection", "close", NULL };
+	const union MHD_ConnectionInfo *ci;
+	head_scan hs;
+	char detail[256];
+	const char *p;
+
+	memset(&hs, 0, sizeof(hs));
+	hs.bytes = strlen(r->url) + 16;
+	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	if (ci != NULL && version != NULL && version[0] != '\0') {
+		hs.lo = method;
+		hs.hi = method + ci->header_size;
+		hs.prev_end = version + strlen(version);
+		if (hs.prev_end < hs.lo || hs.prev_end > hs.hi)
+			hs.lo = NULL;
+	}
+	MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, scan_header, &hs);
+	/* The last line's end and the empty line. */
+	if (hs.lo != NULL && hs.prev_end != NULL && gap_hides(hs.prev_end, hs.hi, 4))
+		hs.hidden = 1;
+	MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, scan_arg, &hs);
+
+	if (hs.bytes > h->cfg->max_request_header_bytes) {
+		snprintf(detail, sizeof(detail), "the request line and headers exceed %u bytes",
+		    h->cfg->max_request_header_bytes);
+		vd_http_error(r, 431, "request_header_too_large", detail, closing);
+		return 1;
+	}
+	if (hs.fields > VD_HTTP_MAX_FIELDS) {
+		snprintf(detail, sizeof(detail), "the request has more than %d header fields",
+		    VD_HTTP_MAX_FIELDS);
+		vd_http_error(r, 431, "request_header_too_large", detail, closing);
+		return 1;
+	}
+	/* The request line, as the URI log callback saw it, must run up to
+	 * the space before the version: shorter, a NUL cut it. */
+	if (t != NULL && t->uri == r->url && version != NULL && version > r->url &&
+	    (size_t)(version - 1 - r->url) != t->uri_len)
+		hs.hidden = 1;
+	if (hs.hidden) {
+		vd_http_error(r, 400, "bad_request", "the request line or a header line holds a NUL byte, "
+		    "or a header field is folded onto a second line", closing);
+		return 1;
+	}
+	if (hs.bad_field != NULL) {
+		snprintf(detail, sizeof(detail), "the header field \"%.64s\" holds a control character",
+		    vd_http_field_ok(hs.bad_field, strlen(hs.bad_field)) ? hs.bad_field : "?");
+		vd_http_error(r, 400, "bad_request", detail, closing);
+		return 1;
+	}
+	if (t != NULL && t->target_nul) {
+		vd_http_error(r, 400, "bad_request", "the request target holds a NUL byte (%00)", closing);
+		return 1;
+	}
+	for (p = r->url; *p != '\0'; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			vd_http_error(r, 400, "bad_request", "the path holds a control character", closing);
+			return 1;
+		}
+	}
+	if (vd_query_check(hs.args, hs.nargs, detail, sizeof(detail)) < 0) {
+		vd_http_error(r, 400, "bad_request", detail, NULL);
+		return 1;
+	}
+	if (t != NULL && t->reserved && !is_probe(method, r->url)) {
+		vd_http_error(r, 503, "overloaded",
+		    "every connection is in use; this one is kept for health checks and metrics",
+		    (const char *const[]){ "Retry-After", VD_HTTP_RETRY_AFTER, "Connection", "close", NULL });
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- a body over the limit ------------------------------------------- */
+
+static void http_date(char *out, size_t n)
+{
+	static const char days[7][4] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+	static const char months[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul",
+		"Aug", "Sep", "Oct", "Nov", "Dec" };
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	snprintf(out, n, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday], tm.tm_mday,
+	    months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+/* libmicrohttpd 0.9.75 queues no response while a body is arriving, so an
+ * answer at that point is written to the socket here, whole, in one call:
+ * the connection's earlier answers are all sent (MHD reads a request only
+ * then), and its write side is shut afterwards, so nothing can follow.
+ * Plain HTTP only; 0 when written. */
+static int send_error_now(vd_http *h, vd_req *r, unsigned status, const char *code,
+    const char *detail)
+{
+	const union MHD_ConnectionInfo *ci;
+	char head[512], date[40];
+	const char *body;
+	json_object *o;
+	struct iovec iov[2];
+	struct msghdr msg;
+	ssize_t want, sent;
+
+	if (h->tls_cert != NULL ||
+	    (ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD)) == NULL)
+		return -1;
+	o = error_object(code, detail, &body);
+	http_date(date, sizeof(date));
+	snprintf(head, sizeof(head), "HTTP/1.1 %u %s\r\nDate: %s\r\nConnection: close\r\n"
+	    "Content-Type: application/json\r\nCache-Control: no-store\r\n"
+	    "X-Content-Type-Options: nosniff\r\nContent-Length: %zu\r\n\r\n",
+	    status, MHD_get_reason_phrase_for(status), date, strlen(body));
+	iov[0] = (struct iovec){ head, strlen(head) };
+	iov[1] = (struct iovec){ (void *)body, strlen(body) };
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = iov;
+	msg.msg_iovlen = 2;
+	want = (ssize_t)(iov[0].iov_len + iov[1].iov_len);
+	sent = sendmsg(ci->connect_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	json_object_put(o);
+	shutdown(ci->connect_fd, SHUT_WR);
+	r->status = status;
+	return sent == want ? 0 : -1;
+}
+
+static void linger_deadline(vd_http *h, struct MHD_Connection *conn)
+{
+	conn_track *t = track_of(conn);
+	uint64_t until = uv_now(h->loop) + VD_HTTP_LINGER_MS;
+
+	if (t != NULL && t->deadline_ms > until)
+		t->deadline_ms = until;
+}
+
+static void too_large_detail(vd_http *h, char *out, size_t n)
+{
+	snprintf(out, n, "the request body is larger than %u bytes", h->cfg->max_body_bytes);
+}
+
+static void answer_too_large(vd_http *h, vd_req *r)
+{
+	char detail[128];
+
+	too_large_detail(h, detail, sizeof(detail));
+	vd_http_error(r, 413, "payload_too_large", detail,
+	    (const char *const[]){ "Connection", "close", NULL });
+}
+
+/* The body went over max_body_bytes. Before its first byte (a declared
+ * length) or after its last, the answer is queued as any other; while it
+ * arrives, it is sent at once (plain HTTP) and the rest is dropped for a
+ * short while, then the connection is closed. Over HTTPS the rest is
+ * dropped and the answer queued when the body ends. */
+static enum MHD_Result refuse_body(vd_http *h, vd_req *r, int arriving)
+{
+	r->dispatched = 1;
+	if (!arriving) {
+		answer_too_large(h, r);
+		return MHD_YES;
+	}
+	r->discarding = 1;
+	linger_deadline(h, r->conn);
+	if (h->tls_cert == NULL) {
+		char detail[128];
+
+		too_large_detail(h, detail, sizeof(detail));
+		if (send_error_now(h, r, 413, "payload_too_large", detail) < 0)
+			return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result discard_body(vd_http *h, vd_req *r, size_t *upload_size)
+{
+	if (*upload_size == 0) {          /* the body ended */
+		if (r->status != 0)
+			return MHD_NO;    /* answered on the socket: close */
+		answer_too_large(h, r);
+		return MHD_YES;
+	}
+	r->discarded += *upload_size;
+	*upload_size = 0;
+	return r->discarded > VD_HTTP_DISCARD_MAX ? MHD_NO : MHD_YES;
+}
+
+/* ---- libmicrohttpd's callbacks --------------------------------------- */
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     const char *url, const char *method, const char *version,
     const char *upload_data, size_t *upload_size, void **con_cls)
 {
 	vd_http *h = cls;
 	vd_req *r = *con_cls;
-	char detail[128];
 	conn_track *t;
 
 	if (r == NULL) {
@@ -235,17 +532,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		r->t0_ns = now_ns();
 		vd_buf_init(&r->body);
 		*con_cls = r;
-		if (header_bytes(conn, url) > h->cfg->max_request_header_bytes) {
+		t = track_of(conn);
+		if (t != NULL)
+			t->head_deadline_ms = 0;
+		if (refuse_on_head(h, r, t, method, version) ||
+		    (h->early != NULL && (h->early(r, h->early_arg) || r->status != 0))) {
 			r->dispatched = 1;
-			snprintf(detail, sizeof(detail), "the request line and headers exceed %u bytes",
-			    h->cfg->max_request_header_bytes);
-			vd_http_error(r, 431, "request_header_too_large", detail,
-			    (const char *const[]){ "Connection", "close", NULL });
 			return MHD_YES;
 		}
 		take_body(r, NULL, &(size_t){ 0 });
-		if (!r->body_too_large)
-			return MHD_YES;
+		return r->body_too_large ? refuse_body(h, r, 0) : MHD_YES;
 	}
 	if (r->ready != NULL) {
 		enum MHD_Result rc = MHD_queue_response(conn, r->ready_status, r->ready);
@@ -253,18 +549,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		r->ready = NULL;
 		return rc;
 	}
+	if (r->discarding)
+		return discard_body(h, r, upload_size);
 	if (r->dispatched)
 		return MHD_YES;
-	if (!r->body_too_large && take_body(r, upload_data, upload_size))
-		return MHD_YES;
-	if (r->body_too_large) {
-		*upload_size = 0;
-		r->dispatched = 1;
-		snprintf(detail, sizeof(detail), "the request body is larger than %u bytes",
-		    h->cfg->max_body_bytes);
-		vd_http_error(r, 413, "payload_too_large", detail,
-		    (const char *const[]){ "Connection", "close", NULL });
-		return MHD_YES;
+	if (*upload_size != 0) {
+		take_body(r, upload_data, upload_size);
+		return r->body_too_large ? refuse_body(h, r, 1) : MHD_YES;
 	}
 	r->dispatched = 1;
 	if ((t = track_of(conn)) != NULL)
@@ -283,6 +574,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	t = track_of(conn);
 	if (t != NULL) {
 		t->busy = 0;
+		t->head_deadline_ms = 0;  /* set again by the next request line */
 		t->deadline_ms = uv_now(h->loop) + (uint64_t)h->cfg->connection_timeout * 1000;
 	}
 	h->kick = 1;
@@ -299,6 +591,78 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
+static uint64_t head_deadline(vd_http *h)
+{
+	return uv_now(h->loop) + (uint64_t)h->cfg->request_header_timeout * 1000;
+}
+
+/* The request line is in: its headers are due within request_header_timeout
+ * (from the connection's start for its first request). The line is noted
+ * before libmicrohttpd decodes it in place, to find a NUL byte in it. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	vd_http *h = cls;
+	conn_track *t = track_of(conn);
+
+	if (t != NULL) {
+		if (t->head_deadline_ms == 0)
+			t->head_deadline_ms = head_deadline(h);
+		t->target_nul = 0;
+		t->uri = uri;
+		t->uri_len = uri != NULL ? strlen(uri) : 0;
+	}
+	return NULL;
+}
+
+/* libmicrohttpd's own %-decoding of the path and of each query name and
+ * value, noting a %00: the decoded string ends there, and what follows
+ * would go unseen. */
+static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+	size_t n = MHD_http_unescape(s);
+	conn_track *t;
+
+	if (memchr(s, '\0', n) != NULL && (t = track_of(conn)) != NULL)
+		t->target_nul = 1;
+	return n;
+}
+
+/* 127.0.0.1 or ::1 (or ::ffff:127.0.0.1): a probe on this host. */
+static int is_local_probe(const struct sockaddr *sa, socklen_t len)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+	if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(*in))
+		return ntohl(in->sin_addr.s_addr) == INADDR_LOOPBACK;
+	if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(*in6))
+		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
+		    (memcmp(in6->sin6_addr.s6_addr, mapped, sizeof(mapped)) == 0 &&
+		    in6->sin6_addr.s6_addr[12] == 127 && in6->sin6_addr.s6_addr[13] == 0 &&
+		    in6->sin6_addr.s6_addr[14] == 0 && in6->sin6_addr.s6_addr[15] == 1);
+	return 0;
+}
+
+/* libmicrohttpd takes max_connections + reserved_connections; past
+ * max_connections only a local probe is let in, and the others are
+ * closed at once rather than left to wait in the backlog ahead of it. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	vd_http *h = cls;
+	uint64_t now;
+
+	if (h->nconns < h->max_connections || (h->reserved > 0 && is_local_probe(addr, addrlen)))
+		return MHD_YES;
+	now = uv_now(h->loop);
+	if (h->full_logged_ms == 0 || now - h->full_logged_ms >= VD_HTTP_FULL_LOG_MS) {
+		h->full_logged_ms = now;
+		log_warn("http: all %u connections are in use; refusing new ones%s", h->max_connections,
+		    h->reserved ? " (the reserved ones wait for health checks from 127.0.0.1 and ::1)" : "");
+	}
+	return MHD_NO;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
     enum MHD_ConnectionNotificationCode code)
 {
@@ -307,11 +671,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	const union MHD_ConnectionInfo *ci;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		h->nconns++;
 		if ((t = calloc(1, sizeof(*t))) == NULL)
 			return;
 		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		t->fd = ci ? ci->connect_fd : -1;
 		t->deadline_ms = uv_now(h->loop) + (uint64_t)h->cfg->connection_timeout * 1000;
+		t->head_deadline_ms = head_deadline(h);
+		t->reserved = h->nconns > h->max_connections;
 		t->next = h->conns;
 		if (h->conns)
 			h->conns->prevp = &t->next;
@@ -320,6 +687,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		*socket_context = t;
 		return;
 	}
+	if (h->nconns > 0)
+		h->nconns--;
+	h->kick = 1;
 	if (t == NULL)
 		return;
 	*t->prevp = t->next;
@@ -327,7 +697,6 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		t->next->prevp = t->prevp;
 	free(t);
 	*socket_context = NULL;
-	h->kick = 1;
 }
 
 static void on_sweep(uv_timer_t *timer)
@@ -338,7 +707,10 @@ static void on_sweep(uv_timer_t *timer)
 	int cut = 0;
 
 	for (t = h->conns; t != NULL; t = t->next) {
-		if (!t->busy && t->fd >= 0 && now > t->deadline_ms) {
+		if (t->fd < 0)
+			continue;
+		if ((!t->busy && now > t->deadline_ms) ||
+		    (t->head_deadline_ms != 0 && now > t->head_deadline_ms)) {
 			shutdown(t->fd, SHUT_RDWR);
 			t->fd = -1;
 			cut = 1;
@@ -479,15 +851,19 @@ static struct MHD_Daemon *start_mhd(vd_http *h, const vd_config *cfg,
 	}
 	if (ss->ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
+	return MHD_start_daemon(flags, 0, on_accept, h, on_request, h,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections + cfg->reserved_connections,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_request_header_bytes * 4 + 65536,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_request_header_bytes *
+	        VD_HTTP_POOL_TEXT_FACTOR + (size_t)VD_HTTP_FIELD_COST * VD_HTTP_POOL_FIELDS +
+	        VD_HTTP_POOL_SLACK,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
+	    MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, h,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 	    MHD_OPTION_ARRAY, tls,
 	    MHD_OPTION_END);
@@ -511,6 +887,7 @@ int vd_http_start(vd_http **out, uv_loop_t *loop, const vd_config *cfg,
 	if (load_tls(h, cfg, err, errlen) < 0)
 		goto fail;
 	h->max_connections = (unsigned)cfg->max_connections;
+	h->reserved = (unsigned)cfg->reserved_connections;
 	h->mhd = start_mhd(h, cfg, &ss);
 	if (h->mhd == NULL) {
 		snprintf(err, errlen, "cannot listen on %s (address in use, or not permitted)",
@@ -543,7 +920,10 @@ fail:
 
 void vd_http_set_config(vd_http *h, const vd_config *cfg)
 {
-	h->cfg = cfg;    /* body and wait limits; socket limits need a restart */
+	/* Body, header and wait limits; socket limits need a restart. */
+	if (cfg->reserved_connections != h->reserved)
+		log_warn("reload: reserved_connections changes only on restart");
+	h->cfg = cfg;
 }
 
 uint16_t vd_http_port(vd_http *h)
@@ -564,6 +944,12 @@ unsigned vd_http_connections(vd_http *h)
 unsigned vd_http_connection_limit(vd_http *h)
 {
 	return h != NULL ? h->max_connections : 0;
+}
+
+void vd_http_on_headers(vd_http *h, vd_http_early_fn fn, void *arg)
+{
+	h->early = fn;
+	h->early_arg = arg;
 }
 
 void vd_http_on_done(vd_http *h, vd_http_done_fn fn, void *arg)

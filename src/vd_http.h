@@ -4,6 +4,17 @@
  * timeouts). Every handler therefore runs on the loop thread and reads
  * the store without locks. Request bodies are read here, by hand, with an
  * explicit limit (no MHD PostProcessor).
+ *
+ * Before a request reaches the application, this layer refuses, as JSON
+ * errors: headers over max_request_header_bytes or VD_HTTP_MAX_FIELDS
+ * fields (431); a control character in a header field, a NUL byte in the
+ * request line or a header line, a path that decodes to a control
+ * character, and a query vd_query_check refuses (400); a body over
+ * max_body_bytes (413, at once even when it is chunked). A request line
+ * and headers not received within request_header_timeout close the
+ * connection. Past max_connections, reserved_connections more are kept
+ * for GET and HEAD of VD_HTTP_PROBE_PATHS from 127.0.0.1 or ::1; any other
+ * request on one of them gets 503.
  */
 #ifndef VD_HTTP_H
 #define VD_HTTP_H
@@ -35,10 +46,20 @@ typedef struct vd_req {
 	void (*cancel)(struct vd_req *r);   /* called if the client goes away */
 	struct MHD_Response *ready;
 	unsigned ready_status;
+	int discarding;           /* refused while its body arrived: the rest is dropped */
+	uint64_t discarded;
 } vd_req;
 
 /* The application's router: answers (vd_http_respond*) or suspends. */
 typedef void (*vd_http_handler)(vd_req *r, void *arg);
+
+/* Called once a request's line and headers are in and have passed the
+ * checks of this layer, before any of its body is read: it may refuse the
+ * request on what it has (vd_http_error) and then returns 1, or returns 0
+ * to have the body read and the handler called. A request refused here
+ * never has its body read (so a wrong token is 401 whatever the
+ * Content-Length), and its connection is closed after the answer. */
+typedef int (*vd_http_early_fn)(vd_req *r, void *arg);
 
 int vd_http_start(vd_http **out, uv_loop_t *loop, const vd_config *cfg,
     vd_http_handler handler, void *arg, char *err, size_t errlen);
@@ -62,6 +83,9 @@ void vd_http_respond(vd_req *r, unsigned status, const char *content_type,
 void vd_http_error(vd_req *r, unsigned status, const char *code,
     const char *detail, const char *const *extra_headers);
 void vd_http_suspend(vd_req *r);
+
+/* Install the check of a request on its headers (see vd_http_early_fn). */
+void vd_http_on_headers(vd_http *h, vd_http_early_fn fn, void *arg);
 
 /* Called when a request completes, for the access log and metrics. */
 typedef void (*vd_http_done_fn)(vd_req *r, double seconds, void *arg);

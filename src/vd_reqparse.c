@@ -161,3 +161,66 @@ int vd_is_json_content_type(const char *ct)
 		;
 	return *ct == '\0' || *ct == ';';
 }
+
+static int has_ctl(const char *s, size_t len, int allow_tab)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c < 0x20 && !(allow_tab && c == '\t')) || c == 0x7f)
+			return 1;
+	}
+	return 0;
+}
+
+int vd_http_field_ok(const char *s, size_t len)
+{
+	return s != NULL && !has_ctl(s, len, 1);
+}
+
+int vd_query_check(const vd_query_arg *args, size_t n, char *err, size_t errlen)
+{
+	size_t i, j;
+
+	if (n > VD_REQ_QUERY_MAX_ARGS) {
+		snprintf(err, errlen, "the query has more than %d parameters", VD_REQ_QUERY_MAX_ARGS);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		const vd_query_arg *a = &args[i];
+
+		if (a->key_len > VD_REQ_QUERY_KEY_MAX) {
+			snprintf(err, errlen, "a query parameter name is longer than %d bytes",
+			    VD_REQ_QUERY_KEY_MAX);
+			return -1;
+		}
+		/* Quoted below: printable, so the sentence stays one line. */
+		if (memchr(a->key, '\0', a->key_len) != NULL || has_ctl(a->key, a->key_len, 0)) {
+			snprintf(err, errlen, "a query parameter name holds a control character");
+			return -1;
+		}
+		if (a->value != NULL && memchr(a->value, '\0', a->value_len) != NULL) {
+			snprintf(err, errlen, "the query parameter \"%.*s\" holds a NUL byte (%%00)",
+			    (int)a->key_len, a->key);
+			vd_utf8_sanitize(err);
+			return -1;
+		}
+		if (a->value != NULL && a->value_len > VD_REQ_QUERY_VALUE_MAX) {
+			snprintf(err, errlen, "the query parameter \"%.*s\" is too long: %zu bytes, at most %d",
+			    (int)a->key_len, a->key, a->value_len, VD_REQ_QUERY_VALUE_MAX);
+			vd_utf8_sanitize(err);
+			return -1;
+		}
+		for (j = 0; j < i; j++) {
+			if (args[j].key_len == a->key_len && memcmp(args[j].key, a->key, a->key_len) == 0) {
+				snprintf(err, errlen, "the query parameter \"%.*s\" is given more than once",
+				    (int)a->key_len, a->key);
+				vd_utf8_sanitize(err);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}

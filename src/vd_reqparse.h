@@ -15,6 +15,11 @@
 #define VD_ROUNDCLOSE_SCHEMA_MAX 2
 #define VD_REQ_PATH_MAX 1024
 
+/* The query string, as libmicrohttpd splits and decodes it. */
+#define VD_REQ_QUERY_MAX_ARGS 32                     /* parameters in one query at most */
+#define VD_REQ_QUERY_KEY_MAX 64                      /* bytes in a parameter's name */
+#define VD_REQ_QUERY_VALUE_MAX (VD_REQ_PATH_MAX - 1) /* bytes in its value, decoded */
+
 typedef struct vd_roundclose {
 	int64_t schema_version;
 	int64_t round_index;
@@ -41,6 +46,28 @@ int vd_parse_roundclose(const uint8_t *body, size_t len, unsigned max_depth,
     vd_roundclose *out, char *err, size_t errlen);
 int vd_parse_verify(const uint8_t *body, size_t len, unsigned max_depth,
     vd_verify_req *out, char *err, size_t errlen);
+
+/* One query parameter, decoded: value is NULL for "?key" without "=". The
+ * lengths are the decoded ones, so a %00 shows as a length past the NUL. */
+typedef struct vd_query_arg {
+	const char *key;
+	size_t key_len;
+	const char *value;
+	size_t value_len;
+} vd_query_arg;
+
+/* The query as a whole: at most VD_REQ_QUERY_MAX_ARGS parameters, names of
+ * at most VD_REQ_QUERY_KEY_MAX bytes, values of at most
+ * VD_REQ_QUERY_VALUE_MAX, no NUL byte, and no name given twice (a second
+ * reader could take either value). 0, or -1 with a sentence naming the
+ * parameter. n may exceed VD_REQ_QUERY_MAX_ARGS: only the count is read
+ * past it. */
+int vd_query_check(const vd_query_arg *args, size_t n, char *err, size_t errlen);
+
+/* A header field's name or value holds no control character (C0 other
+ * than HT, or DEL): such bytes are never part of a valid field (RFC 9110
+ * section 5.5) and hide what a logging or comparing reader sees. */
+int vd_http_field_ok(const char *s, size_t len);
 
 /* "application/json", optionally with parameters such as charset=utf-8. */
 int vd_is_json_content_type(const char *ct);

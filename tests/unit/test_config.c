@@ -139,6 +139,8 @@ static const struct {
 	{ "max_connections", "100" },
 	{ "max_connections_per_ip", "10" },
 	{ "connection_timeout", "5" },
+	{ "request_header_timeout", "3" },
+	{ "reserved_connections", "2" },
 	{ "max_wait", "60" },
 	{ "max_header_len", "1000" },
 	{ "scrub_interval", "0" },
@@ -195,6 +197,8 @@ static void test_every_key(void **state)
 	assert_int_equal(c.max_connections, 100);
 	assert_int_equal(c.max_connections_per_ip, 10);
 	assert_int_equal(c.connection_timeout, 5);
+	assert_int_equal(c.request_header_timeout, 3);
+	assert_int_equal(c.reserved_connections, 2);
 	assert_int_equal(c.max_wait, 60);
 	assert_int_equal(c.max_header_len, 1000);
 	assert_int_equal(c.scrub_interval, 0);

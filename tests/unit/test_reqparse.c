@@ -453,6 +453,116 @@ static void test_content_type(void **state)
 	assert_false(vd_is_json_content_type(NULL));
 }
 
+/* ---- the query string and header fields ---------------------------- */
+
+#define Q(k, v) { (k), sizeof(k) - 1, (v), (v) ? sizeof(v) - 1 : 0 }
+
+static void query_refused(const vd_query_arg *a, size_t n, const char *needle)
+{
+	char err[256] = "";
+
+	if (vd_query_check(a, n, err, sizeof(err)) == 0)
+		fail_msg("accepted a query of %zu parameters (expected \"%s\")", n, needle);
+	if (strstr(err, needle) == NULL)
+		fail_msg("\"%s\" does not mention \"%s\"", err, needle);
+	assert_true(vd_utf8_valid((const uint8_t *)err, strlen(err)));
+}
+
+static void test_query(void **state)
+{
+	(void)state;
+	char err[256];
+	static char longv[VD_REQ_QUERY_VALUE_MAX + 2], longk[VD_REQ_QUERY_KEY_MAX + 2];
+	vd_query_arg many[VD_REQ_QUERY_MAX_ARGS + 1];
+	static char names[VD_REQ_QUERY_MAX_ARGS + 1][8];
+	size_t i;
+
+	{
+		vd_query_arg a[] = { Q("state", "verified"), Q("wait", "3"), Q("flag", NULL) };
+		assert_int_equal(vd_query_check(a, 3, err, sizeof(err)), 0);
+		assert_int_equal(vd_query_check(a, 0, err, sizeof(err)), 0);
+	}
+	{	/* ?wait=3&wait=400: a second reader could take either */
+		vd_query_arg a[] = { Q("wait", "3"), Q("state", "failed"), Q("wait", "400") };
+		query_refused(a, 3, "\"wait\" is given more than once");
+	}
+	{	/* the same name without a value counts too */
+		vd_query_arg a[] = { Q("x", NULL), Q("x", "1") };
+		query_refused(a, 2, "more than once");
+	}
+	{	/* names differing only in length are different */
+		vd_query_arg a[] = { Q("run", "a"), Q("runs", "b"), Q("ru", "c") };
+		assert_int_equal(vd_query_check(a, 3, err, sizeof(err)), 0);
+	}
+	{	/* %00 decoded: the length runs past the NUL */
+		vd_query_arg a[] = { Q("path", "ledger\0.jsonl") };
+		query_refused(a, 1, "NUL");
+	}
+	{
+		vd_query_arg a[] = { Q("pa\0th", "x") };
+		query_refused(a, 1, "control character");
+	}
+	{
+		vd_query_arg a[] = { Q("pa\nth", "x") };
+		query_refused(a, 1, "control character");
+	}
+
+	/* Values: VD_REQ_QUERY_VALUE_MAX bytes, and one more. */
+	memset(longv, 'a', sizeof(longv) - 1);
+	{
+		vd_query_arg a[] = { { "path", 4, longv, VD_REQ_QUERY_VALUE_MAX } };
+		assert_int_equal(vd_query_check(a, 1, err, sizeof(err)), 0);
+		a[0].value_len++;
+		query_refused(a, 1, "\"path\" is too long");
+	}
+	memset(longk, 'k', sizeof(longk) - 1);
+	{
+		vd_query_arg a[] = { { longk, VD_REQ_QUERY_KEY_MAX, "1", 1 } };
+		assert_int_equal(vd_query_check(a, 1, err, sizeof(err)), 0);
+		a[0].key_len++;
+		query_refused(a, 1, "longer than");
+	}
+
+	/* VD_REQ_QUERY_MAX_ARGS parameters, and one more. */
+	for (i = 0; i < VD_ARRAY_LEN(many); i++) {
+		snprintf(names[i], sizeof(names[i]), "k%zu", i);
+		many[i] = (vd_query_arg){ names[i], strlen(names[i]), "1", 1 };
+	}
+	assert_int_equal(vd_query_check(many, VD_REQ_QUERY_MAX_ARGS, err, sizeof(err)), 0);
+	query_refused(many, VD_REQ_QUERY_MAX_ARGS + 1, "parameters");
+
+	{	/* A name that is not UTF-8 is quoted as valid UTF-8. */
+		vd_query_arg a[] = { Q("\xff\xfe", "1"), Q("\xff\xfe", "2") };
+		query_refused(a, 2, "more than once");
+	}
+	{	/* A short buffer cuts the sentence, never past its end. */
+		vd_query_arg a[] = { Q("wait", "3"), Q("wait", "4") };
+		char small[12];
+
+		memset(small, 0x5a, sizeof(small));
+		assert_int_equal(vd_query_check(a, 2, small, 8), -1);
+		assert_int_equal(strlen(small), 7);
+		assert_int_equal((unsigned char)small[8], 0x5a);
+	}
+}
+
+static void test_field(void **state)
+{
+	(void)state;
+
+	assert_true(vd_http_field_ok("Bearer abc", 10));
+	assert_true(vd_http_field_ok("a\tb c", 5));
+	assert_true(vd_http_field_ok("", 0));
+	assert_true(vd_http_field_ok("caf\xc3\xa9", 5));     /* obs-text is not a control */
+	assert_false(vd_http_field_ok("Bearer a\0b", 10));
+	assert_false(vd_http_field_ok("Bearer a\x01", 9));
+	assert_false(vd_http_field_ok("a\rb", 3));
+	assert_false(vd_http_field_ok("a\nb", 3));
+	assert_false(vd_http_field_ok("a\x1b[0m", 6));
+	assert_false(vd_http_field_ok("a\x7f", 2));
+	assert_false(vd_http_field_ok(NULL, 0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -472,6 +582,8 @@ int main(void)
 		cmocka_unit_test(test_output_reset),
 		cmocka_unit_test(test_message_utf8),
 		cmocka_unit_test(test_content_type),
+		cmocka_unit_test(test_query),
+		cmocka_unit_test(test_field),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
