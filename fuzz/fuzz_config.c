@@ -44,6 +44,8 @@ static const struct field {
 	{ "state_dir", STR(state_dir) },
 	{ "token_file", STR(token_file) },
 	{ "genesis_hash", STR(genesis_hash) },
+	{ "anchor", STR(anchor) },
+	{ "run_token_file", STR(run_token_file) },
 	{ "trusted_keys", STR(trusted_keys) },
 	{ "signing_key", STR(signing_key) },
 	{ "commitment_policy", NUM(F_POLICY, commitment_policy) },

@@ -37,6 +37,8 @@
 #define DEFAULT_CONFIG SYSCONFDIR "/lensemble-verifyd.conf"
 #define MAX_OVERRIDES 16
 #define STATUS_INTERVAL_MS 10000
+#define LOOP_STALL_NS (20 * 1000000ull)   /* a loop turn busier than this is logged */
+#define STALL_LOG_GAP_NS (1000000000ull)  /* at most one such line a second */
 
 typedef struct daemon_opts {
 	int foreground, check;
@@ -58,6 +60,8 @@ typedef struct vd_daemon {
 	vd_keyring *keys;           /* trusted_keys as last read */
 	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t status, watchdog;
+	uv_prepare_t stall;
+	uint64_t turn_start, turn_idle, stall_logged_at, stalls_unlogged;
 	int stopping;
 } vd_daemon;
 
@@ -248,6 +252,7 @@ static void on_store_closed(void *arg)
 	uv_close((uv_handle_t *)&d->sighup, closed_noop);
 	uv_close((uv_handle_t *)&d->status, closed_noop);
 	uv_close((uv_handle_t *)&d->watchdog, closed_noop);
+	uv_close((uv_handle_t *)&d->stall, closed_noop);
 }
 
 static void shutdown_daemon(vd_daemon *d, const char *why)
@@ -321,6 +326,39 @@ static int drop_privileges(const vd_config *c)
 	prctl(PR_SET_DUMPABLE, 1);
 	log_info("running as user %s", c->user);
 	return 0;
+}
+
+/* Each turn of the loop, its busy time (the turn less the time it waited
+ * in poll) goes to loop_stall_seconds; a turn over LOOP_STALL_NS is a stall
+ * that delays every client, and is logged with its length. */
+static void on_prepare(uv_prepare_t *h)
+{
+	vd_daemon *d = h->data;
+	uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(&d->loop);
+	uint64_t busy = now - d->turn_start - (idle - d->turn_idle);
+
+	d->turn_start = now;
+	d->turn_idle = idle;
+	vd_histogram_observe(&d->metrics.loop_stall, (double)busy / 1e9);
+	if (busy < LOOP_STALL_NS)
+		return;
+	if (now - d->stall_logged_at < STALL_LOG_GAP_NS) {
+		d->stalls_unlogged++;
+		return;
+	}
+	log_warn("the event loop was busy for %.1f ms in one turn (%llu more stall(s) since the last line)",
+	    (double)busy / 1e6, (unsigned long long)d->stalls_unlogged);
+	d->stall_logged_at = now;
+	d->stalls_unlogged = 0;
+}
+
+static void start_stall_guard(vd_daemon *d)
+{
+	uv_prepare_init(&d->loop, &d->stall);
+	d->stall.data = d;
+	d->turn_start = uv_hrtime();
+	d->turn_idle = uv_metrics_idle_time(&d->loop);
+	uv_prepare_start(&d->stall, on_prepare);
 }
 
 static void start_timers(vd_daemon *d)
@@ -407,6 +445,7 @@ static int run(vd_daemon *d)
 	int rc;
 
 	uv_loop_init(&d->loop);
+	uv_loop_configure(&d->loop, UV_METRICS_IDLE_TIME);
 	vd_metrics_init(&d->metrics);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	memset(&d->api, 0, sizeof(d->api));
@@ -415,6 +454,7 @@ static int run(vd_daemon *d)
 	d->api.cfg = d->cfg;
 	d->api.start_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	start_signals(d);
+	start_stall_guard(d);
 	if (start_http(d) < 0)
 		return 1;
 	/* Read as the starting user: the token file may be root's alone. */

@@ -42,7 +42,7 @@ static json_object *jstr_keep_empty(const char *s)
 	return s ? json_object_new_string(s) : NULL;
 }
 
-static json_object *copy_json(const vd_copy *c)
+static json_object *copy_json(const vd_copy *c, const vd_group *g)
 {
 	json_object *o = json_object_new_object();
 	vd_astate st = vd_copy_state(c);
@@ -54,15 +54,18 @@ static json_object *copy_json(const vd_copy *c)
 	json_object_object_add(o, "code", show && c->code != VD_OK ?
 	    json_object_new_string(vd_code_name(c->code)) : NULL);
 	json_object_object_add(o, "detail", show && c->code != VD_OK ?
-	    json_object_new_string(c->detail) : NULL);
+	    json_object_new_string(VD_COPY_TEXT(c->detail)) : NULL);
 	vd_rfc3339(c->verified_at, when, sizeof(when));
 	json_object_object_add(o, "verified_at", c->has_verdict ? json_object_new_string(when) : NULL);
 	json_object_object_add(o, "duration_ms", c->has_verdict ?
 	    json_object_new_double(c->duration_ms) : NULL);
 	if (show && c->recomputed[0] && c->code != VD_OK)
 		json_object_object_add(o, "recomputed_hash", json_object_new_string(c->recomputed));
-	if (show && c->code != VD_OK && c->changed[0])
+	if (show && c->code != VD_OK && c->changed != NULL)
 		json_object_object_add(o, "changed", json_object_new_string(c->changed));
+	/* Each copy its own bit: a good copy beside a bad one can be loaded. */
+	json_object_object_add(o, "trusted", json_object_new_boolean(g != NULL &&
+	    st == VD_AS_VERIFIED && g->chain == VD_CHAIN_INTACT && g->committed));
 	return o;
 }
 
@@ -91,6 +94,7 @@ static json_object *chain_json(const vd_group *g)
 
 	json_object_object_add(o, "status", json_object_new_string(vd_chain_status_name(g->chain)));
 	json_object_object_add(o, "length", json_object_new_uint64(g->chain_len));
+	json_object_object_add(o, "pruned", json_object_new_uint64(g->pruned));
 	json_object_object_add(o, "root", jstr_or_null(g->root));
 	for (i = 0; i < g->n_breaks; i++) {
 		json_object *b = json_object_new_object();
@@ -171,7 +175,7 @@ static json_object *group_json(const vd_group *g)
 	json_object_object_add(o, "code", failed ? json_object_new_string(vd_code_name(failed->code)) : NULL);
 	json_object_object_add(o, "detail", failed ? json_object_new_string(failed->detail) : NULL);
 	for (i = 0; i < g->n; i++)
-		json_object_array_add(copies, copy_json(g->copies[i]));
+		json_object_array_add(copies, copy_json(g->copies[i], g));
 	json_object_object_add(o, "copies", copies);
 	json_object_object_add(o, "header", header_json(&g->copies[0]->hdr));
 	json_object_object_add(o, "tensors", good ? json_object_new_uint64(good->tensors) : NULL);
@@ -192,8 +196,8 @@ static json_object *headerless_json(const vd_copy *c)
 	json_object_object_add(o, "content_hash", NULL);
 	json_object_object_add(o, "state", json_object_new_string(vd_astate_name(st)));
 	json_object_object_add(o, "code", show ? json_object_new_string(vd_code_name(c->code)) : NULL);
-	json_object_object_add(o, "detail", show ? json_object_new_string(c->detail) : NULL);
-	json_object_array_add(copies, copy_json(c));
+	json_object_object_add(o, "detail", show ? json_object_new_string(VD_COPY_TEXT(c->detail)) : NULL);
+	json_object_array_add(copies, copy_json(c, NULL));
 	json_object_object_add(o, "copies", copies);
 	json_object_object_add(o, "header", NULL);
 	json_object_object_add(o, "tensors", NULL);
@@ -265,14 +269,43 @@ static int group_cmp(const void *a, const void *b)
 	return strcmp((*(vd_group *const *)a)->hash, (*(vd_group *const *)b)->hash);
 }
 
+/* ?limit=N (1 to VD_PAGE_MAX; absent: no limit, 0 here). */
+static int parse_limit(vd_req *r, size_t *out)
+{
+	const char *q = vd_req_query(r, "limit");
+	char *end;
+	unsigned long v;
+
+	*out = 0;
+	if (q == NULL)
+		return 0;
+	v = strtoul(q, &end, 10);
+	if (q[0] < '0' || q[0] > '9' || *end != '\0' || v < 1 || v > VD_PAGE_MAX)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void bad_limit(vd_req *r)
+{
+	char detail[96];
+
+	snprintf(detail, sizeof(detail), "limit must be a whole number from 1 to %d", VD_PAGE_MAX);
+	vd_http_error(r, 400, "bad_request", detail, NULL);
+}
+
+/* GET /artifacts: by content hash; ?limit=&after=HASH pages through them
+ * with a "next" cursor (directories without a valid header, which claim
+ * no hash, come on the last page). */
 static void get_artifacts(vd_api *api, vd_req *r)
 {
-	const char *q = vd_req_query(r, "state"), *k;
+	const char *q = vd_req_query(r, "state"), *after = vd_req_query(r, "after"), *k;
 	json_object *list = json_object_new_array(), *o;
 	vd_group **groups;
-	size_t it = 0, n = 0, i;
+	size_t it = 0, n = 0, i, limit, shown = 0;
+	const char *next = NULL, *last = NULL;
 	void *v;
-	int want = -1;
+	int want = -1, more = 0;
 
 	if (q != NULL && parse_state(q, &want) < 0) {
 		json_object_put(list);
@@ -280,23 +313,43 @@ static void get_artifacts(vd_api *api, vd_req *r)
 		    "state must be pending, verifying, verified or failed", NULL);
 		return;
 	}
+	if (parse_limit(r, &limit) < 0 || (after != NULL && !vd_is_hex64((vd_str){ after, strlen(after) }))) {
+		json_object_put(list);
+		if (after != NULL && !vd_is_hex64((vd_str){ after, strlen(after) }))
+			vd_http_error(r, 400, "bad_request", "after is a content hash: 64 lowercase hex characters", NULL);
+		else
+			bad_limit(r);
+		return;
+	}
 	groups = calloc(api->store->model.groups.count + 1, sizeof(*groups));
 	while (groups && vd_map_next(&api->store->model.groups, &it, &k, &v))
 		groups[n++] = v;
 	if (groups)
 		qsort(groups, n, sizeof(*groups), group_cmp);
-	for (i = 0; i < n; i++)
-		if (want < 0 || (int)vd_group_state(groups[i]) == want)
-			json_object_array_add(list, group_json(groups[i]));
-	free(groups);
+	for (i = 0; i < n; i++) {
+		if ((after != NULL && strcmp(groups[i]->hash, after) <= 0) ||
+		    (want >= 0 && (int)vd_group_state(groups[i]) != want))
+			continue;
+		if (limit > 0 && shown == limit) {
+			more = 1;
+			break;
+		}
+		json_object_array_add(list, group_json(groups[i]));
+		last = groups[i]->hash;
+		shown++;
+	}
+	next = more ? last : NULL;
 	it = 0;
-	while (vd_map_next(&api->store->model.copies, &it, &k, &v)) {
+	while (next == NULL && vd_map_next(&api->store->model.copies, &it, &k, &v)) {
 		vd_copy *c = v;
 		if (c->hdr.code != VD_OK && (want < 0 || (int)vd_copy_state(c) == want))
 			json_object_array_add(list, headerless_json(c));
 	}
 	o = json_object_new_object();
 	json_object_object_add(o, "artifacts", list);
+	if (limit > 0)
+		json_object_object_add(o, "next", next ? json_object_new_string(next) : NULL);
+	free(groups);
 	send_json(r, 200, o, NULL);
 }
 
@@ -364,7 +417,7 @@ static void copy_reasons(const vd_copy *c, json_object *reasons)
 	vd_astate st = vd_copy_state(c);
 
 	if (st == VD_AS_FAILED)
-		add_reason(reasons, "%s: %s: %s", c->relpath, vd_code_name(c->code), c->detail);
+		add_reason(reasons, "%s: %s: %s", c->relpath, vd_code_name(c->code), VD_COPY_TEXT(c->detail));
 	else if (st != VD_AS_VERIFIED)
 		add_reason(reasons, "%s is still %s", c->relpath, vd_astate_name(st));
 }
@@ -616,22 +669,20 @@ static void post_verify(vd_api *api, vd_req *r)
 
 /* ---- POST /roundclose -------------------------------------------------- */
 
-void vd_api_load_token(vd_api *api)
+/* One token file: a line of VD_TOKEN_MIN to VD_TOKEN_MAX printable
+ * characters. An unreadable file keeps the token read before. */
+static void read_token(const char *path, vd_token *t)
 {
 	char buf[VD_TOKEN_MAX + 2];
 	size_t n = 0, i;
 	FILE *f;
 
-	api->token_error[0] = '\0';
-	if (api->cfg->token_file[0] == '\0') {
-		api->token_len = 0;
-		return;
-	}
-	if ((f = fopen(api->cfg->token_file, "re")) == NULL) {
-		snprintf(api->token_error, sizeof(api->token_error), "cannot read the token file %s: %s",
-		    api->cfg->token_file, strerror(errno));
-		log_error("%s; %s", api->token_error, api->token_len ? "keeping the token read before" :
-		    "POST /roundclose is refused until it can be read");
+	t->error[0] = '\0';
+	if ((f = fopen(path, "re")) == NULL) {
+		snprintf(t->error, sizeof(t->error), "cannot read the token file %s: %s", path,
+		    strerror(errno));
+		log_error("%s; %s", t->error, t->len ? "keeping the token read before" :
+		    "commitments with it are refused until it can be read");
 		return;
 	}
 	n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -642,43 +693,89 @@ void vd_api_load_token(vd_api *api)
 	for (i = 0; i < n && buf[i] > ' ' && buf[i] < 0x7f; i++)
 		;
 	if (n < VD_TOKEN_MIN || n > VD_TOKEN_MAX || i != n) {
-		snprintf(api->token_error, sizeof(api->token_error),
+		snprintf(t->error, sizeof(t->error),
 		    "the token file %s must hold one token of %d to %d printable characters",
-		    api->cfg->token_file, VD_TOKEN_MIN, VD_TOKEN_MAX);
-		log_error("%s", api->token_error);
-		api->token_len = 0;
-		return;
+		    path, VD_TOKEN_MIN, VD_TOKEN_MAX);
+		log_error("%s", t->error);
+		t->len = 0;
+	} else {
+		memcpy(t->value, buf, n + 1);
+		t->len = n;
 	}
-	memcpy(api->token, buf, n + 1);
-	api->token_len = n;
 	explicit_bzero(buf, sizeof(buf));
 }
 
+void vd_api_load_token(vd_api *api)
+{
+	const vd_config *c = api->cfg;
+	vd_token old[VD_CONFIG_MAX_RUN_TOKENS];
+	size_t i, j, n = api->n_run_tokens;
+
+	if (c->token_file[0] == '\0')
+		memset(&api->token, 0, sizeof(api->token));
+	else
+		read_token(c->token_file, &api->token);
+	/* A run keeps the token read before when its file cannot be read. */
+	memcpy(old, api->run_tokens, sizeof(old));
+	memset(api->run_tokens, 0, sizeof(api->run_tokens));
+	for (i = 0; i < c->n_run_tokens; i++) {
+		for (j = 0; j < n && strcmp(old[j].run, c->run_tokens[i].run) != 0; j++)
+			;
+		if (j < n)
+			api->run_tokens[i] = old[j];
+		snprintf(api->run_tokens[i].run, sizeof(api->run_tokens[i].run), "%s", c->run_tokens[i].run);
+		read_token(c->run_tokens[i].file, &api->run_tokens[i]);
+	}
+	api->n_run_tokens = c->n_run_tokens;
+	explicit_bzero(old, sizeof(old));
+}
+
 /* Compare digests, so neither the bytes nor the length leak through time. */
-static int token_ok(vd_api *api, const char *given, size_t len)
+static int token_ok(const vd_token *t, const char *given, size_t len)
 {
 	char ha[VD_HASH_HEX_LEN + 1], hb[VD_HASH_HEX_LEN + 1];
 
-	if (vd_sha256_hex(given, len, ha) < 0 || vd_sha256_hex(api->token, api->token_len, hb) < 0)
+	if (t->len == 0 || vd_sha256_hex(given, len, ha) < 0 || vd_sha256_hex(t->value, t->len, hb) < 0)
 		return 0;
 	return CRYPTO_memcmp(ha, hb, VD_HASH_HEX_LEN) == 0;
 }
 
-static int authorized(vd_api *api, vd_req *r)
+static const vd_token *run_token(vd_api *api, const char *run)
+{
+	size_t i;
+
+	for (i = 0; run != NULL && i < api->n_run_tokens; i++)
+		if (strcmp(api->run_tokens[i].run, run) == 0)
+			return &api->run_tokens[i];
+	return NULL;
+}
+
+/* The operator token commits for every run; a run's own token (when run
+ * is given) for that run only, so one coordinator's token cannot commit
+ * for another. */
+static int authorized_for(vd_api *api, vd_req *r, const char *run)
 {
 	const char *h = vd_req_header(r, "Authorization");
+	const vd_token *rt = run_token(api, run);
 
-	if (api->token_len == 0) {
-		vd_http_error(r, 403, "forbidden", api->token_error[0] ? api->token_error :
-		    "no operator token is configured (token_file), so commitments cannot be posted", NULL);
+	if (api->token.len == 0 && (rt == NULL || rt->len == 0)) {
+		vd_http_error(r, 403, "forbidden", rt && rt->error[0] ? rt->error : api->token.error[0] ?
+		    api->token.error : "no operator token is configured (token_file), so commitments cannot be posted", NULL);
 		return 0;
 	}
-	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0 || !token_ok(api, h + 7, strlen(h + 7))) {
+	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0 ||
+	    !(token_ok(&api->token, h + 7, strlen(h + 7)) ||
+	    (rt != NULL && token_ok(rt, h + 7, strlen(h + 7))))) {
 		vd_http_error(r, 401, "unauthorized", "a valid operator token is required: Authorization: Bearer <token>",
 		    (const char *const[]){ "WWW-Authenticate", "Bearer realm=\"lensemble-verifyd\"", NULL });
 		return 0;
 	}
 	return 1;
+}
+
+static int authorized(vd_api *api, vd_req *r)
+{
+	return authorized_for(api, r, NULL);
 }
 
 static int run_param(vd_req *r, char *out, size_t n)
@@ -716,7 +813,7 @@ int vd_api_early(vd_req *r, void *arg)
 		return 0;
 	if (run_param(r, run, sizeof(run)) < 0)
 		return 0;            /* post_roundclose answers 400 */
-	return !authorized(api, r);
+	return !authorized_for(api, r, run);
 }
 
 /* Record (run, round) -> hash and answer as trust.md section 3 says. */
@@ -756,6 +853,20 @@ static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundc
 		json_object_object_add(o, "key_id", json_object_new_string(key_id));
 	json_object_object_add(o, "created", json_object_new_boolean(res == 0));
 	send_json(r, res == 0 ? 201 : 200, o, NULL);
+}
+
+/* A commitment names a run the store holds: a run directory seen by the
+ * last scan (not a file, FIFO, symbolic link or artifact directory). */
+static int known_run(vd_api *api, vd_req *r, const char *run)
+{
+	char detail[VD_RUN_MAX + 128];
+
+	if (vd_store_run_known(api->store, run))
+		return 1;
+	snprintf(detail, sizeof(detail), "run %s is not a run directory of the store (none, or not a plain directory)",
+	    vd_run_name(run));
+	vd_http_error(r, 400, "bad_request", detail, NULL);
+	return 0;
 }
 
 /* A body whose top-level object has "payloadType" is a DSSE envelope. */
@@ -842,6 +953,8 @@ static void post_envelope(vd_api *api, vd_req *r, const char *qrun)
 		refuse_envelope(api, r, VD_ENV_WRONG_RUN, "the statement names another run than ?run=");
 		return;
 	}
+	if (!known_run(api, r, st.run))
+		return;
 	snprintf(key_id, sizeof(key_id), "%s", vd_key_id(signer));
 	if (st.kind == VD_STMT_CHECKPOINT) {
 		post_checkpoint(api, r, &st, key_id);
@@ -865,20 +978,22 @@ static void post_roundclose(vd_api *api, vd_req *r)
 	 * the body. Without one, only a signed envelope is accepted. */
 	int json = vd_is_json_content_type(vd_req_header(r, "Content-Type"));
 
-	if ((token || !json || !is_envelope(body, r->body.len)) && !authorized(api, r))
+	if (run_param(r, run, sizeof(run)) < 0) {
+		vd_http_error(r, 400, "bad_request", "run must name a directory inside the store, without \"..\" or hidden parts", NULL);
+		return;
+	}
+	if ((token || !json || !is_envelope(body, r->body.len)) && !authorized_for(api, r, run))
 		return;
 	if (!json) {
 		vd_http_error(r, 415, "unsupported_media_type", "the body must be application/json", NULL);
-		return;
-	}
-	if (run_param(r, run, sizeof(run)) < 0) {
-		vd_http_error(r, 400, "bad_request", "run must name a directory inside the store, without \"..\" or hidden parts", NULL);
 		return;
 	}
 	if (is_envelope(body, r->body.len)) {
 		post_envelope(api, r, vd_req_query(r, "run") ? run : NULL);
 		return;
 	}
+	if (!known_run(api, r, run))
+		return;
 	if (vd_parse_roundclose(body, r->body.len, api->cfg->max_json_depth, &rc, err,
 	    sizeof(err)) < 0) {
 		vd_http_error(r, 400, "bad_request", err, NULL);
@@ -927,7 +1042,7 @@ static json_object *head_json(int64_t round, const char *hash)
 	return o;
 }
 
-static int copy_in_run(const vd_group *g, const char *run)
+static int group_in_run_api(const vd_group *g, const char *run)
 {
 	size_t i;
 
@@ -942,94 +1057,139 @@ static int str_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Every run: a directory holding a ledger or an artifact. */
-static char **list_runs(vd_store *s, size_t *n)
+/* One run's part of /chain, filled in one pass over the groups. */
+typedef struct run_acc {
+	const char *run;
+	const vd_group *best;       /* its newest trusted artifact */
+	json_object *heads;
+} run_acc;
+
+static void pair_key(char *out, size_t n, const char *run, const char *hash)
 {
-	vd_map seen;
+	snprintf(out, n, "%s\n%s", run, hash);
+}
+
+/* "run\nparent" for every verified artifact: who has a verified child in
+ * which run, so that a head is found without a search per artifact. */
+static void verified_parents(vd_store *s, vd_map *out)
+{
+	char key[VD_RUN_MAX + VD_HASH_HEX_LEN + 2];
 	const char *k;
 	void *v;
 	size_t it = 0, i;
-	char **runs;
-
-	vd_map_init(&seen);
-	for (i = 0; i < s->n_ledgers; i++)
-		vd_map_put(&seen, s->ledgers[i].run, NULL);
-	while (vd_map_next(&s->model.copies, &it, &k, &v))
-		vd_map_put(&seen, ((vd_copy *)v)->run, NULL);
-	runs = calloc(seen.count + 1, sizeof(*runs));
-	*n = 0;
-	it = 0;
-	while (runs && vd_map_next(&seen, &it, &k, &v))
-		runs[(*n)++] = strdup(k);
-	if (runs)
-		qsort(runs, *n, sizeof(*runs), str_cmp);
-	vd_map_free(&seen);
-	return runs;
-}
-
-static int parent_of_verified_in_run(vd_store *s, const char *hash, const char *run)
-{
-	const char *k;
-	void *v;
-	size_t it = 0;
-
-	while (vd_map_next(&s->model.groups, &it, &k, &v)) {
-		vd_group *c = v;
-		if (c->has_parent && strcmp(c->parent, hash) == 0 &&
-		    vd_group_state(c) == VD_AS_VERIFIED && copy_in_run(c, run))
-			return 1;
-	}
-	return 0;
-}
-
-static json_object *run_json(vd_store *s, const char *run)
-{
-	json_object *o = json_object_new_object(), *heads = json_object_new_array();
-	const vd_group *best = NULL;
-	const char *k;
-	void *v;
-	size_t it = 0;
 
 	while (vd_map_next(&s->model.groups, &it, &k, &v)) {
 		vd_group *g = v;
-		if (!copy_in_run(g, run) || vd_group_state(g) != VD_AS_VERIFIED)
+		if (!g->has_parent || vd_group_state(g) != VD_AS_VERIFIED)
 			continue;
-		if (g->trusted && (best == NULL || g->round_index > best->round_index))
-			best = g;
-		if (!parent_of_verified_in_run(s, g->hash, run))
-			json_object_array_add(heads, head_json(g->round_index, g->hash));
+		for (i = 0; i < g->n; i++) {
+			pair_key(key, sizeof(key), g->copies[i]->run, g->parent);
+			vd_map_put(out, key, (void *)1);
+		}
 	}
-	json_object_object_add(o, "run", json_object_new_string(vd_run_name(run)));
-	json_object_object_add(o, "committed_head", best ? head_json(best->round_index, best->hash) : NULL);
-	json_object_object_add(o, "heads", heads);
+}
+
+static void acc_group(vd_map *accs, const vd_map *parents, const vd_group *g)
+{
+	char key[VD_RUN_MAX + VD_HASH_HEX_LEN + 2];
+	size_t i, j;
+
+	for (i = 0; i < g->n; i++) {
+		run_acc *a = vd_map_get(accs, g->copies[i]->run);
+		for (j = 0; j < i && strcmp(g->copies[j]->run, g->copies[i]->run) != 0; j++)
+			;
+		if (a == NULL || j < i)
+			continue;       /* counted once per run */
+		if (g->trusted && (a->best == NULL || g->round_index > a->best->round_index))
+			a->best = g;
+		pair_key(key, sizeof(key), a->run, g->hash);
+		if (vd_map_get(parents, key) == NULL)
+			json_object_array_add(a->heads, head_json(g->round_index, g->hash));
+	}
+}
+
+static json_object *acc_json(const run_acc *a)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "run", json_object_new_string(vd_run_name(a->run)));
+	json_object_object_add(o, "committed_head", a->best ?
+	    head_json(a->best->round_index, a->best->hash) : NULL);
+	json_object_object_add(o, "heads", a->heads);
 	return o;
 }
 
+/* Every run (a directory holding a ledger or an artifact), in name
+ * order, each with its committed head and its heads: linear in the
+ * store. */
+static json_object *runs_json(vd_store *s)
+{
+	json_object *list = json_object_new_array();
+	vd_map accs, parents;
+	run_acc *arr;
+	const char *k;
+	void *v;
+	size_t it = 0, n = 0, i;
+
+	vd_map_init(&accs);
+	vd_map_init(&parents);
+	for (i = 0; i < s->n_ledgers; i++)
+		vd_map_put(&accs, s->ledgers[i].run, NULL);
+	while (vd_map_next(&s->model.copies, &it, &k, &v))
+		vd_map_put(&accs, ((vd_copy *)v)->run, NULL);
+	arr = calloc(accs.count + 1, sizeof(*arr));
+	it = 0;
+	while (arr && vd_map_next(&accs, &it, &k, &v)) {
+		arr[n].run = k;
+		arr[n].heads = json_object_new_array();
+		vd_map_put(&accs, k, &arr[n++]);
+	}
+	verified_parents(s, &parents);
+	it = 0;
+	while (arr && vd_map_next(&s->model.groups, &it, &k, &v))
+		if (vd_group_state(v) == VD_AS_VERIFIED)
+			acc_group(&accs, &parents, v);
+	if (arr)
+		qsort(arr, n, sizeof(*arr), str_cmp);
+	for (i = 0; i < n; i++)
+		json_object_array_add(list, acc_json(&arr[i]));
+	free(arr);
+	vd_map_free(&parents);
+	vd_map_free(&accs);
+	return list;
+}
+
+/* Each fork alert's parent with its verified children: one pass over the
+ * groups, whatever the number of forks. */
 static json_object *forks_json(vd_store *s)
 {
-	json_object *forks = json_object_new_array();
-	const char *k, *k2;
-	void *v, *v2;
-	size_t it = 0, it2;
+	json_object *forks = json_object_new_array(), *children;
+	const char *k;
+	void *v;
+	vd_map by_parent;
+	size_t it = 0;
 
+	vd_map_init(&by_parent);
 	while (vd_map_next(&s->lineage.alerts, &it, &k, &v)) {
 		vd_alert *a = v;
-		json_object *f, *children;
+		json_object *f;
 		if (a->kind != VD_ALERT_FORK)
 			continue;
 		f = json_object_new_object();
 		children = json_object_new_array();
 		json_object_object_add(f, "parent", json_object_new_string(a->subject));
-		it2 = 0;
-		while (vd_map_next(&s->model.groups, &it2, &k2, &v2)) {
-			vd_group *c = v2;
-			if (c->has_parent && strcmp(c->parent, a->subject) == 0 &&
-			    vd_group_state(c) == VD_AS_VERIFIED)
-				json_object_array_add(children, json_object_new_string(c->hash));
-		}
 		json_object_object_add(f, "children", children);
 		json_object_array_add(forks, f);
+		vd_map_put(&by_parent, a->subject, children);
 	}
+	it = 0;
+	while (by_parent.count > 0 && vd_map_next(&s->model.groups, &it, &k, &v)) {
+		vd_group *c = v;
+		if (c->has_parent && vd_group_state(c) == VD_AS_VERIFIED &&
+		    (children = vd_map_get(&by_parent, c->parent)) != NULL)
+			json_object_array_add(children, json_object_new_string(c->hash));
+	}
+	vd_map_free(&by_parent);
 	return forks;
 }
 
@@ -1076,7 +1236,8 @@ static void add_commitment(json_object *list, vd_store *s, const vd_commit_slot 
 	vd_group *g = vd_store_group(s, e->hash);
 	int policy = vd_config_policy(s->cfg);
 
-	json_object_object_add(o, "run", json_object_new_string(src == VD_SRC_PINNED ? "." :
+	/* The bare genesis pin applies to every run: shown as the root's. */
+	json_object_object_add(o, "run", json_object_new_string(strcmp(sl->run, "*") == 0 ? "." :
 	    vd_run_name(sl->run)));
 	json_object_object_add(o, "round_index", sl->round_index < 0 ? NULL :
 	    json_object_new_int64(sl->round_index));
@@ -1126,21 +1287,106 @@ static json_object *commitments_json(vd_store *s)
 	return list;
 }
 
+static int round_cmp(const void *a, const void *b)
+{
+	const vd_group *x = *(const vd_group *const *)a, *y = *(const vd_group *const *)b;
+
+	if (x->round_index != y->round_index)
+		return x->round_index < y->round_index ? -1 : 1;
+	return strcmp(x->hash, y->hash);
+}
+
+static json_object *link_json(const vd_group *g)
+{
+	json_object *o = json_object_new_object(), *c = json_object_new_object();
+
+	json_object_object_add(o, "round_index", json_object_new_int64(g->round_index));
+	json_object_object_add(o, "content_hash", json_object_new_string(g->hash));
+	json_object_object_add(o, "parent_hash", g->has_parent ? json_object_new_string(g->parent) : NULL);
+	json_object_object_add(o, "state", json_object_new_string(vd_astate_name(vd_group_state(g))));
+	json_object_object_add(o, "trusted", json_object_new_boolean(g->trusted));
+	json_object_object_add(c, "status", json_object_new_string(vd_chain_status_name(g->chain)));
+	json_object_object_add(c, "length", json_object_new_uint64(g->chain_len));
+	json_object_object_add(c, "pruned", json_object_new_uint64(g->pruned));
+	json_object_object_add(o, "chain", c);
+	return o;
+}
+
+/* GET /chain?run=R[&limit=N&after=ROUND]: one run's artifacts in round
+ * order, a page at a time, with a "next" cursor (the last round shown). */
+static void get_run_chain(vd_api *api, vd_req *r, const char *run)
+{
+	const char *q = vd_req_query(r, "after"), *k;
+	json_object *o, *list;
+	vd_group **gs, *best = NULL;
+	size_t n = 0, i, limit, shown = 0, it = 0;
+	long long after = -1;
+	int64_t last = -1;
+	char *end;
+	void *v;
+	int more = 0;
+
+	if (parse_limit(r, &limit) < 0) {
+		bad_limit(r);
+		return;
+	}
+	if (q != NULL && (q[0] < '0' || q[0] > '9' || (after = strtoll(q, &end, 10)) < 0 || *end != '\0')) {
+		vd_http_error(r, 400, "bad_request", "after is a round index: a whole number", NULL);
+		return;
+	}
+	gs = calloc(api->store->model.groups.count + 1, sizeof(*gs));
+	while (gs && vd_map_next(&api->store->model.groups, &it, &k, &v))
+		if (group_in_run_api(v, run))
+			gs[n++] = v;
+	if (gs)
+		qsort(gs, n, sizeof(*gs), round_cmp);
+	list = json_object_new_array();
+	for (i = 0; i < n; i++) {
+		if (gs[i]->trusted && (best == NULL || gs[i]->round_index >= best->round_index))
+			best = gs[i];
+		if (gs[i]->round_index <= after || more)
+			continue;
+		/* A page ends between rounds, never inside one (a fork's
+		 * siblings), so that after=ROUND misses nothing. */
+		if (limit > 0 && shown >= limit && gs[i]->round_index != last) {
+			more = 1;
+			continue;
+		}
+		json_object_array_add(list, link_json(gs[i]));
+		last = gs[i]->round_index;
+		shown++;
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "run", json_object_new_string(vd_run_name(run)));
+	json_object_object_add(o, "committed_head", best ? head_json(best->round_index, best->hash) : NULL);
+	json_object_object_add(o, "artifacts", list);
+	json_object_object_add(o, "next", more ? json_object_new_int64(last) : NULL);
+	free(gs);
+	send_json(r, 200, o, NULL);
+}
+
 static void get_chain(vd_api *api, vd_req *r)
 {
 	vd_store *s = api->store;
-	json_object *o = json_object_new_object(), *runs = json_object_new_array(), *head = NULL;
-	json_object *ledgers = json_object_new_array();
-	char **names;
-	size_t n = 0, i;
+	json_object *o, *head = NULL, *ledgers;
+	char run[VD_RUN_MAX];
+	size_t i;
 
-	names = list_runs(s, &n);
-	for (i = 0; names && i < n; i++) {
-		json_object_array_add(runs, run_json(s, names[i]));
-		free(names[i]);
+	if (vd_req_query(r, "run") != NULL) {
+		if (run_param(r, run, sizeof(run)) < 0)
+			vd_http_error(r, 400, "bad_request", "run must name a directory inside the store, without \"..\" or hidden parts", NULL);
+		else
+			get_run_chain(api, r, run);
+		return;
 	}
-	free(names);
-	json_object_object_add(o, "runs", runs);
+	if (vd_req_query(r, "limit") != NULL || vd_req_query(r, "after") != NULL) {
+		vd_http_error(r, 400, "bad_request", "limit and after page through one run: give run= too", NULL);
+		return;
+	}
+	o = json_object_new_object();
+	ledgers = json_object_new_array();
+
+	json_object_object_add(o, "runs", runs_json(s));
 	if (s->lineage.head_round >= 0) {
 		head = head_json(s->lineage.head_round, s->lineage.head_hash);
 		json_object_object_add(head, "run", json_object_new_string(vd_run_name(s->lineage.head_run)));
@@ -1274,10 +1520,12 @@ void vd_api_handle(vd_req *r, void *arg)
 			continue;
 		/* Label by route, never by the raw path: a hash is not a label. */
 		r->route = rt->prefix ? "/artifact" : rt->path;
-		if (!method_ok(rt, r->method))
+		if (!method_ok(rt, r->method)) {
 			not_allowed(r, strcmp(rt->method, "GET") == 0 ? "GET, HEAD" : rt->method);
-		else
+		} else {
+			vd_store_sync(api->store);
 			rt->fn(api, r);
+		}
 		return;
 	}
 	vd_http_error(r, 404, "not_found", "no such endpoint", NULL);

@@ -17,7 +17,16 @@
 #define VD_API_MAX_WAIT 300
 #define VD_API_RETRY_AFTER "5"     /* seconds, with 503 */
 #define VD_TOKEN_MAX 512           /* bytes in the operator token */
+#define VD_PAGE_MAX 10000          /* ?limit= of a paginated listing, at most */
 #define VD_TOKEN_MIN 16
+
+/* An operator token as read from its file: never logged, never echoed. */
+typedef struct vd_token {
+	char run[VD_PIN_RUN_MAX];  /* the run it commits for; unused for token_file */
+	char value[VD_TOKEN_MAX + 1];
+	size_t len;                /* 0: none usable */
+	char error[256];           /* why not, when a file is named */
+} vd_token;
 
 typedef struct vd_api {
 	vd_store *store;
@@ -26,13 +35,13 @@ typedef struct vd_api {
 	const vd_config *cfg;
 	int state_ready;           /* the state database is loaded */
 	double start_time;
-	char token[VD_TOKEN_MAX + 1];  /* never logged, never echoed */
-	size_t token_len;          /* 0: POST /roundclose is refused */
-	char token_error[256];
+	vd_token token;            /* token_file: commits for every run */
+	vd_token run_tokens[VD_CONFIG_MAX_RUN_TOKENS];  /* run_token_file, in its order */
+	size_t n_run_tokens;
 	vd_key *signing_key;       /* signs verdicts; never logged */
 } vd_api;
 
-/* (Re)read the operator token from cfg->token_file. */
+/* (Re)read the operator tokens: cfg->token_file and run_token_file. */
 void vd_api_load_token(vd_api *api);
 
 void vd_api_handle(vd_req *r, void *arg);

@@ -10,12 +10,13 @@
 #include <unistd.h>
 
 #include "vd_config.h"
+#include "vd_dsse.h"
 #include "vd_json.h"
 #include "vd_log.h"
 #include "vd_util.h"
 
 typedef enum key_type {
-	K_STR, K_PATH, K_UINT, K_U64, K_LISTEN, K_LEVEL, K_HASH, K_POLICY
+	K_STR, K_PATH, K_UINT, K_U64, K_LISTEN, K_LEVEL, K_PINS, K_ANCHORS, K_RUN_TOKENS, K_POLICY
 } key_type;
 
 typedef struct key_spec {
@@ -40,8 +41,12 @@ static const key_spec keys[] = {
 	  "where the state database lives" },
 	{ "token_file", K_PATH, S(token_file), 0, 0, "",
 	  "file holding the operator token for POST /roundclose (empty: endpoint refused)" },
-	{ "genesis_hash", K_HASH, S(genesis_hash), 0, 0, "",
-	  "pinned content hash of the round-0 artifact (empty: none)" },
+	{ "genesis_hash", K_PINS, S(genesis_hash), 0, 0, "",
+	  "[RUN:]HEX[, [RUN:]HEX...]: pinned content hash of a run's round-0 artifact; a bare HEX for every run without its own (empty: none)" },
+	{ "anchor", K_ANCHORS, S(anchor), 0, 0, "",
+	  "RUN:ROUND:HEX[, ...]: a later round pinned as a run's trusted root, for a run whose early rounds were never seen (empty: none)" },
+	{ "run_token_file", K_RUN_TOKENS, S(run_token_file), 0, 0, "",
+	  "RUN:FILE[, ...]: a token that commits for that run only, besides token_file (empty: none)" },
 	{ "trusted_keys", K_PATH, S(trusted_keys), 0, 0, "",
 	  "directory of Ed25519 public keys (*.pub) whose signed commitments count (empty: none)" },
 	{ "signing_key", K_PATH, S(signing_key), 0, 0, "",
@@ -163,6 +168,127 @@ static int parse_listen(vd_config *c, const char *v, char *err, size_t errlen)
 	return 0;
 }
 
+/* A run in a list entry: "." or a relative directory path, no ':' (it
+ * separates the fields), stored as "" for the root. */
+static int entry_run(const char *p, size_t n, char *out, char *err, size_t errlen, const char *key)
+{
+	if (n == 0 || n >= VD_PIN_RUN_MAX || memchr(p, ':', n) != NULL || !vd_run_name_valid(p, n)) {
+		snprintf(err, errlen, "%s: \"%.*s\" is not a run (\".\" or a directory path inside the store, at most %d characters)",
+		    key, (int)(n > 64 ? 64 : n), p, VD_PIN_RUN_MAX - 1);
+		return -1;
+	}
+	if (n == 1 && p[0] == '.')
+		n = 0;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return 0;
+}
+
+static int entry_hash(const char *p, size_t n, char *out, char *err, size_t errlen, const char *key)
+{
+	if (!vd_is_hex64((vd_str){ p, n })) {
+		snprintf(err, errlen, "%s: a content hash is 64 lowercase hex characters", key);
+		return -1;
+	}
+	memcpy(out, p, VD_HASH_HEX_LEN);
+	out[VD_HASH_HEX_LEN] = '\0';
+	return 0;
+}
+
+/* [RUN:]HEX (genesis_hash) or RUN:ROUND:HEX (anchor). */
+static int parse_pin(const key_spec *k, const char *p, size_t n, vd_pin *pin, char *err, size_t errlen)
+{
+	const char *colon = n > VD_HASH_HEX_LEN ? p + n - VD_HASH_HEX_LEN - 1 : NULL;
+	const char *mid;
+	uint64_t round = 0;
+	char num[24];
+
+	memset(pin, 0, sizeof(*pin));
+	if (colon == NULL || *colon != ':') {
+		if (k->type == K_ANCHORS) {
+			snprintf(err, errlen, "anchor entries are RUN:ROUND:HEX");
+			return -1;
+		}
+		snprintf(pin->run, sizeof(pin->run), "*");
+		return entry_hash(p, n, pin->hash, err, errlen, k->name);
+	}
+	if (entry_hash(colon + 1, VD_HASH_HEX_LEN, pin->hash, err, errlen, k->name) < 0)
+		return -1;
+	if (k->type == K_PINS)
+		return entry_run(p, (size_t)(colon - p), pin->run, err, errlen, k->name);
+	for (mid = colon; mid > p && mid[-1] != ':'; mid--)
+		;
+	if (mid == p || (size_t)(colon - mid) >= sizeof(num) || colon == mid) {
+		snprintf(err, errlen, "anchor entries are RUN:ROUND:HEX");
+		return -1;
+	}
+	memcpy(num, mid, (size_t)(colon - mid));
+	num[colon - mid] = '\0';
+	if (parse_u64(num, &round) < 0 || round == 0 || round > INT64_MAX) {
+		snprintf(err, errlen, "anchor: the round must be a whole number above 0");
+		return -1;
+	}
+	pin->round_index = (int64_t)round;
+	return entry_run(p, (size_t)(mid - 1 - p), pin->run, err, errlen, k->name);
+}
+
+static int parse_run_token(const char *p, size_t n, vd_run_token *t, char *err, size_t errlen)
+{
+	const char *colon = memchr(p, ':', n);
+
+	memset(t, 0, sizeof(*t));
+	if (colon == NULL || colon + 1 == p + n || colon[1] != '/' ||
+	    (size_t)(p + n - colon - 1) >= sizeof(t->file)) {
+		snprintf(err, errlen, "run_token_file entries are RUN:FILE with an absolute FILE");
+		return -1;
+	}
+	memcpy(t->file, colon + 1, (size_t)(p + n - colon - 1));
+	return entry_run(p, (size_t)(colon - p), t->run, err, errlen, "run_token_file");
+}
+
+/* A comma-separated list, each entry into its array; a run named twice
+ * in one list is refused (which would win is not obvious). */
+static int parse_list(const key_spec *k, vd_config *c, const char *v, char *err, size_t errlen)
+{
+	size_t *n = k->type == K_PINS ? &c->n_genesis : k->type == K_ANCHORS ? &c->n_anchors :
+	    &c->n_run_tokens;
+	size_t cap = k->type == K_RUN_TOKENS ? VD_CONFIG_MAX_RUN_TOKENS : VD_CONFIG_MAX_PINS, i, len;
+	const char *p = v, *end, *run;
+	int rc;
+
+	*n = 0;
+	while (*p != '\0') {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == '\0')
+			break;
+		for (end = p; *end != '\0' && *end != ','; end++)
+			;
+		for (len = (size_t)(end - p); len > 0 && p[len - 1] == ' '; len--)
+			;
+		if (*n == cap) {
+			snprintf(err, errlen, "%s has more than %zu entries", k->name, cap);
+			return -1;
+		}
+		if (k->type == K_RUN_TOKENS)
+			rc = parse_run_token(p, len, &c->run_tokens[*n], err, errlen);
+		else
+			rc = parse_pin(k, p, len, &(k->type == K_PINS ? c->genesis : c->anchors)[*n], err, errlen);
+		if (rc < 0)
+			return -1;
+		run = k->type == K_RUN_TOKENS ? c->run_tokens[*n].run :
+		    (k->type == K_PINS ? c->genesis : c->anchors)[*n].run;
+		for (i = 0; i < *n && k->type != K_ANCHORS; i++)
+			if (strcmp(run, k->type == K_RUN_TOKENS ? c->run_tokens[i].run : c->genesis[i].run) == 0) {
+				snprintf(err, errlen, "%s names run %s twice", k->name, run[0] ? run : ".");
+				return -1;
+			}
+		(*n)++;
+		p = end;
+	}
+	return 0;
+}
+
 static int set_string(const key_spec *k, vd_config *c, const char *v, char *err,
     size_t errlen)
 {
@@ -172,10 +298,6 @@ static int set_string(const key_spec *k, vd_config *c, const char *v, char *err,
 	}
 	if (k->type == K_PATH && v[0] != '\0' && v[0] != '/') {
 		snprintf(err, errlen, "%s must be an absolute path", k->name);
-		return -1;
-	}
-	if (k->type == K_HASH && v[0] != '\0' && !vd_is_hex64((vd_str){ v, strlen(v) })) {
-		snprintf(err, errlen, "%s must be 64 lowercase hex characters", k->name);
 		return -1;
 	}
 	memcpy((char *)c + k->off, v, strlen(v) + 1);
@@ -205,8 +327,12 @@ static int set_key(const key_spec *k, vd_config *c, const char *v, char *err,
 	int level;
 
 	switch (k->type) {
-	case K_STR: case K_PATH: case K_HASH:
+	case K_STR: case K_PATH:
 		return set_string(k, c, v, err, errlen);
+	case K_PINS: case K_ANCHORS: case K_RUN_TOKENS:
+		if (set_string(k, c, v, err, errlen) < 0)
+			return -1;
+		return parse_list(k, c, v, err, errlen);
 	case K_UINT: case K_U64:
 		return set_number(k, c, v, err, errlen);
 	case K_LISTEN:
@@ -277,7 +403,7 @@ static int parse_line(const char *p, const char *end, vd_config *c, char *seen,
     char *err, size_t errlen)
 {
 	const char *eq = memchr(p, '=', (size_t)(end - p)), *k_end, *v;
-	char value[VD_CONFIG_PATH_MAX + 2];
+	char value[VD_CONFIG_VALUE_MAX + 2];
 	const key_spec *k;
 	size_t vlen;
 

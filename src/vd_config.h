@@ -15,6 +15,22 @@
 
 #define VD_CONFIG_MAX_BYTES (1u << 20)   /* a config file larger than this is refused */
 #define VD_CONFIG_PATH_MAX 1024
+#define VD_CONFIG_VALUE_MAX 4096   /* one value; lists of pins are the longest */
+#define VD_CONFIG_MAX_PINS 32      /* entries of genesis_hash, of anchor */
+#define VD_CONFIG_MAX_RUN_TOKENS 16
+#define VD_PIN_RUN_MAX 256         /* a run named in a pin or a token entry */
+
+/* genesis_hash and anchor entries: a hash pinned for a run's round. */
+typedef struct vd_pin {
+	char run[VD_PIN_RUN_MAX];   /* store form: "" the root; "*" every run without its own */
+	int64_t round_index;        /* 0 for genesis_hash */
+	char hash[VD_HASH_HEX_LEN + 1];
+} vd_pin;
+
+typedef struct vd_run_token {
+	char run[VD_PIN_RUN_MAX];
+	char file[VD_CONFIG_PATH_MAX];
+} vd_run_token;
 
 /* commitment_policy (trust.md section 4). */
 enum { VD_POLICY_DEFAULT, VD_POLICY_SIGNED, VD_POLICY_LEDGER };
@@ -27,7 +43,15 @@ typedef struct vd_config {
 	char store[VD_CONFIG_PATH_MAX];
 	char state_dir[VD_CONFIG_PATH_MAX];
 	char token_file[VD_CONFIG_PATH_MAX];
-	char genesis_hash[VD_HASH_HEX_LEN + 1];
+	char genesis_hash[VD_CONFIG_VALUE_MAX];    /* as written; parsed into genesis */
+	vd_pin genesis[VD_CONFIG_MAX_PINS];
+	size_t n_genesis;
+	char anchor[VD_CONFIG_VALUE_MAX];          /* as written; parsed into anchors */
+	vd_pin anchors[VD_CONFIG_MAX_PINS];
+	size_t n_anchors;
+	char run_token_file[VD_CONFIG_VALUE_MAX];  /* as written; parsed into run_tokens */
+	vd_run_token run_tokens[VD_CONFIG_MAX_RUN_TOKENS];
+	size_t n_run_tokens;
 	char trusted_keys[VD_CONFIG_PATH_MAX];
 	char signing_key[VD_CONFIG_PATH_MAX];
 	int commitment_policy;      /* VD_POLICY_*; see vd_config_policy */

@@ -631,16 +631,21 @@ static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
 static int is_local_probe(const struct sockaddr *sa, socklen_t len)
 {
 	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
 
-	if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(*in))
-		return ntohl(in->sin_addr.s_addr) == INADDR_LOOPBACK;
-	if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(*in6))
-		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
-		    (memcmp(in6->sin6_addr.s6_addr, mapped, sizeof(mapped)) == 0 &&
-		    in6->sin6_addr.s6_addr[12] == 127 && in6->sin6_addr.s6_addr[13] == 0 &&
-		    in6->sin6_addr.s6_addr[14] == 0 && in6->sin6_addr.s6_addr[15] == 1);
+	/* Copied out: the library's address need not be aligned for them. */
+	if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(in)) {
+		memcpy(&in, sa, sizeof(in));
+		return ntohl(in.sin_addr.s_addr) == INADDR_LOOPBACK;
+	}
+	if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(in6)) {
+		memcpy(&in6, sa, sizeof(in6));
+		return IN6_IS_ADDR_LOOPBACK(&in6.sin6_addr) ||
+		    (memcmp(in6.sin6_addr.s6_addr, mapped, sizeof(mapped)) == 0 &&
+		    in6.sin6_addr.s6_addr[12] == 127 && in6.sin6_addr.s6_addr[13] == 0 &&
+		    in6.sin6_addr.s6_addr[14] == 0 && in6.sin6_addr.s6_addr[15] == 1);
+	}
 	return 0;
 }
 

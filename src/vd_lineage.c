@@ -201,8 +201,18 @@ static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 	for (i = 0; i < in->n_equivs; i++)
 		if ((sl = slot(l, in->equivs[i].run, in->equivs[i].round_index)) != NULL)
 			note_hash(sl, in->equivs[i].hash, "api");
-	if (in->cfg->genesis_hash[0] && (sl = slot(l, GENESIS_RUN, -1)) != NULL)
-		put(sl, VD_SRC_PINNED, in->cfg->genesis_hash, "config", 0, NULL);
+	/* Pins: a run's genesis (its own, or the bare one, under "*"), and
+	 * anchors, each the commitment of its round and a root. */
+	for (i = 0; i < in->cfg->n_genesis; i++)
+		if ((sl = slot(l, in->cfg->genesis[i].run, -1)) != NULL)
+			put(sl, VD_SRC_PINNED, in->cfg->genesis[i].hash, "config", 0, NULL);
+	for (i = 0; i < in->cfg->n_anchors; i++) {
+		const vd_pin *a = &in->cfg->anchors[i];
+		if ((sl = slot(l, a->run, a->round_index - 1)) != NULL) {
+			put(sl, VD_SRC_PINNED, a->hash, "config", 0, NULL);
+			sl->anchor = 1;
+		}
+	}
 }
 
 static void count_series(vd_lineage *l)
@@ -225,9 +235,13 @@ static void count_series(vd_lineage *l)
 /* The commitment for the round of a copy's artifact in the copy's run. */
 static const vd_commit_slot *slot_for(const vd_lineage *l, const vd_copy *c)
 {
-	if (c->hdr.round_index == 0)
-		return vd_lineage_slot(l, GENESIS_RUN, -1);
-	return vd_lineage_slot(l, c->run, c->hdr.round_index - 1);
+	const vd_commit_slot *sl;
+
+	if (c->hdr.round_index > 0)
+		return vd_lineage_slot(l, c->run, c->hdr.round_index - 1);
+	if ((sl = vd_lineage_slot(l, c->run, -1)) != NULL)
+		return sl;
+	return vd_lineage_slot(l, GENESIS_RUN, -1);
 }
 
 /* The entry shown: the strongest that names the hash, else the strongest. */
@@ -288,6 +302,9 @@ static void add_break(vd_group *g, const char *hash, int64_t round, vd_break_rea
 	g->breaks_total++;
 	if (g->n_breaks == VD_CHAIN_MAX_BREAKS)
 		return;
+	/* Out of memory, a break is still counted (breaks_total), not listed. */
+	if (g->breaks == NULL && (g->breaks = malloc(VD_CHAIN_MAX_BREAKS * sizeof(*g->breaks))) == NULL)
+		return;
 	memcpy(g->breaks[g->n_breaks].hash, hash, VD_HASH_HEX_LEN + 1);
 	g->breaks[g->n_breaks].round_index = round;
 	g->breaks[g->n_breaks++].reason = why;
@@ -300,6 +317,24 @@ static void group_header(vd_group *g)
 	g->round_index = h->round_index;
 	g->has_parent = h->has_parent;
 	memcpy(g->parent, h->parent_hash, sizeof(g->parent));
+}
+
+/* A present parent: its verdict, then its round against the child's. */
+static vd_group *parent_state(vd_group *g, vd_group *p, int64_t child_round, int *pending)
+{
+	vd_astate ps = vd_group_through(p);
+
+	if (ps == VD_AS_FAILED) {
+		add_break(g, g->hash, g->round_index, VD_BREAK_PARENT_FAILED);
+		return NULL;
+	}
+	if (ps != VD_AS_VERIFIED) {
+		*pending = 1;
+		return NULL;
+	}
+	if (p->n > 0 && p->copies[0]->hdr.round_index != child_round - 1)
+		add_break(g, g->hash, g->round_index, VD_BREAK_ROUND_GAP);
+	return p;
 }
 
 /* A chain never crosses runs: some copy of the parent must sit in a run
@@ -315,17 +350,82 @@ static int shares_run(const vd_group *g, const vd_group *p)
 	return 0;
 }
 
+static int group_in_run(const vd_group *g, const char *run)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++)
+		if (strcmp(g->copies[i]->run, run) == 0)
+			return 1;
+	return 0;
+}
+
+static const vd_retained *retained(const vd_lineage_input *in, const char *hash)
+{
+	return in->retained ? vd_map_get(in->retained, hash) : NULL;
+}
+
+/* The parent's directory is gone but it was verified and committed: walk
+ * the remembered artifacts (pruned links) to a present ancestor, a root,
+ * or a break. Returns the present ancestor to continue through, or NULL. */
+static vd_group *through_pruned(const vd_lineage_input *in, vd_group *g, const vd_retained *r,
+    int *pending)
+{
+	int64_t round = g->round_index;
+	const char *run = NULL;
+	size_t hops = 0;
+	vd_group *p;
+
+	for (;;) {
+		if (run ? strcmp(run, r->run) != 0 : !group_in_run(g, r->run)) {
+			add_break(g, g->hash, g->round_index, VD_BREAK_CROSS_RUN);
+			return NULL;
+		}
+		if (r->round_index != round - 1)
+			add_break(g, r->hash, r->round_index, VD_BREAK_ROUND_GAP);
+		g->pruned++;
+		g->chain_len++;
+		if (!r->has_parent) {
+			if (r->round_index == 0)
+				memcpy(g->root, r->hash, sizeof(g->root));
+			else
+				add_break(g, r->hash, r->round_index, VD_BREAK_DETACHED_ROOT);
+			return NULL;
+		}
+		run = r->run;
+		round = r->round_index;
+		if ((p = vd_model_group(in->model, r->parent)) != NULL)
+			break;
+		if (++hops > in->retained->count || (r = retained(in, r->parent)) == NULL) {
+			add_break(g, g->hash, g->round_index, VD_BREAK_MISSING_PARENT);
+			return NULL;
+		}
+	}
+	if (p->mark == 1 || !group_in_run(p, run)) {
+		add_break(g, g->hash, g->round_index, p->mark == 1 ? VD_BREAK_MISSING_PARENT :
+		    VD_BREAK_CROSS_RUN);
+		return NULL;
+	}
+	return parent_state(g, p, round, pending);
+}
+
 /* g's own links; returns the parent to continue through, or NULL. */
 static vd_group *local_links(vd_lineage *l, const vd_lineage_input *in, vd_group *g,
     int *pending)
 {
+	const vd_retained *r;
 	vd_group *p;
 	int mismatch;
-	vd_astate ps;
 
 	group_commitment(l, in, g, &mismatch);
 	if (mismatch)
 		add_break(g, g->hash, g->round_index, VD_BREAK_COMMITMENT_MISMATCH);
+	/* An anchor is where the operator chose to start trusting a run. */
+	if (g->committed && g->commit->anchor &&
+	    strcmp(g->commit->src[VD_SRC_PINNED].hash, g->hash) == 0) {
+		memcpy(g->root, g->hash, sizeof(g->root));
+		return NULL;
+	}
 	if (!g->has_parent) {
 		if (g->round_index == 0)
 			memcpy(g->root, g->hash, sizeof(g->root));
@@ -333,7 +433,10 @@ static vd_group *local_links(vd_lineage *l, const vd_lineage_input *in, vd_group
 			add_break(g, g->hash, g->round_index, VD_BREAK_DETACHED_ROOT);
 		return NULL;
 	}
-	if ((p = vd_model_group(in->model, g->parent)) == NULL || p->mark == 1) {
+	if ((p = vd_model_group(in->model, g->parent)) == NULL &&
+	    (r = retained(in, g->parent)) != NULL)
+		return through_pruned(in, g, r, pending);
+	if (p == NULL || p->mark == 1) {
 		add_break(g, g->hash, g->round_index, VD_BREAK_MISSING_PARENT);
 		return NULL;
 	}
@@ -341,17 +444,7 @@ static vd_group *local_links(vd_lineage *l, const vd_lineage_input *in, vd_group
 		add_break(g, g->hash, g->round_index, VD_BREAK_CROSS_RUN);
 		return NULL;
 	}
-	if ((ps = vd_group_settled(p)) == VD_AS_FAILED) {
-		add_break(g, g->hash, g->round_index, VD_BREAK_PARENT_FAILED);
-		return NULL;
-	}
-	if (ps != VD_AS_VERIFIED) {
-		*pending = 1;
-		return NULL;
-	}
-	if (p->n > 0 && p->copies[0]->hdr.round_index != g->round_index - 1)
-		add_break(g, g->hash, g->round_index, VD_BREAK_ROUND_GAP);
-	return p;
+	return parent_state(g, p, g->round_index, pending);
 }
 
 static void inherit(vd_group *g, const vd_group *p, int pending)
@@ -360,6 +453,7 @@ static void inherit(vd_group *g, const vd_group *p, int pending)
 
 	if (p != NULL) {
 		g->chain_len += p->chain_len;
+		g->pruned += p->pruned;
 		memcpy(g->root, p->root, sizeof(g->root));
 		for (i = 0; i < p->n_breaks; i++)
 			add_break(g, p->breaks[i].hash, p->breaks[i].round_index, p->breaks[i].reason);
@@ -399,6 +493,7 @@ static void compute_chain(vd_lineage *l, const vd_lineage_input *in, vd_group *s
 		}
 		g->mark = 1;
 		g->chain_len = 1;
+		g->pruned = 0;
 		g->root[0] = '\0';
 		g->n_breaks = g->breaks_total = 0;
 		group_header(g);
@@ -502,7 +597,7 @@ static void copy_alerts(const vd_lineage_input *in, vd_map *set)
 		if (vd_copy_settled(c) == VD_AS_FAILED)
 			alert_add(set, VD_ALERT_ARTIFACT_FAILED, c->relpath, "%s (claims %s): %s: %s",
 			    c->relpath, c->hdr.code == VD_OK ? c->hdr.content_hash : "no valid header",
-			    vd_code_name(c->code), c->detail);
+			    vd_code_name(c->code), VD_COPY_TEXT(c->detail));
 	}
 }
 
@@ -631,12 +726,15 @@ static void diff_alerts(vd_lineage *l, const vd_lineage_input *in, vd_map *now)
 		l->alert_counts[((vd_alert *)v)->kind]++;
 }
 
-void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in)
+void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, int commits)
 {
 	vd_map now;
 
-	build_commits(l, in);
-	count_series(l);
+	if (commits || !l->built) {
+		build_commits(l, in);
+		count_series(l);
+		l->built = 1;
+	}
 	compute_chains(l, in);
 	compute_head(l, in);
 	vd_map_init(&now);

@@ -49,6 +49,7 @@ typedef struct vd_commit_slot {
 	char first_hash[VD_HASH_HEX_LEN + 1];  /* the first hash any source named */
 	char other_hash[VD_HASH_HEX_LEN + 1];  /* another one: an equivocation */
 	const char *other_where;
+	int anchor;                    /* an anchor pins this round: a chain root */
 } vd_commit_slot;
 
 /* A ledger record as remembered. */
@@ -78,6 +79,17 @@ typedef struct vd_signed_stmt {
 	char where[VD_RUN_MAX];        /* the envelope file, or "api" */
 } vd_signed_stmt;
 
+/* An artifact once verified and committed, remembered after its
+ * directory is removed: chains pass through it as a pruned link. */
+typedef struct vd_retained {
+	char hash[VD_HASH_HEX_LEN + 1];
+	char *run;
+	int64_t round_index;
+	int has_parent;
+	char parent[VD_HASH_HEX_LEN + 1];
+	double verified_at;
+} vd_retained;
+
 /* A RoundClose posted (token: key_id ""; signed: the key) or refused. */
 typedef struct vd_commitment vd_commitment;
 
@@ -94,6 +106,7 @@ typedef struct vd_lineage_input {
 	size_t n_equivs;
 	const vd_signed_stmt *stmts;
 	size_t n_stmts;
+	const vd_map *retained;        /* hash -> vd_retained; may be NULL */
 	struct vd_state *state;        /* alert history; NULL: none */
 } vd_lineage_input;
 
@@ -107,6 +120,7 @@ typedef struct vd_lineage {
 	vd_map alerts;                 /* "kind\nsubject" -> vd_alert */
 	uint64_t alert_counts[VD_ALERT_COUNT];
 	uint64_t series[VD_CS_COUNT];  /* commitments by source and signature */
+	int built;                     /* the slots were built once */
 	int64_t head_round;            /* committed head, -1: none */
 	char head_hash[VD_HASH_HEX_LEN + 1];
 	const char *head_run;          /* a copy's run, valid until the next refresh */
@@ -114,8 +128,9 @@ typedef struct vd_lineage {
 
 void vd_lineage_init(vd_lineage *l);
 void vd_lineage_free(vd_lineage *l);
-/* Recompute everything from in (after any change to it). */
-void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in);
+/* Recompute from in: chains, the head and alerts always; the commitment
+ * slots too when commits is set (a commitment source changed). */
+void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, int commits);
 
 /* The slot of (run, round), or NULL. */
 const vd_commit_slot *vd_lineage_slot(const vd_lineage *l, const char *run, int64_t round);

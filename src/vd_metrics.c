@@ -7,6 +7,7 @@
 #define P "lensemble_verifyd_"
 
 static const double verify_bounds[] = { 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600 };
+static const double loop_bounds[] = { 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
 static const double http_bounds[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30 };
 static const char *const state_names[] = { "pending", "verifying", "verified", "failed" };
 
@@ -38,6 +39,8 @@ void vd_metrics_init(vd_metrics *m)
 	m->verify_duration.n = VD_ARRAY_LEN(verify_bounds);
 	m->http_duration.bounds = http_bounds;
 	m->http_duration.n = VD_ARRAY_LEN(http_bounds);
+	m->loop_stall.bounds = loop_bounds;
+	m->loop_stall.n = VD_ARRAY_LEN(loop_bounds);
 }
 
 void vd_metrics_envelope_rejected(vd_metrics *m, vd_env_reason why)
@@ -107,6 +110,9 @@ static void render_trust(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
 	for (i = 0; i < VD_CS_COUNT; i++)
 		vd_buf_printf(b, P "commitments{source=\"%s\",signed=\"%s\"} %llu\n", series[i][0],
 		    series[i][1], (unsigned long long)g->commitments[i]);
+	help(b, "artifacts_pruned_total", "counter",
+	    "Verified, committed artifacts whose directories were removed; chains pass through them.");
+	vd_buf_printf(b, P "artifacts_pruned_total %llu\n", (unsigned long long)m->artifacts_pruned_total);
 	help(b, "envelopes_rejected_total", "counter", "Signed envelopes refused, by reason.");
 	for (i = 1; i < VD_ENV_REASON_COUNT; i++)
 		vd_buf_printf(b, P "envelopes_rejected_total{reason=\"%s\"} %llu\n",
@@ -142,6 +148,8 @@ static void render_runtime(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
 {
 	size_t i;
 
+	help(b, "unreadable_dirs", "gauge", "Directories of the store the last scan could not open.");
+	vd_buf_printf(b, P "unreadable_dirs %llu\n", (unsigned long long)g->unreadable_dirs);
 	help(b, "queue_depth", "gauge", "Verification jobs waiting for a worker.");
 	vd_buf_printf(b, P "queue_depth %llu\n", (unsigned long long)g->queue_depth);
 	help(b, "workers_busy", "gauge", "Hasher threads working.");
@@ -162,6 +170,9 @@ static void render_runtime(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
 	help(b, "http_connections_limit", "gauge", "max_connections the listener was started with.");
 	vd_buf_printf(b, P "http_connections_limit %llu\n",
 	    (unsigned long long)g->http_connections_limit);
+	help(b, "loop_stall_seconds", "histogram",
+	    "Time the event loop spent running callbacks in one turn (not waiting).");
+	histogram(b, "loop_stall_seconds", &m->loop_stall);
 	help(b, "http_requests_total", "counter", "HTTP requests by route and status.");
 	for (i = 0; i < m->n_http; i++)
 		vd_buf_printf(b, P "http_requests_total{route=\"%s\",code=\"%u\"} %llu\n",

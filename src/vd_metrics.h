@@ -55,9 +55,11 @@ typedef struct vd_metrics {
 	uint64_t bytes_hashed_total;
 	vd_histogram verify_duration;
 	vd_histogram http_duration;
+	vd_histogram loop_stall;   /* busy time of each event-loop turn */
 	vd_http_series http[VD_METRICS_MAX_HTTP_SERIES];
 	size_t n_http;
 	uint64_t envelopes_rejected[VD_ENV_REASON_COUNT];
+	uint64_t artifacts_pruned_total;
 } vd_metrics;
 
 /* Values read off the store when rendering. */
@@ -67,6 +69,7 @@ typedef struct vd_gauges {
 	uint64_t commitments[VD_CS_COUNT];
 	uint64_t queue_depth, workers_busy, workers;
 	uint64_t http_connections, http_connections_limit;
+	uint64_t unreadable_dirs;         /* directories the last scan could not open */
 	int64_t committed_head_round;     /* -1: none */
 	double last_scan, last_scrub;     /* unix seconds; 0: never */
 	double start_time;

@@ -80,6 +80,21 @@ vd_astate vd_group_state(const vd_group *g)
 	return worst;
 }
 
+vd_astate vd_group_through(const vd_group *g)
+{
+	vd_astate st = VD_AS_FAILED;
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		vd_astate c = vd_copy_settled(g->copies[i]);
+		if (c == VD_AS_VERIFIED)
+			return VD_AS_VERIFIED;
+		if (c == VD_AS_PENDING)
+			st = VD_AS_PENDING;
+	}
+	return st;
+}
+
 /* ---- the hash index ---------------------------------------------------- */
 
 void vd_model_init(vd_model *m)
@@ -115,6 +130,7 @@ void vd_model_unindex(vd_model *m, vd_copy *c)
 	if (g->n == 0) {
 		vd_map_del(&m->groups, g->hash);
 		free(g->copies);
+		free(g->breaks);
 		free(g);
 	}
 }
@@ -159,8 +175,16 @@ void vd_model_index(vd_model *m, vd_copy *c)
 
 /* ---- copies ------------------------------------------------------------ */
 
+void vd_copy_text(char **dst, const char *text)
+{
+	free(*dst);
+	*dst = text != NULL && text[0] != '\0' ? strdup(text) : NULL;
+}
+
 static void free_copy(vd_copy *c)
 {
+	free(c->detail);
+	free(c->changed);
 	vd_chunkmap_free(c->chunks);
 	vd_hdrinfo_free(&c->hdr);
 	free(c->relpath);
@@ -202,6 +226,7 @@ void vd_model_free(vd_model *m)
 	it = 0;
 	while (vd_map_next(&m->groups, &it, &k, &v)) {
 		free(((vd_group *)v)->copies);
+		free(((vd_group *)v)->breaks);
 		free(v);
 	}
 	vd_map_free(&m->copies);

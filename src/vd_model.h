@@ -27,7 +27,7 @@ typedef struct vd_copy {
 	/* The latest verdict and the directory state it describes. */
 	int has_verdict;
 	vd_code code;
-	char detail[VD_DETAIL_MAX];
+	char *detail;               /* its sentence; NULL when there is none */
 	char recomputed[VD_HASH_HEX_LEN + 1];
 	uint64_t tensors, bytes;
 	double verified_at, duration_ms;
@@ -41,7 +41,7 @@ typedef struct vd_copy {
 	int backlog;                /* could not be queued: queue full */
 	int seen;                   /* scan sweep mark */
 	struct vd_chunkmap *chunks; /* chunk digests of the verified bytes */
-	char changed[VD_DETAIL_MAX];  /* what the last re-check found changed */
+	char *changed;              /* what the last re-check found changed, or NULL */
 } vd_copy;
 
 #define VD_CHAIN_MAX_BREAKS 16     /* breaks listed per chain; the rest counted */
@@ -73,8 +73,9 @@ typedef struct vd_group {      /* every copy claiming one content hash */
 	int mark;                   /* 0 not yet, 1 on the walk, 2 done */
 	vd_chain_status chain;
 	size_t chain_len;
+	size_t pruned;              /* links through removed, remembered artifacts */
 	char root[VD_HASH_HEX_LEN + 1];
-	vd_break breaks[VD_CHAIN_MAX_BREAKS];
+	vd_break *breaks;           /* allocated at the first break: most chains have none */
 	size_t n_breaks, breaks_total;
 	const struct vd_commit_slot *commit;  /* the commitment for its round, if any */
 	int commit_source;          /* vd_commit_source shown */
@@ -112,6 +113,15 @@ vd_astate vd_copy_settled(const vd_copy *c);
 vd_astate vd_group_settled(const vd_group *g);
 /* The state of a hash: failed if any copy failed, verified if all did. */
 vd_astate vd_group_state(const vd_group *g);
+/* What a child's chain sees of its parent: verified when any copy
+ * verified (a bad extra copy raises its own alert, but does not break the
+ * chains through the good one), failed when every copy failed. */
+vd_astate vd_group_through(const vd_group *g);
+
+/* Set a copy's sentence (detail, changed): NULL or "" clears it. Kept out
+ * of the copy itself, since most copies have none. */
+void vd_copy_text(char **dst, const char *text);
+#define VD_COPY_TEXT(s) ((s) ? (s) : "")
 
 /* The run key as shown: "." for the store root. */
 const char *vd_run_name(const char *run);

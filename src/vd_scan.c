@@ -93,8 +93,10 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Names of a directory's entries, sorted; NULL on error. */
-static char **list_dir(int dirfd, size_t *n)
+/* Names of a directory's entries, sorted, at most cap of them; NULL on
+ * error. *partial is set when the cap was hit or a name could not be kept:
+ * the list then does not say what the directory lacks. */
+static char **list_dir(int dirfd, size_t max, size_t *n, int *partial)
 {
 	char **names = NULL, **grown;
 	struct dirent *de;
@@ -103,6 +105,7 @@ static char **list_dir(int dirfd, size_t *n)
 	int fd = dup(dirfd);
 
 	*n = 0;
+	*partial = 0;
 	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
 		if (fd >= 0)
 			close(fd);
@@ -112,15 +115,20 @@ static char **list_dir(int dirfd, size_t *n)
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (*n == VD_SCAN_MAX_DIR_ENTRIES)
+		if (*n == max) {
+			*partial = 1;
 			break;
+		}
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
-			if ((grown = realloc(names, cap * sizeof(*names))) == NULL)
+			if ((grown = realloc(names, cap * sizeof(*names))) == NULL) {
+				*partial = 1;
 				break;
+			}
 			names = grown;
 		}
-		names[(*n)++] = strdup(de->d_name);
+		if ((names[(*n)++] = strdup(de->d_name)) == NULL)
+			*partial = 1;
 	}
 	closedir(d);
 	if (names != NULL)
@@ -146,13 +154,14 @@ int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp)
 	char **names;
 	size_t n, i;
 	int64_t rec[9];
+	int partial;
 
 	memset(fp, 0, sizeof(*fp));
 	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
 		EVP_MD_CTX_free(ctx);
 		return -1;
 	}
-	names = list_dir(dirfd, &n);
+	names = list_dir(dirfd, VD_SCAN_MAX_DIR_ENTRIES, &n, &partial);
 	for (i = 0; names != NULL && i < n; i++) {
 		memset(rec, 0, sizeof(rec));
 		if (names[i] && fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -243,17 +252,30 @@ static char *join(const char *a, const char *b)
 	return p;
 }
 
+/* A walk that missed something says so: the store then keeps what it
+ * knew instead of taking the missing entries for removed ones. */
+static void scan_incomplete(vd_scan_result *r, const char *rel, const char *why)
+{
+	if (r->incomplete)
+		return;
+	r->incomplete = 1;
+	snprintf(r->incomplete_why, sizeof(r->incomplete_why), "%s: %s", rel[0] ? rel : ".", why);
+}
+
 static void add_artifact(vd_scan_result *r, int dirfd, const char *rel, const char *run)
 {
 	vd_scan_artifact *a, *arr;
 
 	if (r->n_artifacts >= VD_SCAN_MAX_ARTIFACTS) {
 		r->truncated = 1;
+		scan_incomplete(r, rel, "the store holds more artifacts than the scan takes");
 		return;
 	}
 	arr = vd_grow(r->artifacts, &r->cap_artifacts, r->n_artifacts, sizeof(*arr));
-	if (arr == NULL)
+	if (arr == NULL) {
+		scan_incomplete(r, rel, "out of memory");
 		return;
+	}
 	r->artifacts = arr;
 	a = &arr[r->n_artifacts++];
 	memset(a, 0, sizeof(*a));
@@ -386,6 +408,7 @@ static void add_envelopes(vd_scan_result *r, int dirfd, const char *run)
 {
 	char **names, *rel = join(run, VD_COMMITMENTS_DIR);
 	size_t n = 0, i;
+	int partial = 0;
 	vd_scan_envelope *arr, *e;
 	int fd = openat(dirfd, VD_COMMITMENTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
@@ -395,7 +418,9 @@ static void add_envelopes(vd_scan_result *r, int dirfd, const char *run)
 		goto out;
 	}
 	add_dir(r, rel);
-	names = list_dir(fd, &n);
+	names = list_dir(fd, VD_SCAN_MAX_ENVELOPES, &n, &partial);
+	if (names == NULL || partial)
+		scan_incomplete(r, rel, "its entries could not all be listed");
 	for (i = 0; names != NULL && i < n; i++) {
 		if (names[i] == NULL || !envelope_name(names[i]) ||
 		    r->n_envelopes >= VD_SCAN_MAX_ENVELOPES)
@@ -431,7 +456,7 @@ static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
 	struct stat st;
 	char **names, *child;
 	size_t n, i;
-	int fd;
+	int fd, partial;
 
 	add_dir(r, rel);
 	if (fstatat(dirfd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && rel[0] != '\0') {
@@ -448,7 +473,11 @@ static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
 		free(child);
 	}
 	add_envelopes(r, dirfd, rel);
-	if (depth == 0 || (names = list_dir(dirfd, &n)) == NULL)
+	if (depth == 0)
+		return;
+	if ((names = list_dir(dirfd, VD_SCAN_MAX_WALK_ENTRIES, &n, &partial)) == NULL || partial)
+		scan_incomplete(r, rel, "its entries could not all be listed (over the limit, or out of memory)");
+	if (names == NULL)
 		return;
 	for (i = 0; i < n; i++) {
 		if (names[i] == NULL || names[i][0] == '.' || strcmp(names[i], VD_COMMITMENTS_DIR) == 0)

@@ -17,6 +17,7 @@
 
 #define VD_SCAN_MAX_ARTIFACTS 100000
 #define VD_SCAN_MAX_DIR_ENTRIES 10000   /* entries in one artifact directory */
+#define VD_SCAN_MAX_WALK_ENTRIES (VD_SCAN_MAX_ARTIFACTS + 1000)  /* in a directory walked */
 #define VD_LEDGER_FILE "ledger.jsonl"
 
 /* What header.json says, copied out of the parsed document. */
@@ -105,6 +106,8 @@ typedef struct vd_scan_result {
 	char **unreadable;   /* "relpath\nreason": directories that could not be opened */
 	size_t n_unreadable, cap_unreadable;
 	int truncated;       /* hit VD_SCAN_MAX_ARTIFACTS */
+	int incomplete;      /* something was not listed: nothing unseen is gone */
+	char incomplete_why[VD_DETAIL_MAX];
 } vd_scan_result;
 
 void vd_scan_store(const char *root, unsigned depth, vd_scan_result *out);

@@ -18,7 +18,7 @@
 #include "vd_scan.h"
 
 #define VD_STATE_FILE "state.db"
-#define VD_STATE_SCHEMA 3
+#define VD_STATE_SCHEMA 4
 #define VD_STATE_BUSY_MS 5000
 
 typedef struct vd_state vd_state;
@@ -78,6 +78,12 @@ int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
     const vd_ledger_rec *recs, size_t n);
 int vd_state_forget_ledger(vd_state *st, const char *path);
 
+/* Artifacts verified and committed, remembered after removal (batched). */
+typedef struct vd_retained vd_retained;
+typedef void (*vd_retained_fn)(const vd_retained *r, void *arg);
+int vd_state_retain(vd_state *st, const vd_retained *r);
+int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg);
+
 /* Equivocations: two hashes for one round of one run. */
 int vd_state_record_equivocation(vd_state *st, const char *run, int64_t round,
     const char *hash_a, const char *hash_b, const char *source);
@@ -85,6 +91,11 @@ int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg);
 
 int vd_state_alert(vd_state *st, const char *kind, const char *subject,
     const char *detail, int raised);
+
+/* Commit the writes batched since the last call (verdicts, alert events);
+ * the loop calls it once per turn. 0, or -1 (they are lost: verdicts are
+ * recomputed, which is why they may be batched). */
+int vd_state_flush(vd_state *st);
 
 const char *vd_state_error(vd_state *st);
 

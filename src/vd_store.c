@@ -27,6 +27,7 @@ struct vd_waiter {
 };
 
 static void check_waiters(vd_store *s);
+static void refresh_now(vd_store *s, int commits);
 static void close_step(vd_store *s);
 static void scrub_next(vd_store *s);
 
@@ -152,7 +153,7 @@ static void persist_verdict(vd_store *s, const vd_copy *c)
 	snprintf(v.relpath, sizeof(v.relpath), "%s", c->relpath);
 	memcpy(v.fingerprint, c->verdict_fp.digest, sizeof(v.fingerprint));
 	v.code = c->code;
-	snprintf(v.detail, sizeof(v.detail), "%s", c->detail);
+	snprintf(v.detail, sizeof(v.detail), "%s", VD_COPY_TEXT(c->detail));
 	memcpy(v.content_hash, c->recomputed, sizeof(v.content_hash));
 	v.tensors = c->tensors;
 	v.bytes = c->bytes;
@@ -171,7 +172,7 @@ static void record_verdict(vd_copy *c, const vd_job *j)
 {
 	c->has_verdict = 1;
 	c->code = j->verdict.code;
-	snprintf(c->detail, sizeof(c->detail), "%s", j->verdict.detail);
+	vd_copy_text(&c->detail, j->verdict.detail);
 	memcpy(c->recomputed, j->verdict.content_hash, sizeof(c->recomputed));
 	c->tensors = j->verdict.tensors;
 	c->bytes = j->verdict.bytes;
@@ -235,7 +236,7 @@ static void on_job_done(vd_job *j, void *arg)
 	} else {
 		if (j->changed[0])
 			log_warn("%s: %s; verifying it in full", c->relpath, j->changed);
-		snprintf(c->changed, sizeof(c->changed), "%s", j->changed);
+		vd_copy_text(&c->changed, j->changed);
 		if (j->kind == VD_JOB_SCRUB && j->verdict.code == VD_OK && c->has_verdict)
 			log_debug("scrubbed %s: unchanged", c->relpath);
 		else
@@ -268,21 +269,111 @@ static void on_job_done(vd_job *j, void *arg)
 		scrub_next(s);
 	vd_job_free(j);
 	drain_backlog(s);
-	vd_store_refresh(s);
+	vd_store_touch(s);
 	check_waiters(s);
 }
 
 /* ---- scanning ---------------------------------------------------------- */
 
+/* ---- retention --------------------------------------------------------- */
+
+static void retained_free(vd_retained *r)
+{
+	if (r != NULL) {
+		free(r->run);
+		free(r);
+	}
+}
+
+static vd_retained *retained_put(vd_store *s, const vd_retained *src)
+{
+	vd_retained *r = calloc(1, sizeof(*r));
+
+	if (r == NULL || (r->run = strdup(src->run)) == NULL) {
+		free(r);
+		return NULL;
+	}
+	memcpy(r->hash, src->hash, sizeof(r->hash));
+	r->round_index = src->round_index;
+	r->has_parent = src->has_parent;
+	memcpy(r->parent, src->parent, sizeof(r->parent));
+	r->verified_at = src->verified_at;
+	if (vd_map_put(&s->retained, r->hash, r) < 0) {
+		retained_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static void load_retained(const vd_retained *r, void *arg)
+{
+	vd_store *s = arg;
+
+	if (vd_map_get(&s->retained, r->hash) == NULL)
+		retained_put(s, r);
+}
+
+/* An artifact verified and committed is remembered (once), so that its
+ * descendants' chains pass through it after its directory is removed. */
+static void retain_committed(vd_store *s)
+{
+	const char *k;
+	void *v;
+	size_t it = 0, i;
+	vd_retained r;
+
+	while (vd_map_next(&s->model.groups, &it, &k, &v)) {
+		vd_group *g = v;
+		const vd_copy *c = NULL;
+		if (!g->committed || vd_map_get(&s->retained, g->hash) != NULL)
+			continue;
+		for (i = 0; i < g->n && c == NULL; i++)
+			if (vd_copy_settled(g->copies[i]) == VD_AS_VERIFIED)
+				c = g->copies[i];
+		if (c == NULL)
+			continue;
+		memset(&r, 0, sizeof(r));
+		memcpy(r.hash, g->hash, sizeof(r.hash));
+		r.run = c->run;
+		r.round_index = g->round_index;
+		r.has_parent = g->has_parent;
+		memcpy(r.parent, g->parent, sizeof(r.parent));
+		r.verified_at = c->verified_at;
+		if (retained_put(s, &r) != NULL && s->state != NULL)
+			vd_state_retain(s->state, &r);
+	}
+}
+
+/* The last copy of a hash went away: a remembered artifact is pruned (an
+ * operator's choice, counted and logged, never an alert). */
+static void note_removed(vd_store *s, const char *hash, int64_t round, const char *relpath)
+{
+	if (vd_model_group(&s->model, hash) != NULL)
+		return;
+	if (vd_map_get(&s->retained, hash) != NULL) {
+		s->metrics->artifacts_pruned_total++;
+		log_info("round %lld (%s, %s) was removed; it stays in its descendants' chains as a pruned link",
+		    (long long)round, relpath, hash);
+	}
+}
+
 static void remove_copy(vd_store *s, vd_copy *c)
 {
+	char hash[VD_HASH_HEX_LEN + 1], rel[VD_RUN_MAX];
+	int64_t round = c->hdr.round_index;
+	int indexed = c->hdr.code == VD_OK;
+
 	log_info("artifact directory %s is gone", c->relpath);
 	if (s->state)
 		vd_state_forget_verdict(s->state, c->relpath);
 	if (c->backlog)
 		s->backlog--;
+	memcpy(hash, c->hdr.content_hash, sizeof(hash));
+	snprintf(rel, sizeof(rel), "%s", c->relpath);
 	/* An in-flight job finds no copy on return and is dropped. */
 	vd_model_remove_copy(&s->model, c);
+	if (indexed)
+		note_removed(s, hash, round, rel);
 }
 
 typedef struct stored {
@@ -315,7 +406,7 @@ static void adopt_stored(vd_store *s, vd_copy *c)
 	if (!c->has_verdict) {
 		c->has_verdict = 1;
 		c->code = v->code;
-		snprintf(c->detail, sizeof(c->detail), "%s", v->detail);
+		vd_copy_text(&c->detail, v->detail);
 		memcpy(c->recomputed, v->content_hash, sizeof(c->recomputed));
 		c->tensors = v->tensors;
 		c->bytes = v->bytes;
@@ -373,7 +464,7 @@ static void merge_unreadable(vd_store *s, vd_scan_result *r)
 
 	vd_map_init(&now);
 	for (i = 0; i < r->n_unreadable; i++) {
-		char *nl = strchr(r->unreadable[i], '\n'), rel[1024];
+		char *nl = strchr(r->unreadable[i], '\n'), rel[1024], why[VD_DETAIL_MAX];
 		vd_copy *c;
 		if (nl == NULL || (size_t)(nl - r->unreadable[i]) >= sizeof(rel))
 			continue;
@@ -387,7 +478,8 @@ static void merge_unreadable(vd_store *s, vd_scan_result *r)
 		c->seen = 1;
 		c->has_verdict = 1;
 		c->code = VD_IO_ERROR;
-		snprintf(c->detail, sizeof(c->detail), "cannot read the artifact directory: %s", nl + 1);
+		snprintf(why, sizeof(why), "cannot read the artifact directory: %s", nl + 1);
+		vd_copy_text(&c->detail, why);
 		/* This verdict describes no contents: once readable the
 		 * directory is verified again, changed or not. */
 		c->fp.ok = 0;
@@ -556,7 +648,7 @@ static void remember_ledgers(vd_store *s, vd_scan_result *r)
 	}
 	while (vd_map_next(&s->mems, &it, &k, &v)) {
 		vd_ledger_mem *m = v;
-		if (vd_map_get(&seen, k) == NULL && m->n > 0)
+		if (vd_map_get(&seen, k) == NULL && m->n > 0 && !r->incomplete)
 			mark_rewritten(m, NULL, 0, "the file is gone");
 	}
 	vd_map_free(&seen);
@@ -720,24 +812,39 @@ static void forget_unseen(vd_store *s)
 	} while (n == VD_ARRAY_LEN(gone));
 }
 
+static int stmt_where_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const env_eval *const *)a)->stmt.where, (*(const env_eval *const *)b)->stmt.where);
+}
+
+/* The file statements, from every envelope accepted and not known gone
+ * (an incomplete scan keeps those it did not list), in path order. */
 static void merge_envelopes(vd_store *s, vd_scan_result *r)
 {
+	const env_eval **ok;
+	const env_eval *ev;
 	const char *k;
 	void *v;
-	size_t i, it = 0;
-	const env_eval *ev;
+	size_t i, n = 0, it = 0;
 
-	s->n_stmts = s->n_posted_stmts;
 	while (vd_map_next(&s->env_cache, &it, &k, &v))
 		((env_eval *)v)->seen = 0;
-	for (i = 0; i < r->n_envelopes; i++) {
-		if ((ev = envelope_eval(s, &r->envelopes[i])) == NULL)
-			continue;
-		((env_eval *)ev)->seen = 1;
-		if (ev->reason == VD_ENV_OK)
-			push_stmt(s, &ev->stmt);
-	}
-	forget_unseen(s);
+	for (i = 0; i < r->n_envelopes; i++)
+		if ((ev = envelope_eval(s, &r->envelopes[i])) != NULL)
+			((env_eval *)ev)->seen = 1;
+	if (!r->incomplete)
+		forget_unseen(s);
+	s->n_stmts = s->n_posted_stmts;
+	if ((ok = calloc(s->env_cache.count + 1, sizeof(*ok))) == NULL)
+		return;
+	it = 0;
+	while (vd_map_next(&s->env_cache, &it, &k, &v))
+		if (((env_eval *)v)->reason == VD_ENV_OK)
+			ok[n++] = v;
+	qsort(ok, n, sizeof(*ok), stmt_where_cmp);
+	for (i = 0; i < n; i++)
+		push_stmt(s, &ok[i]->stmt);
+	free(ok);
 }
 
 void vd_store_set_keys(vd_store *s, vd_keyring *keys)
@@ -781,6 +888,28 @@ static void sweep(vd_store *s)
 	} while (n == VD_ARRAY_LEN(gone));
 }
 
+/* Every directory walked can hold a run, but an artifact directory and a
+ * run's commitments directory. */
+static void merge_runs(vd_store *s, vd_scan_result *r)
+{
+	const char *base;
+	size_t i;
+
+	vd_map_free(&s->runs);
+	vd_map_init(&s->runs);
+	for (i = 0; i < r->n_dirs; i++) {
+		base = strrchr(r->dirs[i], '/');
+		base = base ? base + 1 : r->dirs[i];
+		if (vd_model_copy(&s->model, r->dirs[i]) == NULL && strcmp(base, VD_COMMITMENTS_DIR) != 0)
+			vd_map_put(&s->runs, r->dirs[i], (void *)1);
+	}
+}
+
+int vd_store_run_known(vd_store *s, const char *run)
+{
+	return vd_map_get(&s->runs, run) != NULL;
+}
+
 static void scan_thread(uv_work_t *req)
 {
 	vd_store *s = req->data;
@@ -814,17 +943,28 @@ static void after_scan(uv_work_t *req, int status)
 	if (r->truncated)
 		log_warn("the store holds more than %d artifacts; the rest are ignored",
 		    VD_SCAN_MAX_ARTIFACTS);
+	/* A partial walk proves nothing gone: its sweep is skipped and every
+	 * known verdict kept until a complete one. */
+	if (r->incomplete)
+		log_warn("the store scan was incomplete (%s); nothing it missed is taken for removed",
+		    r->incomplete_why);
 	while (vd_map_next(&s->model.copies, &it, &k, &v))
 		((vd_copy *)v)->seen = 0;
 	for (i = 0; i < r->n_artifacts; i++)
 		merge_artifact(s, &r->artifacts[i]);
 	merge_unreadable(s, r);
-	sweep(s);
-	if (!s->scanned_once)
+	if (!r->incomplete)
+		sweep(s);
+	if (!s->scanned_once && !r->incomplete)
 		prune_stored(s);
 	merge_ledgers(s, r);
 	merge_envelopes(s, r);
-	vd_watch_sync(&s->watch, r->dirs, r->n_dirs);
+	merge_runs(s, r);
+	/* A file written into a new directory before its watch was added
+	 * raised no event: one more scan finds it now, not at the next
+	 * rescan_interval. */
+	if (vd_watch_sync(&s->watch, r->dirs, r->n_dirs) > 0 && s->scanned_once)
+		s->scan_again = 1;
 	s->last_scan = wall_now();
 	s->scanned_once = 1;
 	vd_store_refresh(s);
@@ -941,8 +1081,12 @@ static void check_waiters(vd_store *s)
 
 	for (w = s->waiters; w != NULL; w = next) {
 		next = w->next;
-		if (waiter_done(s, w))
-			waiter_fire(w, 0);
+		if (!waiter_done(s, w))
+			continue;
+		/* An answer reports trust: lineage first catches up. */
+		if (s->lineage_dirty)
+			refresh_now(s, 0);
+		waiter_fire(w, 0);
 	}
 }
 
@@ -1144,7 +1288,8 @@ int vd_store_attach_state(vd_store *s, vd_state *st)
 	    vd_state_load_commitments(st, load_posted, s) < 0 ||
 	    vd_state_load_equivocations(st, load_equiv, s) < 0 ||
 	    vd_state_load_checkpoints(st, load_checkpoint, s) < 0 ||
-	    vd_state_load_ledgers(st, load_ledger_rec, s) < 0)
+	    vd_state_load_ledgers(st, load_ledger_rec, s) < 0 ||
+	    vd_state_load_retained(st, load_retained, s) < 0)
 		return -1;
 	log_info("state: %zu stored verdicts, %zu posted commitments, %zu posted checkpoints, %zu remembered ledgers",
 	    s->stored.count, s->n_posted, s->n_posted_stmts, s->mems.count);
@@ -1237,9 +1382,66 @@ int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *ke
 	return rc;
 }
 
+/* Lineage is recomputed whole, so after a verdict it is recomputed at
+ * most once per REFRESH_DUTY times its own cost: a stream of verdicts on a
+ * large store then costs the loop a bounded share, not a full pass each.
+ * Readers and waiters catch it up when it is stale (vd_store_sync). */
+#define REFRESH_DUTY 10
+
+static uint64_t refresh_delay_ms(const vd_store *s)
+{
+	return (s->refresh_cost_ns * REFRESH_DUTY) / 1000000u;
+}
+
+static void on_refresh_timer(uv_timer_t *t)
+{
+	vd_store *s = t->data;
+
+	if (s->lineage_dirty)
+		refresh_now(s, 0);
+}
+
+/* After the I/O callbacks of a turn and before the loop sleeps: what the
+ * turn wrote to the state database is committed in one transaction. */
+static void on_flush_check(uv_check_t *h)
+{
+	vd_store *s = h->data;
+
+	vd_state_flush(s->state);
+}
+
+static void on_flush_prepare(uv_prepare_t *h)
+{
+	vd_store *s = h->data;
+
+	vd_state_flush(s->state);
+}
+
+void vd_store_touch(vd_store *s)
+{
+	s->lineage_dirty = 1;
+	if (!s->closing && !uv_is_active((uv_handle_t *)&s->refresh_timer))
+		uv_timer_start(&s->refresh_timer, on_refresh_timer, refresh_delay_ms(s), 0);
+}
+
+void vd_store_sync(vd_store *s)
+{
+	uint64_t now = uv_hrtime();
+
+	if (s->lineage_dirty && now - s->refreshed_at >= s->refresh_cost_ns * REFRESH_DUTY)
+		refresh_now(s, 0);
+}
+
 void vd_store_refresh(vd_store *s)
 {
+	refresh_now(s, 1);
+}
+
+
+static void refresh_now(vd_store *s, int commits)
+{
 	vd_lineage_input in;
+	uint64_t start = uv_hrtime();
 
 	memset(&in, 0, sizeof(in));
 	in.model = &s->model;
@@ -1255,7 +1457,13 @@ void vd_store_refresh(vd_store *s)
 	in.stmts = s->stmts;
 	in.n_stmts = s->n_stmts;
 	in.state = s->state;
-	vd_lineage_refresh(&s->lineage, &in);
+	in.retained = &s->retained;
+	vd_lineage_refresh(&s->lineage, &in, commits || s->commits_dirty);
+	retain_committed(s);
+	s->lineage_dirty = s->commits_dirty = 0;
+	uv_timer_stop(&s->refresh_timer);
+	s->refreshed_at = uv_hrtime();
+	s->refresh_cost_ns = s->refreshed_at - start;
 }
 
 /* ---- life cycle ------------------------------------------------------- */
@@ -1277,6 +1485,7 @@ void vd_store_gauges(vd_store *s, vd_gauges *g)
 		g->workers = vd_pool_threads(s->pool);
 	}
 	g->last_scan = s->last_scan;
+	g->unreadable_dirs = s->unreadable.count;
 	g->last_scrub = s->last_scrub;
 }
 
@@ -1305,6 +1514,8 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	vd_map_init(&s->env_cache);
 	vd_map_init(&s->stored);
 	vd_map_init(&s->unreadable);
+	vd_map_init(&s->runs);
+	vd_map_init(&s->retained);
 	if ((s->root = strdup(cfg->store)) == NULL)
 		return -ENOMEM;
 	rc = vd_pool_new(loop, cfg->workers ? cfg->workers : default_workers(), s->root,
@@ -1323,6 +1534,13 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	    (uint64_t)cfg->rescan_interval * 1000);
 	uv_timer_init(loop, &s->scrub_timer);
 	s->scrub_timer.data = s;
+	uv_timer_init(loop, &s->refresh_timer);
+	s->refresh_timer.data = s;
+	uv_check_init(loop, &s->flush_check);
+	uv_prepare_init(loop, &s->flush_prepare);
+	s->flush_check.data = s->flush_prepare.data = s;
+	uv_check_start(&s->flush_check, on_flush_check);
+	uv_prepare_start(&s->flush_prepare, on_flush_prepare);
 	arm_scrub(s);
 	return 0;
 }
@@ -1362,6 +1580,11 @@ static void free_all(vd_store *s)
 		free_stored(v);
 	vd_map_free(&s->stored);
 	vd_map_free(&s->unreadable);
+	vd_map_free(&s->runs);
+	it = 0;
+	while (vd_map_next(&s->retained, &it, &k, &v))
+		retained_free(v);
+	vd_map_free(&s->retained);
 	free(s->posted);
 	free(s->equivs);
 	for (i = 0; i < s->scrub_n; i++)
@@ -1396,7 +1619,11 @@ void vd_store_close(vd_store *s, void (*done)(void *), void *arg)
 	vd_pool_stop(s->pool, s->cfg->shutdown_grace * 1000);
 	s->pool = NULL;             /* freed once its handle closes */
 	vd_watch_close(&s->watch);
-	s->handles_open = 3 + (s->scanning ? 1 : 0);
+	vd_state_flush(s->state);
+	s->handles_open = 6 + (s->scanning ? 1 : 0);
+	uv_close((uv_handle_t *)&s->flush_check, handle_closed);
+	uv_close((uv_handle_t *)&s->flush_prepare, handle_closed);
+	uv_close((uv_handle_t *)&s->refresh_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->scrub_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->debounce, handle_closed);
 	uv_close((uv_handle_t *)&s->rescan, handle_closed);

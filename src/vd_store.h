@@ -56,10 +56,19 @@ typedef struct vd_store {
 	vd_state *state;               /* durable state; NULL: memory only */
 	vd_map stored;                 /* relpath -> stored verdict, from the last run */
 	vd_map unreadable;             /* directories reported unreadable */
+	vd_map runs;                   /* directories that can be runs, from the last scan */
+	vd_map retained;               /* hash -> vd_retained: verified and committed */
 	vd_commitment *posted;         /* RoundClose commitments posted */
 	size_t n_posted, cap_posted;
 	vd_commitment *equivs;         /* conflicting posts refused */
 	size_t n_equivs, cap_equivs;
+	/* Batched state writes end with each loop turn. */
+	uv_check_t flush_check;
+	uv_prepare_t flush_prepare;
+	/* Lineage recomputation after verdicts, bounded in loop share. */
+	uv_timer_t refresh_timer;
+	int lineage_dirty, commits_dirty;
+	uint64_t refreshed_at, refresh_cost_ns;   /* uv_hrtime */
 	/* Scrub: one pass re-hashes every verified artifact, one at a time. */
 	uv_timer_t scrub_timer;
 	char **scrub_list;
@@ -119,8 +128,18 @@ int vd_store_forget_ledger(vd_store *s, const char *relpath);
 /* Trust these keys from now on (a reference is taken; NULL: none). */
 void vd_store_set_keys(vd_store *s, vd_keyring *keys);
 
-/* Recompute commitments, lineage and alerts (after any change). */
+/* Recompute commitments, lineage and alerts now (after a change to the
+ * commitments). */
 void vd_store_refresh(vd_store *s);
+/* A verdict changed: lineage is recomputed soon, within its loop budget. */
+void vd_store_touch(vd_store *s);
+/* Before reading lineage: catch up if it is stale and the budget allows. */
+void vd_store_sync(vd_store *s);
+
+/* Whether run ("" for the root) is a directory of the store that can
+ * hold a run: seen by the last scan, not an artifact or commitments
+ * directory (so not a file, a FIFO or a symbolic link either). */
+int vd_store_run_known(vd_store *s, const char *run);
 
 /* The remembered ledger at relpath, or NULL. */
 const vd_ledger_mem *vd_store_ledger_mem(vd_store *s, const char *relpath);

@@ -124,21 +124,23 @@ static void add_watch(vd_watch *w, const char *dir)
 	vd_map_put(&w->by_dir, dir, (void *)(intptr_t)wd);
 }
 
-void vd_watch_sync(vd_watch *w, char *const *dirs, size_t n)
+size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n)
 {
 	vd_map keep;
 	const char *k;
 	void *v;
-	size_t i, it = 0;
+	size_t i, it = 0, added = 0;
 	int stale[256], nstale;
 
 	if (!w->active)
-		return;
+		return 0;
 	vd_map_init(&keep);
 	for (i = 0; i < n; i++) {
 		vd_map_put(&keep, dirs[i], (void *)1);
-		if (vd_map_get(&w->by_dir, dirs[i]) == NULL)
+		if (vd_map_get(&w->by_dir, dirs[i]) == NULL) {
 			add_watch(w, dirs[i]);
+			added++;
+		}
 	}
 	/* Drop watches of directories that went away, in batches. */
 	do {
@@ -153,6 +155,7 @@ void vd_watch_sync(vd_watch *w, char *const *dirs, size_t n)
 		}
 	} while (nstale == 256);
 	vd_map_free(&keep);
+	return added;
 }
 
 static void on_closed(uv_handle_t *h)

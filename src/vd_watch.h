@@ -30,8 +30,10 @@ typedef struct vd_watch {
 
 int vd_watch_init(vd_watch *w, uv_loop_t *loop, const char *root,
     vd_watch_fn fn, void *arg);
-/* Watch exactly these directories (add new ones, drop vanished ones). */
-void vd_watch_sync(vd_watch *w, char *const *dirs, size_t n);
+/* Watch exactly these directories (add new ones, drop vanished ones).
+ * Returns how many were added: what appeared in one before its watch
+ * did raised no event. */
+size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n);
 /* Close: the poll handle is closed; maps and fd are freed in its callback. */
 void vd_watch_close(vd_watch *w);
 

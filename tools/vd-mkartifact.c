@@ -6,7 +6,12 @@
  *
  *   vd-mkartifact [--round N] [--parent HASH] [--bytes N] [--tensors N]
  *                 [--shards N] [--seed N] [--ledger FILE] [--participants a,b]
- *                 [--sparse] DIR
+ *                 [--sparse] [--chain N] DIR
+ *
+ * With --chain N, DIR is a run directory: rounds 0 to N-1 are written as
+ * DIR/round-NNNNN, each the parent of the next, and every round after 0 is
+ * committed by a record of DIR/ledger.jsonl (or --ledger FILE), in one
+ * process. Prints the head's hash.
  *
  * Prints the content hash on stdout.
  */
@@ -16,6 +21,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,10 +218,11 @@ static int last_record(const char *ledger, vd_ledger_record *last)
 	return found;
 }
 
-static void append_ledger(const struct spec *s, const char *hash)
+/* Append the record committing hash; *last (when *have) is the record
+ * before it and becomes this one. */
+static void append_ledger(const struct spec *s, const char *hash, vd_ledger_record *last,
+    int *have)
 {
-	vd_ledger_record last;
-	int have = last_record(s->ledger, &last);
 	char *parts = strdup(s->participants), *tok, *save = NULL;
 	vd_buf roots, list;
 	FILE *f;
@@ -226,29 +233,94 @@ static void append_ledger(const struct spec *s, const char *hash)
 		vd_buf_printf(&list, "%s\"%s\"", list.len ? "," : "", tok);
 		vd_buf_printf(&roots, "%s\"%s\":\"%064d\"", roots.len ? "," : "", tok, 1);
 	}
-	f = fopen(s->ledger, "a");
-	if (f == NULL)
-		die("cannot append to", s->ledger);
+	vd_buf rec;
+	char why[160];
+
+	vd_buf_init(&rec);
 	/* Round t's record commits the artifact of round t + 1. */
-	fprintf(f, "{\"schema_version\":1,\"round_index\":%lld,\"participants\":[%s],"
+	vd_buf_printf(&rec, "{\"schema_version\":1,\"round_index\":%lld,\"participants\":[%s],"
 	    "\"dataset_roots\":{%s},\"global_model_hash\":\"%s\",\"prev_record_hash\":",
 	    s->round - 1, list.p ? (char *)list.p : "", roots.p ? (char *)roots.p : "", hash);
-	if (have)
-		fprintf(f, "\"%s\"}\n", last.record_hash);
+	if (*have)
+		vd_buf_printf(&rec, "\"%s\"}", last->record_hash);
 	else
-		fprintf(f, "null}\n");
-	if (fclose(f) != 0)
+		vd_buf_puts(&rec, "null}");
+	if (vd_ledger_parse_record(rec.p, rec.len, last, why, sizeof(why)) < 0)
+		die("wrote a record that does not parse:", why);
+	*have = 1;
+	f = fopen(s->ledger, "a");
+	if (f == NULL || fwrite(rec.p, 1, rec.len, f) != rec.len || fputc('\n', f) == EOF ||
+	    fclose(f) != 0)
 		die("cannot write", s->ledger);
+	vd_buf_free(&rec);
 	free(parts);
 	vd_buf_free(&roots);
 	vd_buf_free(&list);
+}
+
+/* Write the artifact s describes in s->dir; its hash into hash. */
+static void make_one(const struct spec *s, char hash[VD_HASH_HEX_LEN + 1])
+{
+	char name[64], zero[VD_HASH_HEX_LEN + 1];
+	uint64_t rng;
+	vd_verdict v;
+	unsigned i;
+
+	if (mkdir(s->dir, 0755) < 0 && errno != EEXIST)
+		die("cannot create", s->dir);
+	rng = s->seed * 0x9e3779b97f4a7c15ULL + 1;
+	for (i = 0; i < s->shards; i++) {
+		shard_name(s, i, name, sizeof(name));
+		write_shard(s, i, name, &rng);
+	}
+	/* Hash once with a placeholder claim; the verdict carries the real hash. */
+	memset(zero, '0', VD_HASH_HEX_LEN);
+	zero[VD_HASH_HEX_LEN] = '\0';
+	write_header(s, zero);
+	vd_verify_artifact(s->dir, NULL, &v);
+	if (v.content_hash[0] == '\0')
+		die("the written artifact does not hash:", v.detail);
+	write_header(s, v.content_hash);
+	if (vd_verify_artifact(s->dir, NULL, &v) != VD_OK)
+		die("the written artifact does not verify:", v.detail);
+	memcpy(hash, v.content_hash, VD_HASH_HEX_LEN + 1);
+}
+
+/* Rounds 0..n-1 of one run, chained and committed, in one process. */
+static int make_chain(struct spec *s, const char *run, long long n)
+{
+	char dir[PATH_MAX], ledger[PATH_MAX], hash[VD_HASH_HEX_LEN + 1], parent[VD_HASH_HEX_LEN + 1];
+	vd_ledger_record last;
+	uint64_t seed = s->seed;
+	int have = 0;
+	long long r;
+
+	if (mkdir(run, 0755) < 0 && errno != EEXIST)
+		die("cannot create", run);
+	if (s->ledger == NULL) {
+		snprintf(ledger, sizeof(ledger), "%s/ledger.jsonl", run);
+		s->ledger = ledger;
+	}
+	for (r = 0; r < n; r++) {
+		snprintf(dir, sizeof(dir), "%s/round-%05lld", run, r);
+		s->dir = dir;
+		s->round = r;
+		s->parent = r > 0 ? parent : NULL;
+		s->seed = seed + (uint64_t)r;
+		make_one(s, hash);
+		if (r > 0)
+			append_ledger(s, hash, &last, &have);
+		memcpy(parent, hash, sizeof(parent));
+	}
+	printf("%s\n", hash);
+	return 0;
 }
 
 static void usage(void)
 {
 	fputs("usage: vd-mkartifact [--round N] [--parent HASH] [--bytes N] [--tensors N]\n"
 	    "                     [--shards N] [--seed N] [--ledger FILE] [--participants a,b]\n"
-	    "                     [--sparse] DIR\n",
+	    "                     [--sparse] [--chain N] DIR\n",
 	    stderr);
 	exit(2);
 }
@@ -265,14 +337,14 @@ int main(int argc, char **argv)
 		{ "ledger", required_argument, NULL, 'l' },
 		{ "participants", required_argument, NULL, 'P' },
 		{ "sparse", no_argument, NULL, 'z' },
+		{ "chain", required_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct spec s = { 0, NULL, 4096, 4, 1, 1, NULL, "site-a,site-b", NULL, 0 };
-	char name[64], zero[VD_HASH_HEX_LEN + 1];
-	uint64_t rng;
-	vd_verdict v;
-	unsigned i;
-	int ch;
+	char hash[VD_HASH_HEX_LEN + 1];
+	vd_ledger_record last;
+	long long chain = 0;
+	int ch, have;
 
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
@@ -285,32 +357,21 @@ int main(int argc, char **argv)
 		case 'l': s.ledger = optarg; break;
 		case 'P': s.participants = optarg; break;
 		case 'z': s.sparse = 1; break;
+		case 'c': chain = atoll(optarg); break;
 		default: usage();
 		}
 	}
 	if (optind != argc - 1 || s.tensors == 0 || s.shards == 0 || s.shards > s.tensors ||
-	    s.bytes < 4ull * s.tensors || s.round < 0)
+	    s.bytes < 4ull * s.tensors || s.round < 0 || chain < 0)
 		usage();
+	if (chain > 0)
+		return make_chain(&s, argv[optind], chain);
 	s.dir = argv[optind];
-	if (mkdir(s.dir, 0755) < 0 && errno != EEXIST)
-		die("cannot create", s.dir);
-	rng = s.seed * 0x9e3779b97f4a7c15ULL + 1;
-	for (i = 0; i < s.shards; i++) {
-		shard_name(&s, i, name, sizeof(name));
-		write_shard(&s, i, name, &rng);
+	make_one(&s, hash);
+	if (s.ledger && s.round > 0) {
+		have = last_record(s.ledger, &last);
+		append_ledger(&s, hash, &last, &have);
 	}
-	/* Hash once with a placeholder claim; the verdict carries the real hash. */
-	memset(zero, '0', VD_HASH_HEX_LEN);
-	zero[VD_HASH_HEX_LEN] = '\0';
-	write_header(&s, zero);
-	vd_verify_artifact(s.dir, NULL, &v);
-	if (v.content_hash[0] == '\0')
-		die("the written artifact does not hash:", v.detail);
-	write_header(&s, v.content_hash);
-	if (vd_verify_artifact(s.dir, NULL, &v) != VD_OK)
-		die("the written artifact does not verify:", v.detail);
-	if (s.ledger && s.round > 0)
-		append_ledger(&s, v.content_hash);
-	printf("%s\n", v.content_hash);
+	printf("%s\n", hash);
 	return 0;
 }

@@ -92,10 +92,12 @@ if wait_for $((3 * SLOW)) healed > /dev/null; then ok "restored bytes restore th
 check "and clear chain_broken" 0 "$(alert chain_broken)"
 
 # --- a missing round ---------------------------------------------------------
+# Round 2 was verified and committed: removed, it stays in its children's
+# chains as a pruned link (retention), never a break.
 mv "$STORE/round-00002" "$WORK/round-00002"
-missing() { [ "$(field "$H3" '.chain.breaks[0].reason')" = missing_parent ]; }
-if wait_for $((3 * SLOW)) missing > /dev/null; then ok "a missing round breaks its child's chain (missing_parent)"; else not_ok "a missing round breaks its child's chain"; fi
-check "round 3 is not trusted" false "$(field "$H3" .trusted)"
+pruned() { [ "$(field "$H3" '.chain.pruned')" = 1 ]; }
+if wait_for $((3 * SLOW)) pruned > /dev/null; then ok "a removed committed round is a pruned link of its child's chain"; else not_ok "a removed committed round is a pruned link of its child's chain"; fi
+check "round 3 stays trusted" "true intact" "$(field "$H3" '"\(.trusted) \(.chain.status)"')"
 mv "$WORK/round-00002" "$STORE/round-00002"
 wait_for $((3 * SLOW)) healed > /dev/null
 

@@ -22,12 +22,11 @@ JSON='Content-Type: application/json'
 AUTH="Authorization: Bearer $TOKEN"
 SEEN="$WORK/seen"
 : > "$SEEN"
-# Documented, but not provoked here: a full queue, a state database that
-# cannot be written, and running out of memory need fault injection.
-UNTESTED="post /verify 503
-post /roundclose 503
-delete /ledger 503
-get /metrics 500
+# Documented, but not provoked here: a state database that cannot be
+# written and running out of memory need fault injection. (The 503 of a
+# full queue and of a state database that cannot be written share their
+# status with the 503 of a reserved connection, provoked at the end.)
+UNTESTED="get /metrics 500
 get /artifact/{hash}/attestation 500
 get /key 500"
 
@@ -148,12 +147,12 @@ field() { jq -r "$1" "$WORK/body"; }
 cat > "$WORK/good" <<EOF
 {"content_hash":"$H4","state":"verified","code":null,"detail":null,
  "copies":[{"path":"round-00004","state":"verified","code":null,"detail":null,
-            "verified_at":"2026-01-01T00:00:00.000Z","duration_ms":1.5}],
+            "verified_at":"2026-01-01T00:00:00.000Z","duration_ms":1.5,"trusted":true}],
  "header":{"schema_version":2,"round_index":4,"parent_hash":"$H3","wmcp_version":"w",
            "config_hash":"c","param_groups":["encoder"],"created_at":"t"},
  "tensors":4,"bytes":352,
  "commitment":{"round_index":3,"source":"ledger","where":"ledger.jsonl","line":4,"global_model_hash":"$H4","matches":true,"signed":false},
- "chain":{"status":"intact","length":5,"root":"$H0","breaks":[]},"trusted":true}
+ "chain":{"status":"intact","length":5,"pruned":0,"root":"$H0","breaks":[]},"trusted":true}
 EOF
 check "checker: a conforming status object passes" "" "$(schema_errors '/artifact/{hash}' get 200 "$WORK/good")"
 mutant() {
@@ -177,6 +176,9 @@ mutant "a code no verification gives" '.copies[0].code = "bogus"' '\$.copies\[0\
 mutant "a hash that is not lowercase hex" '.chain.root = "ABC"' '\$.chain.root: "ABC" does not match'
 mutant "a commitment without signed" 'del(.commitment.signed)' '\$.commitment: missing required property "signed"'
 mutant "a key id that is not hex" '.commitment.key_id = "k1"' '\$.commitment.key_id: "k1" does not match'
+mutant "a copy without its own trusted" 'del(.copies[0].trusted)' '\$.copies\[0\]: missing required property "trusted"'
+mutant "a chain without pruned" 'del(.chain.pruned)' '\$.chain: missing required property "pruned"'
+mutant "a negative pruned count" '.chain.pruned = -1' '\$.chain.pruned: -1 is below the minimum'
 printf '[]' > "$WORK/mutant"
 if schema_errors /artifacts get 200 "$WORK/mutant" | grep -q 'expected object'; then
 	ok "checker: an array for the list object is caught"
@@ -202,6 +204,7 @@ check "checker: an undocumented status is reported" "GET /chain: 418 is not docu
 	"$(schema_errors /chain get 418 "$WORK/good")"
 
 # --- the daemon ---------------------------------------------------------------
+mkdir -p "$STORE/other"
 cp -r "$DATA/store-basic/." "$STORE/"
 rm -f "$STORE/expected.json"
 # A directory whose header is not JSON claims no hash: /artifacts and the
@@ -235,7 +238,8 @@ check "metrics come in text format 0.0.4" "text/plain; version=0.0.4; charset=ut
 for s in artifacts verifications_total verification_failures_total integrity_alerts \
 	bytes_hashed_total verify_duration_seconds queue_depth workers_busy committed_head_round \
 	last_scan_timestamp_seconds last_scrub_timestamp_seconds http_requests_total \
-	http_request_duration_seconds build_info commitments envelopes_rejected_total; do
+	http_request_duration_seconds build_info commitments envelopes_rejected_total \
+	artifacts_pruned_total loop_stall_seconds unreadable_dirs; do
 	if grep -q "^# TYPE lensemble_verifyd_$s " "$WORK/body"; then ok "metric $s is exported"; else not_ok "metric $s is exported"; fi
 done
 
@@ -303,6 +307,27 @@ call "GET /artifacts?state=failed" 200 GET /artifacts '/artifacts?state=failed'
 check "the unclaimed directory is failed, with no hash" "null unclaimed artifact_invalid" \
 	"$(field '.artifacts[0] | "\(.content_hash) \(.copies[0].path) \(.code)"')"
 call "GET /artifacts?state=bogus" 400 GET /artifacts '/artifacts?state=bogus'
+# Pages, in hash order: H3 H1 H4 H0 H2, then the unclaimed directory.
+call "GET /artifacts?limit=2" 200 GET /artifacts '/artifacts?limit=2'
+check "two status objects and a cursor to the rest" "$H3 $H1 $H1" \
+	"$(field '"\([.artifacts[].content_hash] | join(" ")) \(.next)"')"
+call "GET /artifacts?limit=2&after=, the last page" 200 GET /artifacts "/artifacts?limit=2&after=$H0"
+check "the last status object, then the directory that claims no hash, beyond limit; no cursor" "$H2 null null" \
+	"$(field '"\([.artifacts[] | .content_hash // "null"] | join(" ")) \(.next)"')"
+all=$(get /artifacts | jq -c '[.artifacts[] | .content_hash // .copies[0].path]')
+paged=$(
+	after=
+	while :; do
+		page=$(get "/artifacts?limit=2${after:+&after=$after}")
+		echo "$page" | jq -c '.artifacts[] | .content_hash // .copies[0].path'
+		after=$(echo "$page" | jq -r '.next // empty')
+		[ -n "$after" ] || break
+	done | jq -cs .)
+check "following next gives the list of one GET /artifacts" "$all" "$paged"
+check "without limit there is no next" false "$(get /artifacts | jq 'has("next")')"
+call "GET /artifacts?limit=0" 400 GET /artifacts '/artifacts?limit=0'
+call "GET /artifacts?limit=10001" 400 GET /artifacts '/artifacts?limit=10001'
+call "GET /artifacts, after not a hash" 400 GET /artifacts '/artifacts?limit=2&after=xyz'
 
 # --- GET /chain ----------------------------------------------------------------
 call "GET /chain" 200 GET /chain /chain
@@ -312,6 +337,24 @@ check "the ledger is remembered, not rewritten" "4 4 false null" \
 	"$(field '.ledgers[0] | "\(.records) \(.remembered_records) \(.rewritten) \(.rewritten_detail)"')"
 check "one commitment per ledger record, unsigned, counting under the ledger policy" "4 ledger.jsonl false true" \
 	"$(field '[.commitments[] | select(.source == "ledger")] | "\(length) \(.[0].where) \(.[0].signed) \(.[0].counts)"')"
+rounds='"\([.artifacts[].round_index] | map(tostring) | join(" ")) \(.next)"'
+call "GET /chain?run=." 200 GET /chain '/chain?run=.'
+check "the root run's five rounds in order, no cursor" "0 1 2 3 4 null" "$(field "$rounds")"
+check "with its committed head and each link" "$H4 $H4 true intact 5 0" \
+	"$(field '"\(.committed_head.content_hash) \(.artifacts[4] | "\(.content_hash) \(.trusted) \(.chain.status) \(.chain.length) \(.chain.pruned)")"')"
+call "GET /chain?run=.&limit=2" 200 GET /chain '/chain?run=.&limit=2'
+check "two rounds and a cursor" "0 1 1" "$(field "$rounds")"
+call "GET /chain?run=.&limit=2&after=1" 200 GET /chain '/chain?run=.&limit=2&after=1'
+check "the next two" "2 3 3" "$(field "$rounds")"
+call "GET /chain?run=&limit=2&after=3 (the root, the last page)" 200 GET /chain '/chain?run=&limit=2&after=3'
+check "the last round, no cursor" "4 null" "$(field "$rounds")"
+call "GET /chain?run= a run the store does not hold" 200 GET /chain '/chain?run=nowhere'
+check "an empty list" "nowhere null 0 null" "$(field '"\(.run) \(.committed_head) \(.artifacts | length) \(.next)"')"
+call "GET /chain?limit= without run" 400 GET /chain '/chain?limit=2'
+call "GET /chain?after= without run" 400 GET /chain '/chain?after=1'
+call "GET /chain?run=.&limit=0" 400 GET /chain '/chain?run=.&limit=0'
+call "GET /chain?run=.&after=-1" 400 GET /chain '/chain?run=.&after=-1'
+call "GET /chain?run= outside the store" 400 GET /chain '/chain?run=../x'
 
 # --- POST /verify --------------------------------------------------------------
 b="{\"content_hash\":\"$H4\"}"
@@ -374,6 +417,16 @@ call "POST /roundclose, text/plain" 415 POST /roundclose /roundclose -H "$AUTH" 
 call "POST /roundclose, no global_model_hash" 400 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" \
 	-d '{"schema_version":2,"kind":"round_close","round_index":4}'
 call "POST /roundclose, ?run= outside the store" 400 POST /roundclose '/roundclose?run=../x' -H "$AUTH" -H "$JSON" -d "$rc5"
+call "POST /roundclose, ?run= a directory that does not exist" 400 POST /roundclose '/roundclose?run=nowhere' \
+	-H "$AUTH" -H "$JSON" -d "$rc5"
+call "POST /roundclose, ?run= an artifact directory" 400 POST /roundclose '/roundclose?run=round-00001' \
+	-H "$AUTH" -H "$JSON" -d "$rc5"
+check "saying it is not a run directory" "not a run directory" \
+	"$(field .error.detail | grep -o 'not a run directory')"
+# The token is checked on the headers: with another token a body over
+# max_body_bytes is 401, not 413 (Expect: the body is never sent).
+call "POST /roundclose, another token and a body over 64 KiB" 401 POST /roundclose /roundclose -H "$JSON" \
+	-H "Authorization: Bearer ${TOKEN}x" -H 'Expect: 100-continue' --data-binary @"$WORK/big"
 call "POST /roundclose, a body over 64 KiB" 413 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" --data-binary @"$WORK/big"
 call "POST /roundclose, a new commitment" 201 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" -d "$rc5"
 check "created, in the root run, by the token" "true . roundclose false" "$(field '"\(.created) \(.run) \(.source) \(.signed)"')"
@@ -451,6 +504,8 @@ check "the ledger records are signed by the checkpoint's key" "$COORD" \
 
 # --- DELETE /ledger ------------------------------------------------------------------
 call "DELETE /ledger without a token" 401 DELETE /ledger '/ledger?path=ledger.jsonl'
+call "DELETE /ledger, another token and a body over 64 KiB" 401 DELETE /ledger '/ledger?path=ledger.jsonl' \
+	-H "Authorization: Bearer ${TOKEN}x" -H 'Expect: 100-continue' --data-binary @"$WORK/big"
 call "DELETE /ledger, a ledger not remembered" 404 DELETE /ledger '/ledger?path=nowhere/ledger.jsonl' -H "$AUTH"
 call "DELETE /ledger, a path outside the store" 400 DELETE /ledger '/ledger?path=../ledger.jsonl' -H "$AUTH"
 call "DELETE /ledger, no path" 400 DELETE /ledger /ledger -H "$AUTH"
@@ -483,6 +538,19 @@ if echo "$r" | sed '$d' | jq -e '.error.code == "request_header_too_large" and (
 else
 	not_ok "an oversized header block is answered with the error object (got: $(echo "$r" | sed '$d' | head -c 120))"
 fi
+fields=$(for i in $(seq 1 101); do printf -- "-H X-F$i:v "; done)
+# shellcheck disable=SC2086
+r=$(curl -s -w '\n%{http_code}' $fields "$(url /healthz)")
+check "more than 100 header fields: 431 request_header_too_large" "431 request_header_too_large" \
+	"$(echo "$r" | tail -n 1) $(echo "$r" | sed '$d' | jq -r .error.code 2>/dev/null)"
+# Any route answers 400 to what the HTTP layer refuses, before routing.
+call "GET /healthz, a query parameter given twice" 400 GET /healthz '/healthz?a=1&a=2'
+call "GET /readyz, a NUL byte in the query (%00)" 400 GET /readyz '/readyz?x=%00'
+call "GET /metrics, 33 query parameters" 400 GET /metrics "/metrics?$(seq -s '&' 1 33)"
+call "GET /key, a parameter name over 64 bytes" 400 GET /key "/key?$(printf '%065d' 0)=1"
+call "GET /chain, a value over 1023 bytes" 400 GET /chain "/chain?run=$(printf '%01024d' 0)"
+call "GET /artifact/<hash>, a control character in a header" 400 GET '/artifact/{hash}' "/artifact/$H4" \
+	-H "X-Note: $(printf 'a\033b')"
 
 # --- a failed artifact and the breaks it causes ------------------------------------
 printf '\377' | dd of="$STORE/round-00003/weights.safetensors" bs=1 seek=300 conv=notrunc 2>/dev/null
@@ -508,6 +576,18 @@ call "POST /verify, path form, the failed artifact" 200 POST /verify '/verify?wa
 check "verdict fail" fail "$(field .verdict)"
 call "GET /artifacts?state=failed with a failed artifact" 200 GET /artifacts '/artifacts?state=failed'
 call "GET /chain with a failed artifact" 200 GET /chain /chain
+
+# --- a committed round removed: a pruned link ------------------------------------------
+# Round 1 is verified and committed: remembered, its removal is no break.
+rm -rf "$STORE/round-00001"
+pruned1() { [ "$(metric artifacts_pruned_total)" = 1 ]; }
+wait_for $((5 * SLOW)) pruned1 > /dev/null || not_ok "removing round 1 counts in artifacts_pruned_total"
+call "GET /artifact through a pruned link" 200 GET '/artifact/{hash}' "/artifact/$H2"
+check "its chain passes through the pruned round 1 to round 0" "3 1 $H0" \
+	"$(field '"\(.chain.length) \(.chain.pruned) \(.chain.root)"')"
+call "GET /chain?run=. with a pruned round" 200 GET /chain '/chain?run=.'
+check "the removed round is not listed; those above count it (not rounds 4 and 5, cut at the failed round 3)" "0 2 3 4 5 null 0 1 1 0 0" \
+	"$(field "$rounds") $(field '[.artifacts[].chain.pruned] | map(tostring) | join(" ")')"
 
 # --- before the first scan, and without a token --------------------------------------
 stop_daemon
@@ -540,6 +620,62 @@ if [ -n "$PORT" ]; then
 	call "DELETE /ledger with no token configured" 403 DELETE /ledger '/ledger?path=ledger.jsonl' -H "$AUTH"
 else
 	not_ok "the daemon starts without its store"; cat "$LOG"
+fi
+
+# --- a reserved connection: only probes ----------------------------------------------------
+# max_connections held by clients from 127.0.0.2 (uploads that never end);
+# a connection from 127.0.0.1 then takes a reserved slot, which serves
+# GET /healthz, /readyz and /metrics and answers 503 to anything else.
+stop_daemon
+write_conf "max_connections = 4" "max_connections_per_ip = 4" "reserved_connections = 4" \
+	"connection_timeout = 60" "token_file = $WORK/token"
+start_daemon
+RESERVED="get /artifact/{hash} 503
+get /artifact/{hash}/attestation 503
+get /key 503
+get /chain 503
+get /artifacts 503
+post /verify 503
+post /roundclose 503
+delete /ledger 503"
+# Under valgrind the holders race the daemon's slower start of each
+# connection; the phase runs in the other tiers.
+if [ "${VD_VALGRIND:-0}" != 1 ] && curl -s -o /dev/null --max-time 5 --interface 127.0.0.2 "$(url /healthz)"; then
+	mkfifo "$WORK/hold"
+	HOLDERS=
+	for i in 1 2 3 4; do
+		curl -s -o /dev/null --interface 127.0.0.2 --max-time 60 -X POST -H "$JSON" -T - "$(url /verify)" \
+			< "$WORK/hold" &
+		HOLDERS="$HOLDERS $!"
+	done
+	exec 9> "$WORK/hold"
+	held() { n=$(metric http_connections); [ -n "$n" ] && [ "$n" -ge 5 ]; }
+	wait_for $((5 * SLOW)) held > /dev/null || not_ok "4 connections from 127.0.0.2 are held"
+	call "GET /healthz on a reserved connection" 200 GET /healthz /healthz
+	call "GET /readyz on a reserved connection" 200 GET /readyz /readyz
+	call "GET /metrics on a reserved connection" 200 GET /metrics /metrics
+	call "GET /artifact/<hash> on a reserved connection" 503 GET '/artifact/{hash}' "/artifact/$H4"
+	check "overloaded, with Retry-After" "overloaded 5" \
+		"$(field .error.code) $(sed -n 's/^Retry-After: //p' "$WORK/h")"
+	call "GET /artifact/<hash>/attestation on a reserved connection" 503 GET '/artifact/{hash}/attestation' \
+		"/artifact/$H4/attestation"
+	call "GET /key on a reserved connection" 503 GET /key /key
+	call "GET /chain on a reserved connection" 503 GET /chain /chain
+	call "GET /artifacts on a reserved connection" 503 GET /artifacts /artifacts
+	call "POST /verify on a reserved connection" 503 POST /verify /verify -H "$JSON" -d "{\"content_hash\":\"$H4\"}"
+	call "POST /roundclose on a reserved connection" 503 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" -d "$rc5"
+	call "DELETE /ledger on a reserved connection" 503 DELETE /ledger '/ledger?path=ledger.jsonl' -H "$AUTH"
+	# shellcheck disable=SC2086
+	kill $HOLDERS 2>/dev/null
+	exec 9>&-
+	# shellcheck disable=SC2086
+	wait $HOLDERS 2>/dev/null
+	freed() { [ "$(code GET /chain)" = 200 ]; }
+	wait_for $((5 * SLOW)) freed > /dev/null || not_ok "once the slots free, GET /chain is served again"
+else
+	echo "# SKIP: under valgrind, or 127.0.0.2 cannot be a source address: the 503 of a reserved connection is not provoked"
+	UNTESTED="$UNTESTED
+$RESERVED"
 fi
 
 # --- every documented answer was seen -------------------------------------------------

@@ -7,6 +7,7 @@
 
 cp -r "$DATA/store-basic/." "$STORE/"
 rm -f "$STORE/expected.json"
+mkdir "$STORE/other"
 H3=0a180a891c6e40afe74b71a0f047a2f08ff387a88554a40a2460f72d55fea8b7
 H4=31ceb436627afcffadc9adaa9ebaf7b86029955c1fc49236999a28ab33cb235e
 TOKEN=3f9c2a7d0e5b48c1a6f2d9e07b3c5a81
@@ -41,6 +42,15 @@ check "a bad body: 400" 400 "$(roundclose "$TOKEN" '{"schema_version":2,"kind":"
 check "an unknown field: 400" 400 "$(roundclose "$TOKEN" '{"schema_version":2,"kind":"round_close","round_index":5,"global_model_hash":"'"$H4"'","extra":1}')"
 check "kind other than round_close: 400" 400 "$(roundclose "$TOKEN" '{"schema_version":2,"kind":"round_open","round_index":5,"global_model_hash":"'"$H4"'"}')"
 check "a run outside the store: 400" 400 "$(roundclose "$TOKEN" "$(rc_body 9 "$H4")" '?run=../x')"
+# A commitment names a run directory of the store: not one that does not
+# exist, not a FIFO, a symbolic link or an artifact directory.
+mkfifo "$STORE/fifo"
+ln -s "$STORE/other" "$STORE/link"
+for run in nonexistent fifo link round-00001 commitments; do
+	check "?run=$run is not a run directory: 400" 400 "$(roundclose "$TOKEN" "$(rc_body 9 "$H4")" "?run=$run")"
+done
+check "saying so" 1 "$(grep -c 'is not a run directory' "$WORK/rc.out")"
+rm -f "$STORE/fifo" "$STORE/link"
 
 # --- 201, 200, 409 ---------------------------------------------------------------
 "$MKART" --round 5 --parent "$H4" --seed 5 "$STORE/round-00005" > "$WORK/h5"; readable "$STORE/round-00005"

@@ -20,6 +20,7 @@
 #include "vd_log.h"
 
 #define HASH "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+#define HASH2 "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
 
 /* Text that may hold NUL bytes: pass the literal and its length. */
 #define B(s) (s), sizeof(s) - 1
@@ -121,6 +122,8 @@ static const struct {
 	{ "state_dir", "/var/lib/vd" },
 	{ "token_file", "/etc/vd/token" },
 	{ "genesis_hash", HASH },
+	{ "anchor", "runs/a:7:" HASH },
+	{ "run_token_file", "runs/a:/etc/vd/a.token" },
 	{ "trusted_keys", "/etc/vd/keys" },
 	{ "signing_key", "/etc/vd/signing.key" },
 	{ "commitment_policy", "ledger" },
@@ -179,6 +182,13 @@ static void test_every_key(void **state)
 	assert_string_equal(c.state_dir, "/var/lib/vd");
 	assert_string_equal(c.token_file, "/etc/vd/token");
 	assert_string_equal(c.genesis_hash, HASH);
+	assert_int_equal(c.n_genesis, 1);
+	assert_string_equal(c.genesis[0].run, "*");
+	assert_int_equal(c.n_anchors, 1);
+	assert_string_equal(c.anchors[0].run, "runs/a");
+	assert_int_equal(c.anchors[0].round_index, 7);
+	assert_int_equal(c.n_run_tokens, 1);
+	assert_string_equal(c.run_tokens[0].file, "/etc/vd/a.token");
 	assert_string_equal(c.trusted_keys, "/etc/vd/keys");
 	assert_string_equal(c.signing_key, "/etc/vd/signing.key");
 	assert_int_equal(vd_config_policy(&c), VD_POLICY_LEDGER);
@@ -204,6 +214,32 @@ static void test_every_key(void **state)
 	assert_int_equal(c.scrub_interval, 0);
 	assert_int_equal(c.scrub_rate, 2097152);
 	assert_int_equal(c.shutdown_grace, 10);
+}
+
+/* Pins per run: [RUN:]HEX lists, anchors, tokens per run. */
+static void test_pins(void **state)
+{
+	(void)state;
+	vd_config c;
+
+	parse_ok("store = /s\ngenesis_hash = " HASH ", .:" HASH2 ", runs/b:" HASH "\n", &c);
+	assert_int_equal(c.n_genesis, 3);
+	assert_string_equal(c.genesis[0].run, "*");
+	assert_string_equal(c.genesis[1].run, "");
+	assert_string_equal(c.genesis[1].hash, HASH2);
+	assert_string_equal(c.genesis[2].run, "runs/b");
+	refused("store = /s\ngenesis_hash = a:" HASH ", a:" HASH2 "\n", 2, "twice");
+	refused("store = /s\ngenesis_hash = ../x:" HASH "\n", 2, "not a run");
+	refused("store = /s\ngenesis_hash = " HASH "0\n", 2, "64 lowercase hex");
+	refused("store = /s\nanchor = " HASH "\n", 2, "RUN:ROUND:HEX");
+	refused("store = /s\nanchor = a:0:" HASH "\n", 2, "above 0");
+	refused("store = /s\nanchor = a:x:" HASH "\n", 2, "above 0");
+	parse_ok("store = /s\nanchor = a:12:" HASH ", b/c:3:" HASH2 "\n", &c);
+	assert_int_equal(c.n_anchors, 2);
+	assert_int_equal(c.anchors[1].round_index, 3);
+	assert_string_equal(c.anchors[1].run, "b/c");
+	refused("store = /s\nrun_token_file = a:relative\n", 2, "absolute");
+	refused("store = /s\nrun_token_file = a:/x, a:/y\n", 2, "twice");
 }
 
 /* trust.md section 4: signed by default once keys are configured. */
@@ -440,7 +476,12 @@ static void test_genesis_hash(void **state)
 	refused("genesis_hash = 0011\n", 1, "genesis_hash");           /* short */
 	refused("genesis_hash = 0g112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
 	    1, "genesis_hash");
-	refused("genesis_hash = sha256:" HASH "\n", 1, "genesis_hash");
+	/* RUN:HEX names a run: an algorithm prefix is read as one, and a run
+	 * with a colon or outside the store is refused. */
+	parse_ok("genesis_hash = sha256:" HASH "\n", &c);
+	assert_string_equal(c.genesis[0].run, "sha256");
+	refused("genesis_hash = a:b:" HASH "\n", 1, "genesis_hash");
+	refused("genesis_hash = /abs:" HASH "\n", 1, "genesis_hash");
 }
 
 static void test_listen(void **state)
@@ -676,6 +717,7 @@ int main(void)
 		cmocka_unit_test(test_key_table),
 		cmocka_unit_test(test_every_key),
 		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_pins),
 		cmocka_unit_test(test_log_levels),
 		cmocka_unit_test(test_syntax),
 		cmocka_unit_test(test_line_numbers),
