@@ -1042,16 +1042,6 @@ static json_object *head_json(int64_t round, const char *hash)
 	return o;
 }
 
-static int group_in_run_api(const vd_group *g, const char *run)
-{
-	size_t i;
-
-	for (i = 0; i < g->n; i++)
-		if (strcmp(g->copies[i]->run, run) == 0)
-			return 1;
-	return 0;
-}
-
 static int str_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -1336,7 +1326,7 @@ static void get_run_chain(vd_api *api, vd_req *r, const char *run)
 	}
 	gs = calloc(api->store->model.groups.count + 1, sizeof(*gs));
 	while (gs && vd_map_next(&api->store->model.groups, &it, &k, &v))
-		if (group_in_run_api(v, run))
+		if (vd_group_in_run(v, run))
 			gs[n++] = v;
 	if (gs)
 		qsort(gs, n, sizeof(*gs), round_cmp);

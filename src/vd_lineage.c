@@ -341,21 +341,10 @@ static vd_group *parent_state(vd_group *g, vd_group *p, int64_t child_round, int
  * that holds a copy of the child. */
 static int shares_run(const vd_group *g, const vd_group *p)
 {
-	size_t i, j;
-
-	for (i = 0; i < g->n; i++)
-		for (j = 0; j < p->n; j++)
-			if (strcmp(g->copies[i]->run, p->copies[j]->run) == 0)
-				return 1;
-	return 0;
-}
-
-static int group_in_run(const vd_group *g, const char *run)
-{
 	size_t i;
 
 	for (i = 0; i < g->n; i++)
-		if (strcmp(g->copies[i]->run, run) == 0)
+		if (vd_group_in_run(p, g->copies[i]->run))
 			return 1;
 	return 0;
 }
@@ -377,7 +366,7 @@ static vd_group *through_pruned(const vd_lineage_input *in, vd_group *g, const v
 	vd_group *p;
 
 	for (;;) {
-		if (run ? strcmp(run, r->run) != 0 : !group_in_run(g, r->run)) {
+		if (run ? strcmp(run, r->run) != 0 : !vd_group_in_run(g, r->run)) {
 			add_break(g, g->hash, g->round_index, VD_BREAK_CROSS_RUN);
 			return NULL;
 		}
@@ -401,7 +390,7 @@ static vd_group *through_pruned(const vd_lineage_input *in, vd_group *g, const v
 			return NULL;
 		}
 	}
-	if (p->mark == 1 || !group_in_run(p, run)) {
+	if (p->mark == 1 || !vd_group_in_run(p, run)) {
 		add_break(g, g->hash, g->round_index, p->mark == 1 ? VD_BREAK_MISSING_PARENT :
 		    VD_BREAK_CROSS_RUN);
 		return NULL;

@@ -95,6 +95,16 @@ vd_astate vd_group_through(const vd_group *g)
 	return st;
 }
 
+int vd_group_in_run(const vd_group *g, const char *run)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++)
+		if (strcmp(g->copies[i]->run, run) == 0)
+			return 1;
+	return 0;
+}
+
 /* ---- the hash index ---------------------------------------------------- */
 
 void vd_model_init(vd_model *m)

@@ -123,6 +123,9 @@ vd_astate vd_group_through(const vd_group *g);
 void vd_copy_text(char **dst, const char *text);
 #define VD_COPY_TEXT(s) ((s) ? (s) : "")
 
+/* Whether some copy of g lies in run. */
+int vd_group_in_run(const vd_group *g, const char *run);
+
 /* The run key as shown: "." for the store root. */
 const char *vd_run_name(const char *run);
 
