@@ -28,6 +28,7 @@ struct vd_waiter {
 
 static void check_waiters(vd_store *s);
 static void refresh_now(vd_store *s, int commits);
+static void on_merge_timer(uv_timer_t *t);
 static void close_step(vd_store *s);
 static void scrub_next(vd_store *s);
 
@@ -116,13 +117,23 @@ int vd_store_verify_now(vd_store *s, vd_copy *c, uint64_t *gen)
 	return schedule(s, c, VD_JOB_EXPLICIT, gen);
 }
 
+/* Copies that found the queue full are queued as it empties. The search
+ * resumes where the last one stopped (wrapping once), so that draining a
+ * backlog of N copies costs O(N) in all, not O(N) per finished job. */
 static void drain_backlog(vd_store *s)
 {
 	const char *k;
 	void *v;
-	size_t it = 0;
+	int wrapped = 0;
 
-	while (s->backlog > 0 && vd_map_next(&s->model.copies, &it, &k, &v)) {
+	while (s->backlog > 0) {
+		if (!vd_map_next(&s->model.copies, &s->backlog_cursor, &k, &v)) {
+			if (wrapped)
+				return;
+			wrapped = 1;
+			s->backlog_cursor = 0;
+			continue;
+		}
 		vd_copy *c = v;
 		if (c->backlog && c->inflight == NULL &&
 		    schedule(s, c, VD_JOB_BACKGROUND, NULL) == -EAGAIN)
@@ -917,41 +928,24 @@ static void scan_thread(uv_work_t *req)
 	vd_scan_store(s->root, s->scan_depth, &s->scan_result);
 }
 
-static void after_scan(uv_work_t *req, int status)
-{
-	vd_store *s = req->data;
-	vd_scan_result *r = &s->scan_result;
-	const char *k;
-	void *v;
-	size_t it = 0, i;
+/* The scan result is merged a slice at a time, one slice a loop turn:
+ * on a store of many thousand rounds, clients are answered meanwhile. */
+#define MERGE_SLICE 2000
 
-	s->scanning = 0;
-	if (s->closing) {
-		vd_scan_result_free(r);
-		close_step(s);
-		return;
+static void scan_done(vd_store *s)
+{
+	s->merging = 0;
+	vd_scan_result_free(&s->scan_result);
+	if (s->scan_again) {
+		s->scan_again = 0;
+		vd_store_scan(s);
 	}
-	if (!r->root_ok) {
-		if (s->root_ok || !s->scanned_once)
-			log_error("%s; keeping the last known state until it is back", r->root_error);
-		s->root_ok = 0;
-		goto done;
-	}
-	if (!s->root_ok && s->scanned_once)
-		log_info("the store %s is back", s->cfg->store);
-	s->root_ok = 1;
-	if (r->truncated)
-		log_warn("the store holds more than %d artifacts; the rest are ignored",
-		    VD_SCAN_MAX_ARTIFACTS);
-	/* A partial walk proves nothing gone: its sweep is skipped and every
-	 * known verdict kept until a complete one. */
-	if (r->incomplete)
-		log_warn("the store scan was incomplete (%s); nothing it missed is taken for removed",
-		    r->incomplete_why);
-	while (vd_map_next(&s->model.copies, &it, &k, &v))
-		((vd_copy *)v)->seen = 0;
-	for (i = 0; i < r->n_artifacts; i++)
-		merge_artifact(s, &r->artifacts[i]);
+}
+
+static void finish_merge(vd_store *s)
+{
+	vd_scan_result *r = &s->scan_result;
+
 	merge_unreadable(s, r);
 	if (!r->incomplete)
 		sweep(s);
@@ -969,19 +963,74 @@ static void after_scan(uv_work_t *req, int status)
 	s->scanned_once = 1;
 	vd_store_refresh(s);
 	check_waiters(s);
-done:
-	vd_scan_result_free(r);
-	if (s->scan_again) {
-		s->scan_again = 0;
-		vd_store_scan(s);
+	scan_done(s);
+}
+
+static void merge_more(vd_store *s)
+{
+	vd_scan_result *r = &s->scan_result;
+	size_t end = s->merge_next + MERGE_SLICE;
+
+	if (end > r->n_artifacts)
+		end = r->n_artifacts;
+	for (; s->merge_next < end; s->merge_next++)
+		merge_artifact(s, &r->artifacts[s->merge_next]);
+	if (s->merge_next < r->n_artifacts)
+		uv_timer_start(&s->merge_timer, on_merge_timer, 0, 0);
+	else
+		finish_merge(s);
+}
+
+static void on_merge_timer(uv_timer_t *t)
+{
+	merge_more(t->data);
+}
+
+static void after_scan(uv_work_t *req, int status)
+{
+	vd_store *s = req->data;
+	vd_scan_result *r = &s->scan_result;
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	s->scanning = 0;
+	s->merging = 1;
+	if (s->closing) {
+		s->merging = 0;
+		vd_scan_result_free(r);
+		close_step(s);
+		return;
 	}
+	if (!r->root_ok) {
+		if (s->root_ok || !s->scanned_once)
+			log_error("%s; keeping the last known state until it is back", r->root_error);
+		s->root_ok = 0;
+		scan_done(s);
+		return;
+	}
+	if (!s->root_ok && s->scanned_once)
+		log_info("the store %s is back", s->cfg->store);
+	s->root_ok = 1;
+	if (r->truncated)
+		log_warn("the store holds more than %d artifacts; the rest are ignored",
+		    VD_SCAN_MAX_ARTIFACTS);
+	/* A partial walk proves nothing gone: its sweep is skipped and every
+	 * known verdict kept until a complete one. */
+	if (r->incomplete)
+		log_warn("the store scan was incomplete (%s); nothing it missed is taken for removed",
+		    r->incomplete_why);
+	while (vd_map_next(&s->model.copies, &it, &k, &v))
+		((vd_copy *)v)->seen = 0;
+	s->merge_next = 0;
+	merge_more(s);
 }
 
 void vd_store_scan(vd_store *s)
 {
 	if (s->closing)
 		return;
-	if (s->scanning) {
+	if (s->scanning || s->merging) {
 		s->scan_again = 1;
 		return;
 	}
@@ -1536,6 +1585,8 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->scrub_timer.data = s;
 	uv_timer_init(loop, &s->refresh_timer);
 	s->refresh_timer.data = s;
+	uv_timer_init(loop, &s->merge_timer);
+	s->merge_timer.data = s;
 	uv_check_init(loop, &s->flush_check);
 	uv_prepare_init(loop, &s->flush_prepare);
 	s->flush_check.data = s->flush_prepare.data = s;
@@ -1560,6 +1611,8 @@ static void free_all(vd_store *s)
 	void *v;
 	size_t it = 0, i;
 
+	if (s->merging)
+		vd_scan_result_free(&s->scan_result);
 	vd_lineage_free(&s->lineage);
 	vd_model_free(&s->model);
 	while (vd_map_next(&s->mems, &it, &k, &v))
@@ -1620,7 +1673,8 @@ void vd_store_close(vd_store *s, void (*done)(void *), void *arg)
 	s->pool = NULL;             /* freed once its handle closes */
 	vd_watch_close(&s->watch);
 	vd_state_flush(s->state);
-	s->handles_open = 6 + (s->scanning ? 1 : 0);
+	s->handles_open = 7 + (s->scanning ? 1 : 0);
+	uv_close((uv_handle_t *)&s->merge_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_check, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_prepare, handle_closed);
 	uv_close((uv_handle_t *)&s->refresh_timer, handle_closed);

@@ -48,6 +48,9 @@ typedef struct vd_store {
 	uv_work_t scan_work;
 	vd_scan_result scan_result;
 	int scanning, scan_again, scanned_once;
+	int merging;                /* the last scan's result is being merged */
+	size_t merge_next;          /* its next artifact */
+	uv_timer_t merge_timer;
 	uv_timer_t debounce, rescan;
 	uint64_t first_event_ms;
 	double last_scan, last_scrub;
@@ -75,6 +78,7 @@ typedef struct vd_store {
 	size_t scrub_n, scrub_next;
 	int scrubbing;
 	size_t backlog;
+	size_t backlog_cursor;      /* where the last backlog search stopped */
 	int closing;
 	unsigned handles_open;
 	void (*on_closed)(void *arg);
