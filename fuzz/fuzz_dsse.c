@@ -20,6 +20,7 @@
 #include "vd_json.h"
 #include "vd_jsonw.h"
 #include "vd_keys.h"
+#include "vd_utf8.h"
 #include "vd_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

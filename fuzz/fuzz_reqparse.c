@@ -21,6 +21,7 @@
 
 #include "vd_json.h"
 #include "vd_reqparse.h"
+#include "vd_utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

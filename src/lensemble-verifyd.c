@@ -30,6 +30,7 @@
 #include "vd_notify.h"
 #include "vd_state.h"
 #include "vd_store.h"
+#include "vd_util.h"
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
@@ -439,7 +440,6 @@ static int open_state(vd_daemon *d)
 
 static int run(vd_daemon *d)
 {
-	struct timespec ts;
 	vd_keyring *keys;
 	char err[512];
 	int rc;
@@ -447,12 +447,11 @@ static int run(vd_daemon *d)
 	uv_loop_init(&d->loop);
 	uv_loop_configure(&d->loop, UV_METRICS_IDLE_TIME);
 	vd_metrics_init(&d->metrics);
-	clock_gettime(CLOCK_REALTIME, &ts);
 	memset(&d->api, 0, sizeof(d->api));
 	d->api.store = &d->store;
 	d->api.metrics = &d->metrics;
 	d->api.cfg = d->cfg;
-	d->api.start_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	d->api.start_time = vd_wall_now();
 	start_signals(d);
 	start_stall_guard(d);
 	if (start_http(d) < 0)

@@ -18,6 +18,7 @@
 #include "vd_json.h"
 #include "vd_log.h"
 #include "vd_reqparse.h"
+#include "vd_util.h"
 
 #include <openssl/crypto.h>
 
@@ -1406,7 +1407,6 @@ static void get_attestation(vd_api *api, vd_req *r, const char *hash)
 {
 	json_object *status;
 	vd_buf payload, env;
-	struct timespec ts;
 
 	if (!vd_is_hex64((vd_str){ hash, strlen(hash) })) {
 		vd_http_error(r, 400, "bad_request",
@@ -1425,8 +1425,7 @@ static void get_attestation(vd_api *api, vd_req *r, const char *hash)
 	}
 	vd_buf_init(&payload);
 	vd_buf_init(&env);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (vd_attest_statement(status, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, &payload) < 0 ||
+	if (vd_attest_statement(status, vd_wall_now(), &payload) < 0 ||
 	    vd_dsse_sign(VD_PT_INTOTO, payload.p, payload.len, api->signing_key, &env) < 0)
 		vd_http_error(r, 500, "internal", "the attestation could not be signed", NULL);
 	else

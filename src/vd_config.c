@@ -13,6 +13,7 @@
 #include "vd_dsse.h"
 #include "vd_json.h"
 #include "vd_log.h"
+#include "vd_utf8.h"
 #include "vd_util.h"
 
 typedef enum key_type {
@@ -95,8 +96,6 @@ static const key_spec keys[] = {
 	  "seconds to let running hashes finish on SIGTERM" },
 };
 
-static const vd_config_key *key_docs;
-
 const vd_config_key *vd_config_keys(size_t *n)
 {
 	static vd_config_key docs[VD_ARRAY_LEN(keys)];
@@ -107,9 +106,8 @@ const vd_config_key *vd_config_keys(size_t *n)
 		docs[i].def = keys[i].def;
 		docs[i].doc = keys[i].doc;
 	}
-	key_docs = docs;
 	*n = VD_ARRAY_LEN(keys);
-	return key_docs;
+	return docs;
 }
 
 static const key_spec *find_key(const char *name, size_t len)

@@ -8,6 +8,7 @@
 #include "vd_dsse.h"
 #include "vd_json.h"
 #include "vd_jsonw.h"
+#include "vd_utf8.h"
 
 #define PAE_PREFIX "DSSEv1"
 #define KIND_ROUNDCLOSE "round_close"

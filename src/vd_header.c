@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "vd_header.h"
+#include "vd_utf8.h"
 
 typedef enum field_kind {
 	F_INT, F_NONNEG_INT, F_HEX64, F_HEX64_OR_NULL, F_STRING, F_STRINGS,
@@ -34,9 +35,8 @@ static const struct field_spec {
  * hash, which binds the version written on disk. */
 static const struct migration {
 	int from, to;
-	const char *adds;
 } migrations[] = {
-	{ 1, 2, "model_arch" },
+	{ 1, 2 },       /* adds model_arch */
 };
 
 #define INVALID(...) vd_fail(err, VD_ARTIFACT_INVALID, __VA_ARGS__)
@@ -180,24 +180,17 @@ static vd_code parse_files(const vd_jval *v, vd_header *h, vd_err *err)
 static vd_code parse_shape(const vd_jval *v, vd_header *h,
     vd_manifest_entry *e, vd_err *err)
 {
-	uint64_t *dims;
-	const vd_jval *c;
-	uint32_t i = 0;
-
 	if (v->type != VD_JARR)
 		return INVALID("manifest entry \"%.64s\" shape is not an array", e->name.p);
-	dims = vd_arena_alloc(&h->doc.arena, (v->count ? v->count : 1) * sizeof(*dims));
-	if (dims == NULL)
+	switch (vd_json_dims(v, &h->doc.arena, &e->shape, &e->rank)) {
+	case 0:
+		return VD_OK;
+	case -1:
 		return vd_fail(err, VD_IO_ERROR, "out of memory reading header.json");
-	for (c = v->child; c != NULL; c = c->next) {
-		if (c->type != VD_JINT || c->neg || c->big)
-			return INVALID("manifest entry \"%.64s\" shape holds a value that is not a non-negative integer",
-			    e->name.p);
-		dims[i++] = c->mag;
+	default:
+		return INVALID("manifest entry \"%.64s\" shape holds a value that is not a non-negative integer",
+		    e->name.p);
 	}
-	e->rank = i;
-	e->shape = dims;
-	return VD_OK;
 }
 
 static vd_code parse_entry(const vd_jval *v, vd_header *h, vd_manifest_entry *e,

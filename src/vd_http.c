@@ -19,6 +19,7 @@
 #include "vd_json.h"
 #include "vd_log.h"
 #include "vd_reqparse.h"
+#include "vd_utf8.h"
 
 #define MHD_TIMER_MAX_MS 1000     /* re-check MHD at least this often */
 #define MHD_TIMER_MIN_MS 1        /* a 0 ms timer re-armed from its own callback

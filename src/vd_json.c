@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "vd_json.h"
+#include "vd_utf8.h"
 
 typedef struct parser {
 	const uint8_t *p, *end, *start;
@@ -45,65 +46,6 @@ static vd_jval *new_val(parser *ps, vd_jtype t)
 	v->type = t;
 	v->offset = (size_t)(ps->p - ps->start);
 	return v;
-}
-
-/* Length of the UTF-8 sequence at p (1-4), or 0 if invalid. */
-static size_t utf8_seq(const uint8_t *p, const uint8_t *end)
-{
-	size_t n = (size_t)(end - p);
-	uint8_t c = p[0];
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		if (n < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
-			return 0;
-		if (c == 0xe0 && p[1] < 0xa0)
-			return 0;           /* overlong */
-		if (c == 0xed && p[1] >= 0xa0)
-			return 0;           /* surrogate */
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if (n < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 ||
-		    (p[3] & 0xc0) != 0x80)
-			return 0;
-		if (c == 0xf0 && p[1] < 0x90)
-			return 0;           /* overlong */
-		if (c == 0xf4 && p[1] >= 0x90)
-			return 0;           /* > U+10FFFF */
-		return 4;
-	}
-	return 0;
-}
-
-int vd_utf8_valid(const uint8_t *p, size_t len)
-{
-	const uint8_t *end = p + len;
-	size_t n;
-
-	while (p < end) {
-		if ((n = utf8_seq(p, end)) == 0)
-			return 0;
-		p += n;
-	}
-	return 1;
-}
-
-void vd_utf8_sanitize(char *s)
-{
-	uint8_t *p = (uint8_t *)s, *end = p + strlen(s);
-	size_t n;
-
-	while (p < end) {
-		if ((n = utf8_seq(p, end)) == 0) {
-			*p++ = '?';
-			continue;
-		}
-		p += n;
-	}
 }
 
 static int hex4(const uint8_t *p, unsigned *out)
@@ -227,7 +169,7 @@ static int parse_string(parser *ps, vd_str *out)
 			o += n;
 			continue;
 		}
-		n = utf8_seq(ps->p, ps->end);
+		n = vd_utf8_seq(ps->p, ps->end);
 		if (n == 0)
 			return perr(ps, "invalid UTF-8 in string");
 		memcpy(o, ps->p, n);
@@ -496,4 +438,23 @@ const char *vd_jtype_name(vd_jtype t)
 	case VD_JOBJ: return "an object";
 	}
 	return "unknown";
+}
+
+int vd_json_dims(const vd_jval *arr, vd_arena *a, const uint64_t **out, uint32_t *n)
+{
+	const vd_jval *c;
+	uint64_t *dims;
+	uint32_t i = 0;
+
+	dims = vd_arena_alloc(a, (arr->count ? arr->count : 1) * sizeof(*dims));
+	if (dims == NULL)
+		return -1;
+	for (c = arr->child; c != NULL; c = c->next) {
+		if (c->type != VD_JINT || c->neg || c->big)
+			return -2;
+		dims[i++] = c->mag;
+	}
+	*n = i;
+	*out = dims;
+	return 0;
 }

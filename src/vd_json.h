@@ -65,10 +65,9 @@ int vd_json_int64(const vd_jval *v, int64_t *out);
 
 const char *vd_jtype_name(vd_jtype t);
 
-/* Validate UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
-int vd_utf8_valid(const uint8_t *p, size_t len);
-/* Replace every byte that is not part of valid UTF-8 with '?', in place:
- * a message that cut a name mid-character still goes into JSON whole. */
-void vd_utf8_sanitize(char *s);
+/* An array's elements, each a non-negative integer that fits int64_t
+ * (a tensor shape), copied into arena a: 0; -1 when a is out of memory;
+ * -2 when an element is not such an integer. arr must be an array. */
+int vd_json_dims(const vd_jval *arr, vd_arena *a, const uint64_t **out, uint32_t *n);
 
 #endif

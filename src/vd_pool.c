@@ -17,6 +17,7 @@
 
 #include "vd_log.h"
 #include "vd_pool.h"
+#include "vd_util.h"
 
 /* Chunk work: digests taken alongside a canonical pass, or compared in a
  * re-check. Items are queued for idle workers; the job that queued them
@@ -94,14 +95,6 @@ void vd_job_free(vd_job *j)
 	vd_hdrinfo_free(&j->hdr);
 	free(j->relpath);
 	free(j);
-}
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static double mono_now(void)
@@ -467,7 +460,7 @@ static void run_job(vd_pool *p, vd_job *j)
 	progress_ctx pc = { p, j, mono_now() };
 	int fd;
 
-	j->started = wall_now();
+	j->started = vd_wall_now();
 	/* The root is opened by path each time: a store that was replaced or
 	 * remounted is followed. */
 	fd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

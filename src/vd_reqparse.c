@@ -6,6 +6,7 @@
 
 #include "vd_json.h"
 #include "vd_reqparse.h"
+#include "vd_utf8.h"
 
 static int fail(char *err, size_t n, const char *msg)
 {

@@ -90,10 +90,6 @@ vd_code vd_st_header_len(const uint8_t *prefix, uint64_t file_size,
 static vd_code parse_shape(const vd_jval *v, vd_st_file *f, vd_st_tensor *t,
     vd_err *err)
 {
-	const vd_jval *c;
-	uint64_t *dims;
-	uint32_t i = 0;
-
 	if (v == NULL || v->type != VD_JARR)
 		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
 		    NOT_ST "tensor \"%.64s\" has no shape array", t->name.p);
@@ -101,19 +97,16 @@ static vd_code parse_shape(const vd_jval *v, vd_st_file *f, vd_st_tensor *t,
 		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
 		    NOT_ST "tensor \"%.64s\" has rank %zu, above %d", t->name.p,
 		    v->count, VD_ST_MAX_RANK);
-	dims = vd_arena_alloc(&f->doc.arena, (v->count ? v->count : 1) * sizeof(*dims));
-	if (dims == NULL)
+	switch (vd_json_dims(v, &f->doc.arena, &t->shape, &t->rank)) {
+	case 0:
+		return VD_OK;
+	case -1:
 		return vd_fail(err, VD_IO_ERROR, "out of memory parsing a safetensors header");
-	for (c = v->child; c != NULL; c = c->next) {
-		if (c->type != VD_JINT || c->neg || c->big)
-			return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
-			    NOT_ST "tensor \"%.64s\" has a shape entry that is not a non-negative integer",
-			    t->name.p);
-		dims[i++] = c->mag;
+	default:
+		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+		    NOT_ST "tensor \"%.64s\" has a shape entry that is not a non-negative integer",
+		    t->name.p);
 	}
-	t->rank = i;
-	t->shape = dims;
-	return VD_OK;
 }
 
 static vd_code parse_offsets(const vd_jval *v, vd_st_tensor *t, vd_err *err)

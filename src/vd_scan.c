@@ -37,31 +37,6 @@ static char *dup_str(vd_str s)
 	return p;
 }
 
-static char *dup_c(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
-int vd_hdrinfo_copy(vd_hdrinfo *dst, const vd_hdrinfo *src)
-{
-	size_t i;
-
-	*dst = *src;
-	dst->wmcp_version = dup_c(src->wmcp_version);
-	dst->config_hash = dup_c(src->config_hash);
-	dst->created_at = dup_c(src->created_at);
-	dst->param_groups = NULL;
-	dst->n_param_groups = 0;
-	if (src->n_param_groups) {
-		dst->param_groups = calloc(src->n_param_groups, sizeof(char *));
-		if (dst->param_groups == NULL)
-			return -1;
-		for (i = 0; i < src->n_param_groups; i++)
-			dst->param_groups[dst->n_param_groups++] = dup_c(src->param_groups[i]);
-	}
-	return 0;
-}
-
 void vd_hdrinfo_read(int dirfd, vd_hdrinfo *out)
 {
 	vd_header h;

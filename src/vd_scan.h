@@ -34,7 +34,6 @@ typedef struct vd_hdrinfo {
 } vd_hdrinfo;
 
 void vd_hdrinfo_free(vd_hdrinfo *h);
-int vd_hdrinfo_copy(vd_hdrinfo *dst, const vd_hdrinfo *src);
 void vd_hdrinfo_read(int dirfd, vd_hdrinfo *out);
 
 /* A digest of every entry of a directory (name, type, device, inode, size,

@@ -12,6 +12,7 @@
 #include "vd_lineage.h"
 #include "vd_log.h"
 #include "vd_state.h"
+#include "vd_util.h"
 
 struct vd_state {
 	sqlite3 *db;
@@ -54,14 +55,6 @@ static const char *const migrations[VD_STATE_SCHEMA] = {
 	"  content_hash TEXT PRIMARY KEY, run TEXT NOT NULL, round_index INTEGER NOT NULL,"
 	"  parent_hash TEXT, verified_at REAL NOT NULL, retained_at REAL NOT NULL);",
 };
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 const char *vd_state_error(vd_state *st)
 {
@@ -393,7 +386,7 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 	sqlite3_bind_int64(s, 2, c->round_index);
 	sqlite3_bind_text(s, 3, c->hash, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 4, c->schema_version);
-	sqlite3_bind_double(s, 5, wall_now());
+	sqlite3_bind_double(s, 5, vd_wall_now());
 	sqlite3_bind_text(s, 6, c->key_id, -1, SQLITE_STATIC);
 	if (env != NULL)
 		sqlite3_bind_blob(s, 7, env, (int)env_len, SQLITE_STATIC);
@@ -425,7 +418,7 @@ int vd_state_record_equivocation(vd_state *st, const char *run, int64_t round,
 	sqlite3_bind_text(s, 3, hash_a, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 4, hash_b, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 5, source, -1, SQLITE_STATIC);
-	sqlite3_bind_double(s, 6, wall_now());
+	sqlite3_bind_double(s, 6, vd_wall_now());
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "recording an equivocation");
@@ -464,7 +457,7 @@ int vd_state_alert(vd_state *st, const char *kind, const char *subject,
 	sqlite3_bind_text(s, 2, subject, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, detail, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 4, raised ? "raised" : "cleared", -1, SQLITE_STATIC);
-	sqlite3_bind_double(s, 5, wall_now());
+	sqlite3_bind_double(s, 5, vd_wall_now());
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "recording an alert");
@@ -486,7 +479,7 @@ int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *ke
 	sqlite3_bind_text(s, 3, c->head_record_hash, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 4, key_id, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 5, env, (int)env_len, SQLITE_STATIC);
-	sqlite3_bind_double(s, 6, wall_now());
+	sqlite3_bind_double(s, 6, vd_wall_now());
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)
@@ -606,7 +599,7 @@ int vd_state_retain(vd_state *st, const vd_retained *r)
 	else
 		sqlite3_bind_null(s, 4);
 	sqlite3_bind_double(s, 5, r->verified_at);
-	sqlite3_bind_double(s, 6, wall_now());
+	sqlite3_bind_double(s, 6, vd_wall_now());
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "remembering an artifact");

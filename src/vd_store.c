@@ -33,13 +33,6 @@ static void close_step(vd_store *s);
 static void scrub_next(vd_store *s);
 
 
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 vd_group *vd_store_group(vd_store *s, const char *hash)
 {
@@ -959,7 +952,7 @@ static void finish_merge(vd_store *s)
 	 * rescan_interval. */
 	if (vd_watch_sync(&s->watch, r->dirs, r->n_dirs) > 0 && s->scanned_once)
 		s->scan_again = 1;
-	s->last_scan = wall_now();
+	s->last_scan = vd_wall_now();
 	s->scanned_once = 1;
 	vd_store_refresh(s);
 	check_waiters(s);
@@ -1258,7 +1251,7 @@ static void scrub_next(vd_store *s)
 	s->scrub_list = NULL;
 	s->scrub_n = s->scrub_next = 0;
 	s->scrubbing = 0;
-	s->last_scrub = wall_now();
+	s->last_scrub = vd_wall_now();
 	log_info("scrub: pass finished");
 }
 

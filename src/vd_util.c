@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vd_json.h"
+#include "vd_utf8.h"
 #include "vd_util.h"
 
 vd_code vd_fail(vd_err *err, vd_code code, const char *fmt, ...)
@@ -249,6 +249,14 @@ void *vd_grow(void *arr, size_t *cap, size_t n, size_t size)
 		return NULL;
 	*cap = c;
 	return p;
+}
+
+double vd_wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 void vd_rfc3339(double t, char *out, size_t n)

@@ -46,6 +46,8 @@ int vd_buf_printf(vd_buf *b, const char *fmt, ...) __attribute__((format(printf,
 int vd_buf_put_u32le(vd_buf *b, uint32_t v);
 int vd_buf_put_u64le(vd_buf *b, uint64_t v);
 
+/* Seconds since the epoch, wall clock (CLOCK_REALTIME). */
+double vd_wall_now(void);
 /* Unix seconds as RFC 3339 UTC with milliseconds; out: 32 bytes. */
 void vd_rfc3339(double t, char *out, size_t n);
 

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "vd_json.h"
+#include "vd_utf8.h"
 
 /* Byte strings that may hold NULs: pass the literal and its length. */
 #define B(s) (const uint8_t *)(s), sizeof(s) - 1

@@ -17,6 +17,7 @@
 
 #include "vd_json.h"
 #include "vd_reqparse.h"
+#include "vd_utf8.h"
 
 #define H "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 #define H2 "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
