@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* What lensemble-verifyd passes. */
 #define ERR_FULL 512
 
-enum ftype { F_STR, F_UINT, F_U64, F_LEVEL, F_POLICY };
+enum ftype { F_STR, F_UINT, F_U64, F_LEVEL, F_POLICY, F_LOGFMT, F_LEGACY };
 
 #define STR(f) F_STR, offsetof(vd_config, f), sizeof(((vd_config *)0)->f)
 #define NUM(t, f) t, offsetof(vd_config, f), 0
@@ -49,6 +49,7 @@ static const struct field {
 	{ "trusted_keys", STR(trusted_keys) },
 	{ "signing_key", STR(signing_key) },
 	{ "commitment_policy", NUM(F_POLICY, commitment_policy) },
+	{ "legacy_policy", NUM(F_LEGACY, legacy_policy) },
 	{ "user", STR(user) },
 	{ "tls_cert", STR(tls_cert) },
 	{ "tls_key", STR(tls_key) },
@@ -71,6 +72,11 @@ static const struct field {
 	{ "scrub_interval", NUM(F_UINT, scrub_interval) },
 	{ "scrub_rate", NUM(F_U64, scrub_rate) },
 	{ "shutdown_grace", NUM(F_UINT, shutdown_grace) },
+	{ "event_history", NUM(F_UINT, event_history) },
+	{ "max_event_streams", NUM(F_UINT, max_event_streams) },
+	{ "event_keepalive", NUM(F_UINT, event_keepalive) },
+	{ "log_format", NUM(F_LOGFMT, log_format) },
+	{ "alert_retention", NUM(F_UINT, alert_retention) },
 };
 
 /* The write-back below covers every key only if this table does: a key
@@ -152,10 +158,16 @@ static void check_accepted(const vd_config *c)
 		case F_LEVEL:
 			vd_buf_printf(&out, "%s = %s\n", f->name, vd_log_level_name(c->log_level));
 			break;
+		case F_LOGFMT:
+			vd_buf_printf(&out, "%s = %s\n", f->name, vd_log_format_name(c->log_format));
+			break;
 		case F_POLICY:
 			vd_buf_printf(&out, "%s = \"%s\"\n", f->name,
 			    c->commitment_policy == VD_POLICY_DEFAULT ? "" :
 			    vd_policy_name(c->commitment_policy));
+			break;
+		case F_LEGACY:
+			vd_buf_printf(&out, "%s = %s\n", f->name, vd_legacy_policy_name(c->legacy_policy));
 			break;
 		}
 	}

@@ -32,12 +32,14 @@
 #define LEDGER_MAX_BYTES (256u << 20)
 
 static const char usage_text[] =
-"Usage: lensemble-verify [--json] [--expect HASH] ARTIFACT_DIR...\n"
+"Usage: lensemble-verify [--json] [--expect HASH] ARTIFACT...\n"
 "       lensemble-verify [--json] --ledger LEDGER_FILE...\n"
 "\n"
 "Verify Lensemble model artifacts: recompute each directory's canonical\n"
 "SHA-256 content hash from header.json and its safetensors weights and\n"
 "check it against the header (and the committed hash, with --expect).\n"
+"An ARTIFACT is a directory, or an uncompressed tar of one (ustar, pax or\n"
+"GNU; files at the top level or in one directory), verified in place.\n"
 "With --ledger, verify the record chain of ledger.jsonl files instead.\n"
 "\n"
 "  -j, --json          one JSON object per artifact (or ledger) per line\n"
@@ -90,6 +92,56 @@ static void print_json(json_object *o)
 	json_object_put(o);
 }
 
+/* A fact that applies: an absent one is left out, never null. */
+static void add_str(json_object *o, const char *key, const char *value)
+{
+	if (value[0] != '\0')
+		json_object_object_add(o, key, json_object_new_string(value));
+}
+
+/* The facts behind a failure (vd_facts), each where it applies. */
+static void add_facts(json_object *o, const vd_facts *f)
+{
+	add_str(o, "expected_hash", f->expected_hash);
+	add_str(o, "recomputed_hash", f->recomputed_hash);
+	if (f->has_file_schema_version)
+		json_object_object_add(o, "file_schema_version",
+		    json_object_new_int64(f->file_schema_version));
+	if (f->reader_max_version > 0)
+		json_object_object_add(o, "reader_max_version",
+		    json_object_new_int64(f->reader_max_version));
+	add_str(o, "tensor", f->tensor);
+	add_str(o, "file", f->file);
+	add_str(o, "remediation", f->remediation);
+}
+
+/* Whether header.json was read through the migration chain. */
+static void add_legacy(json_object *o, const vd_verdict *v)
+{
+	if (!v->have_header)
+		return;
+	json_object_object_add(o, "legacy", json_object_new_boolean(v->legacy));
+	if (v->legacy)
+		json_object_object_add(o, "migrated_from", json_object_new_int64(v->migrated_from));
+}
+
+static void report_text(const char *path, const vd_verdict *v, double secs)
+{
+	char legacy[64] = "";
+
+	if (v->code != VD_OK) {
+		printf("%s: FAILED %s: %s; %s\n", path, vd_code_name(v->code), v->detail,
+		    v->facts.remediation);
+		return;
+	}
+	if (v->legacy)
+		snprintf(legacy, sizeof(legacy), "; legacy schema_version %lld",
+		    (long long)v->migrated_from);
+	printf("%s: OK %s round %lld (%llu tensors, %llu bytes, %.3f s%s)\n",
+	    path, v->content_hash, (long long)v->round_index,
+	    (unsigned long long)v->tensors, (unsigned long long)v->bytes, secs, legacy);
+}
+
 static void report_artifact(const struct cli *cli, const char *path,
     const vd_verdict *v, double secs)
 {
@@ -98,12 +150,7 @@ static void report_artifact(const struct cli *cli, const char *path,
 	if (cli->quiet)
 		return;
 	if (!cli->json) {
-		if (v->code == VD_OK)
-			printf("%s: OK %s round %lld (%llu tensors, %llu bytes, %.3f s)\n",
-			    path, v->content_hash, (long long)v->round_index,
-			    (unsigned long long)v->tensors, (unsigned long long)v->bytes, secs);
-		else
-			printf("%s: FAILED %s: %s\n", path, vd_code_name(v->code), v->detail);
+		report_text(path, v, secs);
 		return;
 	}
 	o = json_object_new_object();
@@ -125,7 +172,9 @@ static void report_artifact(const struct cli *cli, const char *path,
 			json_object_object_add(o, "claimed_hash", json_object_new_string(v->claimed_hash));
 		if (v->content_hash[0])
 			json_object_object_add(o, "content_hash", json_object_new_string(v->content_hash));
+		add_facts(o, &v->facts);
 	}
+	add_legacy(o, v);
 	print_json(o);
 }
 
@@ -1154,7 +1203,7 @@ out:
 }
 
 /* The exit status of a subcommand named by argv[0], or -1 when argv[0]
- * names none (the arguments are artifact directories). */
+ * names none (the arguments are artifacts). */
 static int subcommand(int argc, char **argv)
 {
 	static const struct {
@@ -1207,7 +1256,7 @@ int main(int argc, char **argv)
 	}
 	vd_artifact_guard_sigbus();
 	if (optind >= argc)
-		return usage_error(cli.ledger ? "no ledger file given" : "no artifact directory given");
+		return usage_error(cli.ledger ? "no ledger file given" : "no artifact given");
 	if (cli.expect && !vd_is_hex64((vd_str){ cli.expect, strlen(cli.expect) }))
 		return usage_error("--expect takes a content hash of 64 lowercase hex characters");
 	if (cli.expect && cli.ledger)

@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@
 #define STATUS_INTERVAL_MS 10000
 #define LOOP_STALL_NS (20 * 1000000ull)   /* a loop turn busier than this is logged */
 #define STALL_LOG_GAP_NS (1000000000ull)  /* at most one such line a second */
+#define MALLOC_ARENAS 1                    /* see main() */
 
 typedef struct daemon_opts {
 	int foreground, check;
@@ -231,6 +233,8 @@ static void reload(vd_daemon *d)
 	log_info("configuration reloaded from %s", d->opts.config);
 	d->cfg = c;
 	vd_log_set_level(c->log_level);
+	vd_log_set_format(c->log_format);
+	vd_state_set_alert_retention(d->state, c->alert_retention);
 	vd_store_set_config(&d->store, c);
 	vd_http_set_config(d->http, c);
 	d->api.cfg = c;
@@ -435,6 +439,7 @@ static int open_state(vd_daemon *d)
 		log_error("%s", err);
 		return -1;
 	}
+	vd_state_set_alert_retention(d->state, d->cfg->alert_retention);
 	return 0;
 }
 
@@ -497,6 +502,11 @@ int main(int argc, char **argv)
 	static vd_daemon d;
 	char err[512];
 
+	/* One malloc arena for every thread: the scan thread's result is
+	 * freed on the loop thread, and the hashers allocate little; with an
+	 * arena each, memory freed in one is not reused by another and stays
+	 * resident. */
+	mallopt(M_ARENA_MAX, MALLOC_ARENAS);
 	if (parse_args(argc, argv, &d.opts) < 0) {
 		fprintf(stderr, "lensemble-verifyd: bad arguments\nTry 'lensemble-verifyd --help'.\n");
 		return 2;
@@ -528,6 +538,7 @@ int main(int argc, char **argv)
 	}
 	vd_log_open("lensemble-verifyd", d.opts.foreground || getenv("JOURNAL_STREAM") != NULL);
 	vd_log_set_level(d.cfg->log_level);
+	vd_log_set_format(d.cfg->log_format);
 	vd_artifact_guard_sigbus();
 	/* Initialise libcrypto here, not lazily in whichever hasher thread
 	 * hashes first: its global state then belongs to the main thread. */

@@ -10,19 +10,26 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "vd_api.h"
 #include "vd_attest.h"
 #include "vd_dsse.h"
+#include "vd_events.h"
 #include "vd_hash.h"
 #include "vd_json.h"
+#include "vd_jsonw.h"
 #include "vd_log.h"
 #include "vd_reqparse.h"
+#include "vd_utf8.h"
 #include "vd_util.h"
 
 #include <openssl/crypto.h>
 
 #define JSON_OUT (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define PEER_MAX INET6_ADDRSTRLEN
 
 typedef struct verify_wait {
 	vd_api *api;
@@ -43,6 +50,29 @@ static json_object *jstr_keep_empty(const char *s)
 	return s ? json_object_new_string(s) : NULL;
 }
 
+/* A fact that applies; one that does not is left out, never null. */
+static void add_fact(json_object *o, const char *key, const char *value)
+{
+	if (value[0] != '\0')
+		json_object_object_add(o, key, json_object_new_string(value));
+}
+
+/* The facts behind a failed verdict (vd_facts). The recomputed hash is
+ * the copy's recomputed_hash, given whenever one was reached. */
+static void facts_json(json_object *o, const vd_facts *f)
+{
+	add_fact(o, "expected_hash", f->expected_hash);
+	if (f->has_file_schema_version)
+		json_object_object_add(o, "file_schema_version",
+		    json_object_new_int64(f->file_schema_version));
+	if (f->reader_max_version > 0)
+		json_object_object_add(o, "reader_max_version",
+		    json_object_new_int64(f->reader_max_version));
+	add_fact(o, "tensor", f->tensor);
+	add_fact(o, "file", f->file);
+	add_fact(o, "remediation", f->remediation);
+}
+
 static json_object *copy_json(const vd_copy *c, const vd_group *g)
 {
 	json_object *o = json_object_new_object();
@@ -51,6 +81,7 @@ static json_object *copy_json(const vd_copy *c, const vd_group *g)
 	char when[40];
 
 	json_object_object_add(o, "path", json_object_new_string(c->relpath));
+	json_object_object_add(o, "kind", json_object_new_string(vd_kind_name(c->kind)));
 	json_object_object_add(o, "state", json_object_new_string(vd_astate_name(st)));
 	json_object_object_add(o, "code", show && c->code != VD_OK ?
 	    json_object_new_string(vd_code_name(c->code)) : NULL);
@@ -64,9 +95,12 @@ static json_object *copy_json(const vd_copy *c, const vd_group *g)
 		json_object_object_add(o, "recomputed_hash", json_object_new_string(c->recomputed));
 	if (show && c->code != VD_OK && c->changed != NULL)
 		json_object_object_add(o, "changed", json_object_new_string(c->changed));
+	if (show && c->code != VD_OK && c->facts != NULL)
+		facts_json(o, c->facts);
 	/* Each copy its own bit: a good copy beside a bad one can be loaded. */
 	json_object_object_add(o, "trusted", json_object_new_boolean(g != NULL &&
-	    st == VD_AS_VERIFIED && g->chain == VD_CHAIN_INTACT && g->committed));
+	    st == VD_AS_VERIFIED && g->chain == VD_CHAIN_INTACT && g->committed &&
+	    !g->legacy_untrusted));
 	return o;
 }
 
@@ -164,6 +198,41 @@ static void summary(const vd_group *g, const vd_copy **failed, const vd_copy **g
 	}
 }
 
+/* Why a hash is not trusted: the first condition of trusted (lineage)
+ * it misses; NULL when trusted. A chain lineage has not looked at since
+ * the last verdict is pending. */
+static const char *untrusted_reason(const vd_group *g)
+{
+	if (g->trusted)
+		return NULL;
+	switch (vd_group_state(g)) {
+	case VD_AS_FAILED:
+		return "failed";
+	case VD_AS_VERIFIED:
+		break;
+	default:
+		return "unverified";
+	}
+	if (g->chain == VD_CHAIN_BROKEN)
+		return "chain_broken";
+	if (g->chain != VD_CHAIN_INTACT)
+		return "chain_pending";
+	if (!g->committed)
+		return "uncommitted";
+	return g->legacy_untrusted ? "legacy" : "chain_pending";
+}
+
+/* The legacy label and the reason for distrust, each only where it
+ * applies. */
+static void trust_json(json_object *o, int64_t migrated_from, const char *reason)
+{
+	json_object_object_add(o, "legacy", json_object_new_boolean(migrated_from > 0));
+	if (migrated_from > 0)
+		json_object_object_add(o, "migrated_from", json_object_new_int64(migrated_from));
+	if (reason != NULL)
+		json_object_object_add(o, "untrusted_reason", json_object_new_string(reason));
+}
+
 static json_object *group_json(const vd_group *g)
 {
 	json_object *o = json_object_new_object(), *copies = json_object_new_array();
@@ -184,6 +253,7 @@ static json_object *group_json(const vd_group *g)
 	json_object_object_add(o, "commitment", commitment_json(g));
 	json_object_object_add(o, "chain", chain_json(g));
 	json_object_object_add(o, "trusted", json_object_new_boolean(g->trusted));
+	trust_json(o, vd_group_migrated_from(g), untrusted_reason(g));
 	return o;
 }
 
@@ -206,6 +276,7 @@ static json_object *headerless_json(const vd_copy *c)
 	json_object_object_add(o, "commitment", NULL);
 	json_object_object_add(o, "chain", pending_chain());
 	json_object_object_add(o, "trusted", json_object_new_boolean(0));
+	trust_json(o, 0, show ? "failed" : "unverified");
 	return o;
 }
 
@@ -547,20 +618,16 @@ static int store_relpath(vd_api *api, const char *p, char *out, size_t n)
 	return 0;
 }
 
-static int is_artifact_dir(vd_api *api, const char *relpath)
+/* An artifact directory or tar at relpath: its kind, or -1. */
+static int artifact_kind(vd_api *api, const char *relpath)
 {
-	struct stat st;
-	int root = open(api->cfg->store, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd, ok = 0;
+	int root = open(api->cfg->store, O_RDONLY | O_DIRECTORY | O_CLOEXEC), kind;
 
 	if (root < 0)
-		return 0;
-	fd = vd_open_beneath(root, relpath);
+		return -1;
+	kind = vd_artifact_kind_at(root, relpath);
 	close(root);
-	if (fd >= 0) {
-		ok = fstatat(fd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0;
-		close(fd);
-	}
-	return ok;
+	return kind;
 }
 
 /* Find the copies a request names; 0, or an HTTP status already sent. */
@@ -568,6 +635,7 @@ static int verify_targets(vd_api *api, verify_wait *vw, vd_copy ***out, size_t *
 {
 	vd_group *g;
 	vd_copy *c;
+	int kind;
 
 	if (vw->vr.form == VD_VERIFY_PATH) {
 		if (store_relpath(api, vw->vr.path, vw->relpath, sizeof(vw->relpath)) < 0) {
@@ -576,8 +644,8 @@ static int verify_targets(vd_api *api, verify_wait *vw, vd_copy ***out, size_t *
 			return 400;
 		}
 		c = vd_store_copy(api->store, vw->relpath);
-		if (c == NULL && is_artifact_dir(api, vw->relpath))
-			c = vd_store_adopt(api->store, vw->relpath);
+		if (c == NULL && (kind = artifact_kind(api, vw->relpath)) >= 0)
+			c = vd_store_adopt(api->store, vw->relpath, (vd_artifact_kind)kind);
 		if (c == NULL) {
 			vd_http_error(vw->req, 404, "not_found", "no artifact directory at that path", NULL);
 			return 404;
@@ -817,23 +885,76 @@ int vd_api_early(vd_req *r, void *arg)
 	return !authorized_for(api, r, run);
 }
 
-/* Record (run, round) -> hash and answer as trust.md section 3 says. */
+/* The client's address, as the audit of commitments keeps it. A
+ * dual-stack listener sees an IPv4 client as ::ffff:a.b.c.d: shown as
+ * a.b.c.d, as an IPv4 listener would. */
+static void peer_address(vd_req *r, char *out, size_t n)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn,
+	    MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci != NULL ? ci->client_addr : NULL;
+	const struct in6_addr *a6;
+
+	out[0] = '\0';
+	if (sa != NULL && sa->sa_family == AF_INET) {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out, (socklen_t)n);
+	} else if (sa != NULL && sa->sa_family == AF_INET6) {
+		a6 = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a6))
+			inet_ntop(AF_INET, &a6->s6_addr[12], out, (socklen_t)n);
+		else
+			inet_ntop(AF_INET6, a6, out, (socklen_t)n);
+	}
+}
+
+/* Which token let a post through (authorized_for): the operator's, else
+ * the run's own. Named, never echoed. */
+static const char *token_holder(vd_api *api, vd_req *r)
+{
+	const char *h = vd_req_header(r, "Authorization");
+
+	if (h != NULL && strncasecmp(h, "Bearer ", 7) == 0 && token_ok(&api->token, h + 7, strlen(h + 7)))
+		return VD_AUDIT_OPERATOR;
+	return VD_AUDIT_RUN_TOKEN;
+}
+
+/* A RoundClose accepted, in the audit: who, from where, when first. */
+static int audit_post(vd_api *api, vd_req *r, const char *run, const vd_roundclose *rc,
+    const char *key_id)
+{
+	char peer[PEER_MAX];
+	vd_audit a = {
+		.run = run, .kind = VD_AUDIT_ROUND_CLOSE, .number = rc->round_index,
+		.hash = rc->global_model_hash,
+		.source = vd_commit_source_name(key_id ? VD_SRC_SIGNED : VD_SRC_ROUNDCLOSE),
+		.author = key_id ? VD_AUDIT_KEY : token_holder(api, r), .key_id = key_id, .peer = peer,
+	};
+
+	peer_address(r, peer, sizeof(peer));
+	return vd_state_audit(api->store->state, &a);
+}
+
+/* Record (run, round) -> hash and answer as trust.md section 3 says. A
+ * commitment is in the audit before it is answered: when that fails the
+ * client is told to try again, and the repeat is recorded. */
 static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundclose *rc,
     const char *key_id, const uint8_t *env, size_t env_len)
 {
 	char existing[VD_HASH_HEX_LEN + 1], detail[400];
+	vd_log_fields f = { .run = vd_run_name(run), .content_hash = rc->global_model_hash };
 	json_object *o;
 	int res;
 
 	res = vd_store_post_commitment(api->store, run, rc->round_index, rc->global_model_hash,
 	    rc->schema_version, key_id, env, env_len, existing);
-	if (res < 0) {
+	if (res < 0 || (res != 2 && audit_post(api, r, run, rc, key_id) < 0)) {
 		vd_http_error(r, 503, "overloaded", "the commitment could not be stored durably; try again",
 		    (const char *const[]){ "Retry-After", VD_API_RETRY_AFTER, NULL });
 		return;
 	}
 	if (res == 2) {
-		log_warn("RoundClose for run %s round %lld names %s, but %s is already committed",
+		f.code = "commitment_conflict";
+		vd_logf(VD_LOG_WARN, &f, "RoundClose for run %s round %lld names %s, but %s is already committed",
 		    vd_run_name(run), (long long)rc->round_index, rc->global_model_hash, existing);
 		snprintf(detail, sizeof(detail), "round %lld of run %s is already committed to %s",
 		    (long long)rc->round_index, vd_run_name(run), existing);
@@ -841,8 +962,9 @@ static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundc
 		return;
 	}
 	if (res == 0)
-		log_info("commitment recorded: run %s round %lld -> %s (%s%s)", vd_run_name(run),
-		    (long long)rc->round_index, rc->global_model_hash, key_id ? "key " : "operator token",
+		vd_logf(VD_LOG_INFO, &f, "commitment recorded: run %s round %lld -> %s (%s%s)", vd_run_name(run),
+		    (long long)rc->round_index, rc->global_model_hash, key_id ? "key " :
+		    strcmp(token_holder(api, r), VD_AUDIT_OPERATOR) == 0 ? "operator token" : "run token",
 		    key_id ? key_id : "");
 	o = json_object_new_object();
 	json_object_object_add(o, "run", json_object_new_string(vd_run_name(run)));
@@ -893,22 +1015,26 @@ static void refuse_envelope(vd_api *api, vd_req *r, vd_env_reason why, const cha
 	    why == VD_ENV_BAD_SIGNATURE;
 
 	vd_metrics_envelope_rejected(api->metrics, why);
-	log_warn("signed statement refused (%s): %s", vd_env_reason_name(why), detail);
+	vd_logf(VD_LOG_WARN, &(vd_log_fields){ .code = vd_env_reason_name(why) },
+	    "signed statement refused (%s): %s", vd_env_reason_name(why), detail);
 	vd_http_error(r, auth ? 403 : 400, auth ? "forbidden" : "bad_request", detail, NULL);
 }
 
 static void post_checkpoint(vd_api *api, vd_req *r, const vd_statement *st, const char *key_id)
 {
 	json_object *o;
+	char peer[PEER_MAX];
 	int res = vd_store_post_checkpoint(api->store, st, key_id, r->body.p, r->body.len);
 
-	if (res < 0) {
+	peer_address(r, peer, sizeof(peer));
+	if (res < 0 || vd_state_audit_signed(api->store->state, st, st->run, key_id, peer, NULL) < 0) {
 		vd_http_error(r, 503, "overloaded", "the checkpoint could not be stored durably; try again",
 		    (const char *const[]){ "Retry-After", VD_API_RETRY_AFTER, NULL });
 		return;
 	}
 	if (res == 0)
-		log_info("ledger checkpoint recorded: run %s records 1..%llu (key %s)",
+		vd_logf(VD_LOG_INFO, &(vd_log_fields){ .run = vd_run_name(st->run) },
+		    "ledger checkpoint recorded: run %s records 1..%llu (key %s)",
 		    vd_run_name(st->run), (unsigned long long)st->records, key_id);
 	o = json_object_new_object();
 	json_object_object_add(o, "run", json_object_new_string(vd_run_name(st->run)));
@@ -1055,34 +1181,19 @@ typedef struct run_acc {
 	json_object *heads;
 } run_acc;
 
-static void pair_key(char *out, size_t n, const char *run, const char *hash)
+/* Whether a verified child of g sits in run: then g is not a head there. */
+static int verified_child_in(const vd_model *m, const vd_group *g, const char *run)
 {
-	snprintf(out, n, "%s\n%s", run, hash);
+	const vd_group *c;
+
+	for (c = vd_model_first_child(m, g->hash); c != NULL; c = c->next_child)
+		if (vd_group_state(c) == VD_AS_VERIFIED && vd_group_in_run(c, run))
+			return 1;
+	return 0;
 }
 
-/* "run\nparent" for every verified artifact: who has a verified child in
- * which run, so that a head is found without a search per artifact. */
-static void verified_parents(vd_store *s, vd_map *out)
+static void acc_group(vd_map *accs, const vd_model *m, const vd_group *g)
 {
-	char key[VD_RUN_MAX + VD_HASH_HEX_LEN + 2];
-	const char *k;
-	void *v;
-	size_t it = 0, i;
-
-	while (vd_map_next(&s->model.groups, &it, &k, &v)) {
-		vd_group *g = v;
-		if (!g->has_parent || vd_group_state(g) != VD_AS_VERIFIED)
-			continue;
-		for (i = 0; i < g->n; i++) {
-			pair_key(key, sizeof(key), g->copies[i]->run, g->parent);
-			vd_map_put(out, key, (void *)1);
-		}
-	}
-}
-
-static void acc_group(vd_map *accs, const vd_map *parents, const vd_group *g)
-{
-	char key[VD_RUN_MAX + VD_HASH_HEX_LEN + 2];
 	size_t i, j;
 
 	for (i = 0; i < g->n; i++) {
@@ -1093,8 +1204,7 @@ static void acc_group(vd_map *accs, const vd_map *parents, const vd_group *g)
 			continue;       /* counted once per run */
 		if (g->trusted && (a->best == NULL || g->round_index > a->best->round_index))
 			a->best = g;
-		pair_key(key, sizeof(key), a->run, g->hash);
-		if (vd_map_get(parents, key) == NULL)
+		if (!verified_child_in(m, g, a->run))
 			json_object_array_add(a->heads, head_json(g->round_index, g->hash));
 	}
 }
@@ -1116,14 +1226,13 @@ static json_object *acc_json(const run_acc *a)
 static json_object *runs_json(vd_store *s)
 {
 	json_object *list = json_object_new_array();
-	vd_map accs, parents;
+	vd_map accs;
 	run_acc *arr;
 	const char *k;
 	void *v;
 	size_t it = 0, n = 0, i;
 
 	vd_map_init(&accs);
-	vd_map_init(&parents);
 	for (i = 0; i < s->n_ledgers; i++)
 		vd_map_put(&accs, s->ledgers[i].run, NULL);
 	while (vd_map_next(&s->model.copies, &it, &k, &v))
@@ -1135,35 +1244,30 @@ static json_object *runs_json(vd_store *s)
 		arr[n].heads = json_object_new_array();
 		vd_map_put(&accs, k, &arr[n++]);
 	}
-	verified_parents(s, &parents);
 	it = 0;
 	while (arr && vd_map_next(&s->model.groups, &it, &k, &v))
 		if (vd_group_state(v) == VD_AS_VERIFIED)
-			acc_group(&accs, &parents, v);
+			acc_group(&accs, &s->model, v);
 	if (arr)
 		qsort(arr, n, sizeof(*arr), str_cmp);
 	for (i = 0; i < n; i++)
 		json_object_array_add(list, acc_json(&arr[i]));
 	free(arr);
-	vd_map_free(&parents);
 	vd_map_free(&accs);
 	return list;
 }
 
-/* Each fork alert's parent with its verified children: one pass over the
- * groups, whatever the number of forks. */
+/* Each fork alert's parent with its verified children. */
 static json_object *forks_json(vd_store *s)
 {
-	json_object *forks = json_object_new_array(), *children;
+	json_object *forks = json_object_new_array(), *children, *f;
+	const vd_group *c;
 	const char *k;
 	void *v;
-	vd_map by_parent;
 	size_t it = 0;
 
-	vd_map_init(&by_parent);
 	while (vd_map_next(&s->lineage.alerts, &it, &k, &v)) {
 		vd_alert *a = v;
-		json_object *f;
 		if (a->kind != VD_ALERT_FORK)
 			continue;
 		f = json_object_new_object();
@@ -1171,16 +1275,10 @@ static json_object *forks_json(vd_store *s)
 		json_object_object_add(f, "parent", json_object_new_string(a->subject));
 		json_object_object_add(f, "children", children);
 		json_object_array_add(forks, f);
-		vd_map_put(&by_parent, a->subject, children);
+		for (c = vd_model_first_child(&s->model, a->subject); c != NULL; c = c->next_child)
+			if (vd_group_state(c) == VD_AS_VERIFIED)
+				json_object_array_add(children, json_object_new_string(c->hash));
 	}
-	it = 0;
-	while (by_parent.count > 0 && vd_map_next(&s->model.groups, &it, &k, &v)) {
-		vd_group *c = v;
-		if (c->has_parent && vd_group_state(c) == VD_AS_VERIFIED &&
-		    (children = vd_map_get(&by_parent, c->parent)) != NULL)
-			json_object_array_add(children, json_object_new_string(c->hash));
-	}
-	vd_map_free(&by_parent);
 	return forks;
 }
 
@@ -1219,29 +1317,52 @@ static json_object *ledger_json(const vd_scan_ledger *l, const vd_ledger_mem *m)
 	return o;
 }
 
-static void add_commitment(json_object *list, vd_store *s, const vd_commit_slot *sl,
-    vd_commit_source src)
+/* A string from the store (a path, a run) as JSON text; bytes that are
+ * not UTF-8 are replaced, as json-c's answers elsewhere would carry them. */
+static void text_json(vd_buf *b, const char *str)
+{
+	char clean[2 * VD_RUN_MAX];   /* a run, or a file path in one */
+
+	if (vd_utf8_valid((const uint8_t *)str, strlen(str))) {
+		vd_jw_string(b, str, strlen(str), VD_JW_UTF8);
+		return;
+	}
+	snprintf(clean, sizeof(clean), "%s", str);
+	vd_utf8_sanitize(clean);
+	vd_jw_string(b, clean, strlen(clean), VD_JW_UTF8);
+}
+
+static void field(vd_buf *b, const char *key)
+{
+	vd_buf_printf(b, ",\"%s\":", key);
+}
+
+static void commitment_text(vd_buf *b, vd_store *s, const vd_commit_slot *sl,
+    vd_commit_source src, int policy)
 {
 	const vd_commit_entry *e = &sl->src[src];
-	json_object *o = json_object_new_object();
 	vd_group *g = vd_store_group(s, e->hash);
-	int policy = vd_config_policy(s->cfg);
 
 	/* The bare genesis pin applies to every run: shown as the root's. */
-	json_object_object_add(o, "run", json_object_new_string(strcmp(sl->run, "*") == 0 ? "." :
-	    vd_run_name(sl->run)));
-	json_object_object_add(o, "round_index", sl->round_index < 0 ? NULL :
-	    json_object_new_int64(sl->round_index));
-	json_object_object_add(o, "global_model_hash", json_object_new_string(e->hash));
-	json_object_object_add(o, "source", json_object_new_string(vd_commit_source_name(src)));
-	json_object_object_add(o, "where", json_object_new_string(e->where ? e->where : "?"));
-	json_object_object_add(o, "signed", json_object_new_boolean(e->is_signed));
-	if (e->is_signed)
-		json_object_object_add(o, "key_id", json_object_new_string(e->key_id));
-	json_object_object_add(o, "counts", json_object_new_boolean(vd_commit_counts(e, src, policy)));
-	json_object_object_add(o, "artifact_state", json_object_new_string(
-	    g ? vd_astate_name(vd_group_state(g)) : "missing"));
-	json_object_array_add(list, o);
+	vd_buf_puts(b, "{\"run\":");
+	text_json(b, strcmp(sl->run, "*") == 0 ? "." : vd_run_name(sl->run));
+	field(b, "round_index");
+	if (sl->round_index < 0)
+		vd_buf_puts(b, "null");
+	else
+		vd_jw_int(b, sl->round_index);
+	vd_buf_printf(b, ",\"global_model_hash\":\"%s\",\"source\":\"%s\"", e->hash,
+	    vd_commit_source_name(src));
+	field(b, "where");
+	text_json(b, e->where ? e->where : "?");
+	vd_buf_printf(b, ",\"signed\":%s", e->is_signed ? "true" : "false");
+	if (e->is_signed) {
+		field(b, "key_id");
+		text_json(b, e->key_id);
+	}
+	vd_buf_printf(b, ",\"counts\":%s,\"artifact_state\":\"%s\"}",
+	    vd_commit_counts(e, src, policy) ? "true" : "false",
+	    g ? vd_astate_name(vd_group_state(g)) : "missing");
 }
 
 static int slot_cmp(const void *a, const void *b)
@@ -1255,27 +1376,36 @@ static int slot_cmp(const void *a, const void *b)
 	return (x->round_index > y->round_index) - (x->round_index < y->round_index);
 }
 
-/* Every commitment, by run and round, each source on its own. */
-static json_object *commitments_json(vd_store *s)
+/* Every commitment, by run and round, each source on its own: written
+ * straight as text, since a long run holds one per round. */
+static void commitments_text(vd_buf *b, vd_store *s)
 {
-	json_object *list = json_object_new_array();
 	const vd_map *commits = &s->lineage.commits;
 	vd_commit_slot **slots = calloc(commits->count + 1, sizeof(*slots));
+	int policy = vd_config_policy(s->cfg), src, first = 1;
 	const char *k;
 	void *v;
 	size_t it = 0, n = 0, i;
-	int src;
 
-	while (slots && vd_map_next(commits, &it, &k, &v))
+	if (slots == NULL) {
+		b->oom = 1;
+		return;
+	}
+	while (vd_map_next(commits, &it, &k, &v))
 		slots[n++] = v;
-	if (slots)
-		qsort(slots, n, sizeof(*slots), slot_cmp);
+	qsort(slots, n, sizeof(*slots), slot_cmp);
+	vd_buf_putc(b, '[');
 	for (i = 0; i < n; i++)
-		for (src = 0; src < VD_SRC_COUNT; src++)
-			if (slots[i]->src[src].has)
-				add_commitment(list, s, slots[i], (vd_commit_source)src);
+		for (src = 0; src < VD_SRC_COUNT; src++) {
+			if (!slots[i]->src[src].has)
+				continue;
+			if (!first)
+				vd_buf_putc(b, ',');
+			first = 0;
+			commitment_text(b, s, slots[i], (vd_commit_source)src, policy);
+		}
+	vd_buf_putc(b, ']');
 	free(slots);
-	return list;
 }
 
 static int round_cmp(const void *a, const void *b)
@@ -1356,6 +1486,31 @@ static void get_run_chain(vd_api *api, vd_req *r, const char *run)
 	send_json(r, 200, o, NULL);
 }
 
+/* The answer o with the commitments list appended as its last member,
+ * in one buffer handed to the server as it is. */
+static void send_with_commitments(vd_req *r, json_object *o, vd_store *s)
+{
+	size_t len;
+	const char *head = json_object_to_json_string_length(o, JSON_OUT, &len);
+	vd_buf b;
+
+	vd_buf_init(&b);
+	if (head == NULL || len == 0)
+		b.oom = 1;
+	else
+		vd_buf_put(&b, head, len - 1);  /* without its closing brace */
+	json_object_put(o);
+	vd_buf_puts(&b, ",\"commitments\":");
+	commitments_text(&b, s);
+	vd_buf_putc(&b, '}');
+	if (b.oom) {
+		vd_buf_free(&b);
+		vd_http_error(r, 503, "unavailable", "out of memory building the answer; try again, or page through one run with /chain?run=", NULL);
+		return;
+	}
+	vd_http_respond_owned(r, 200, "application/json", (char *)b.p, b.len, NULL);
+}
+
 static void get_chain(vd_api *api, vd_req *r)
 {
 	vd_store *s = api->store;
@@ -1388,8 +1543,7 @@ static void get_chain(vd_api *api, vd_req *r)
 		json_object_array_add(ledgers, ledger_json(&s->ledgers[i],
 		    vd_store_ledger_mem(s, s->ledgers[i].relpath)));
 	json_object_object_add(o, "ledgers", ledgers);
-	json_object_object_add(o, "commitments", commitments_json(s));
-	send_json(r, 200, o, NULL);
+	send_with_commitments(r, o, s);
 }
 
 /* ---- routing ---------------------------------------------------------- */
@@ -1471,6 +1625,189 @@ static void get_key(vd_api *api, vd_req *r)
 	send_json(r, 200, o, NULL);
 }
 
+/* GET /events: Server-Sent Events (vd_events.h). Last-Event-ID resumes;
+ * ?last_event_id= does for a client that cannot set headers, but the
+ * header wins: EventSource sends it on reconnecting, to the same URL. */
+static void get_events(vd_api *api, vd_req *r)
+{
+	const char *h = vd_req_header(r, "Last-Event-ID"), *q = vd_req_query(r, "last_event_id");
+	const char *given = h != NULL && h[0] != '\0' ? h : q;
+	uint64_t after = 0;
+
+	if (given != NULL && vd_events_parse_id(given, &after) < 0) {
+		vd_http_error(r, 400, "bad_request",
+		    "Last-Event-ID (or last_event_id) is an event id: a whole number", NULL);
+		return;
+	}
+	if (strcmp(r->method, "HEAD") == 0) {
+		vd_http_respond(r, 200, "text/event-stream", "", 0, NULL);
+		return;
+	}
+	if (vd_events_open(api->store->events, r, given != NULL, after) < 0)
+		vd_http_error(r, 503, "overloaded",
+		    "no event stream can be opened now (max_event_streams are open, or the daemon is stopping)",
+		    (const char *const[]){ "Retry-After", VD_API_RETRY_AFTER, NULL });
+}
+
+/* ---- GET /alerts and GET /commitments: histories in the state database -- */
+
+/* Text from the database (a path, a subject) as a JSON string; bytes
+ * that are not UTF-8 are replaced. */
+static json_object *jstr_clean(const char *s)
+{
+	json_object *o;
+	char *copy;
+
+	if (vd_utf8_valid((const uint8_t *)s, strlen(s)) || (copy = strdup(s)) == NULL)
+		return json_object_new_string(s);
+	vd_utf8_sanitize(copy);
+	o = json_object_new_string(copy);
+	free(copy);
+	return o;
+}
+
+static json_object *jtime(double t)
+{
+	char when[40];
+
+	vd_rfc3339(t, when, sizeof(when));
+	return json_object_new_string(when);
+}
+
+/* ?limit=&after= of a history, newest first: after is the next of the
+ * page before (an id). Without limit, a page of VD_PAGE_MAX. 0, or -1
+ * with the 400 sent. */
+static int history_page(vd_req *r, vd_page *pg)
+{
+	const char *q = vd_req_query(r, "after");
+	char *end;
+	long long v = 0;
+
+	memset(pg, 0, sizeof(*pg));
+	if (parse_limit(r, &pg->limit) < 0) {
+		bad_limit(r);
+		return -1;
+	}
+	if (pg->limit == 0)
+		pg->limit = VD_PAGE_MAX;
+	errno = 0;
+	if (q != NULL && (q[0] < '1' || q[0] > '9' || (v = strtoll(q, &end, 10)) < 1 ||
+	    *end != '\0' || errno != 0)) {
+		vd_http_error(r, 400, "bad_request",
+		    "after is the next of the page before: a whole number above 0", NULL);
+		return -1;
+	}
+	pg->before = v;
+	return 0;
+}
+
+/* The history is in the state database, loaded after the first start. */
+static vd_state *history_state(vd_api *api, vd_req *r)
+{
+	if (!api->state_ready || api->store->state == NULL) {
+		vd_http_error(r, 503, "not_ready", "the state database is not loaded yet",
+		    (const char *const[]){ "Retry-After", VD_API_RETRY_AFTER, NULL });
+		return NULL;
+	}
+	return api->store->state;
+}
+
+static void send_history(vd_req *r, const char *name, json_object *list, int rc,
+    const vd_page *pg)
+{
+	json_object *o;
+
+	if (rc < 0) {
+		json_object_put(list);
+		vd_http_error(r, 503, "overloaded", "the state database could not be read; try again",
+		    (const char *const[]){ "Retry-After", VD_API_RETRY_AFTER, NULL });
+		return;
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, name, list);
+	json_object_object_add(o, "next", pg->next > 0 ? json_object_new_int64(pg->next) : NULL);
+	send_json(r, 200, o, NULL);
+}
+
+static void alert_item(const vd_alert_row *a, void *arg)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "id", json_object_new_int64(a->id));
+	json_object_object_add(o, "kind", json_object_new_string(a->kind));
+	json_object_object_add(o, "subject", jstr_clean(a->subject));
+	json_object_object_add(o, "detail", jstr_clean(a->detail));
+	json_object_object_add(o, "raised_at", jtime(a->raised_at));
+	json_object_object_add(o, "cleared_at", a->cleared_at > 0 ? jtime(a->cleared_at) : NULL);
+	json_object_array_add(arg, o);
+}
+
+/* GET /alerts[?active=1|0][&limit=N&after=ID]: every alert raised, newest
+ * first, with when it was raised and cleared (null while raised). */
+static void get_alerts(vd_api *api, vd_req *r)
+{
+	const char *q = vd_req_query(r, "active");
+	vd_state *st;
+	json_object *list;
+	vd_page pg;
+	int active = -1;
+
+	if (q != NULL && strcmp(q, "1") != 0 && strcmp(q, "0") != 0) {
+		vd_http_error(r, 400, "bad_request",
+		    "active is 1 (only alerts still raised) or 0 (only cleared ones)", NULL);
+		return;
+	}
+	if (q != NULL)
+		active = q[0] == '1';
+	if (history_page(r, &pg) < 0 || (st = history_state(api, r)) == NULL)
+		return;
+	list = json_object_new_array();
+	send_history(r, "alerts", list, vd_state_list_alerts(st, active, &pg, alert_item, list), &pg);
+}
+
+static void audit_item(const vd_audit *a, void *arg)
+{
+	json_object *o = json_object_new_object();
+	int cp = strcmp(a->kind, VD_AUDIT_CHECKPOINT) == 0;
+
+	json_object_object_add(o, "id", json_object_new_int64(a->id));
+	json_object_object_add(o, "run", jstr_clean(vd_run_name(a->run)));
+	json_object_object_add(o, "kind", json_object_new_string(a->kind));
+	json_object_object_add(o, "round_index", cp ? NULL : json_object_new_int64(a->number));
+	json_object_object_add(o, "global_model_hash", cp ? NULL : json_object_new_string(a->hash));
+	json_object_object_add(o, "records", cp ? json_object_new_int64(a->number) : NULL);
+	json_object_object_add(o, "head_record_hash", cp ? json_object_new_string(a->hash) : NULL);
+	json_object_object_add(o, "source", json_object_new_string(a->source));
+	json_object_object_add(o, "by", json_object_new_string(a->author));
+	json_object_object_add(o, "key_id", jstr_or_null(a->key_id));
+	json_object_object_add(o, "via", json_object_new_string(a->file[0] ? "file" : "post"));
+	json_object_object_add(o, "from", a->file[0] ? jstr_clean(a->file) : jstr_or_null(a->peer));
+	json_object_object_add(o, "line", a->line > 0 ? json_object_new_int64(a->line) : NULL);
+	json_object_object_add(o, "first_seen", jtime(a->first_seen));
+	json_object_array_add(arg, o);
+}
+
+/* GET /commitments[?run=R][&limit=N&after=ID]: the audit of every
+ * commitment accepted (of one run with run=), newest first. */
+static void get_commitments(vd_api *api, vd_req *r)
+{
+	char run[VD_RUN_MAX];
+	int one_run = vd_req_query(r, "run") != NULL;
+	vd_state *st;
+	json_object *list;
+	vd_page pg;
+
+	if (one_run && run_param(r, run, sizeof(run)) < 0) {
+		vd_http_error(r, 400, "bad_request", "run must name a directory inside the store, without \"..\" or hidden parts", NULL);
+		return;
+	}
+	if (history_page(r, &pg) < 0 || (st = history_state(api, r)) == NULL)
+		return;
+	list = json_object_new_array();
+	send_history(r, "commitments", list,
+	    vd_state_list_audit(st, one_run ? run : NULL, &pg, audit_item, list), &pg);
+}
+
 static const struct route {
 	const char *path;
 	int prefix;
@@ -1487,6 +1824,9 @@ static const struct route {
 	{ "/metrics", 0, "GET", get_metrics },
 	{ "/healthz", 0, "GET", get_healthz },
 	{ "/readyz", 0, "GET", get_readyz },
+	{ "/events", 0, "GET", get_events },
+	{ "/alerts", 0, "GET", get_alerts },
+	{ "/commitments", 0, "GET", get_commitments },
 };
 
 static int method_ok(const struct route *rt, const char *m)

@@ -20,15 +20,27 @@
 #include "vd_header.h"
 #include "vd_json.h"
 #include "vd_safetensors.h"
+#include "vd_tar.h"
 #include "vd_util.h"
 
 #define INDEX_FILE "weights.index.json"
 #define HEADER_FILE "header.json"
+/* The name under which a tar's own identity is recorded (vd_file_ids). */
+#define TAR_SELF "."
+/* What a remediation calls the artifact: "round-" and an int64, or
+ * "the artifact". */
+#define VD_REMEDIATION_NAME_MAX 32
+
+_Static_assert(VD_TAR_MAX_MEMBERS >= VD_ARTIFACT_MAX_FILES + 2,
+    "a tar must have room for every weight file, header.json and the index");
 
 typedef struct weight_file {
 	vd_str name;
-	int fd;
-	struct stat st;
+	int fd;                     /* what the bytes are read from */
+	int own_fd;                 /* closed with the file (not a tar's) */
+	struct stat st;             /* st_size: the weight file's own size */
+	uint64_t file_off;          /* where the weight file starts in fd: 0, or
+	                             * its data's offset in a tar */
 	uint8_t *bytes;             /* the file: mapped, or read into memory */
 	size_t len;
 	vd_st_file sf;
@@ -37,13 +49,25 @@ typedef struct weight_file {
 
 typedef struct verify_ctx verify_ctx;
 
-/* Where the weight bytes come from. The steps are the same for both
- * sources; only getting, hashing and dropping the bytes differ. */
+/* Where the weight bytes come from. The steps are the same for every
+ * source; only getting, hashing and dropping the bytes differ. */
 typedef struct byte_source {
 	vd_code (*acquire)(verify_ctx *c, weight_file *w);
 	int (*hash)(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off, size_t n);
 	void (*drop)(weight_file *w);
+	int maps;                   /* reads mappings: needs the SIGBUS guard */
 } byte_source;
+
+/* Where the member files live: a directory, or a tar read in place. The
+ * checks are the same; only finding and reading the members differ. */
+typedef struct member_store {
+	vd_code (*prepare)(verify_ctx *c);
+	vd_code (*open_weight)(verify_ctx *c, weight_file *w);
+	vd_code (*read_small)(verify_ctx *c, const char *name, size_t cap,
+	    vd_code missing_code, vd_buf *b);
+	int (*has)(verify_ctx *c, const char *name);
+	vd_code (*unchanged)(verify_ctx *c);
+} member_store;
 
 /* What vd_loaded.store points to: the parsed safetensors headers, which
  * own the tensors' names and shapes. */
@@ -54,6 +78,14 @@ struct vd_loaded_store {
 
 struct verify_ctx {
 	int dirfd;
+	const member_store *store;
+	int tarfd;                  /* the archive, when the artifact is a tar (not
+	                             * closed here: the caller's) */
+	struct stat tar_st;         /* its identity when verification began */
+	uint8_t *tar_map;           /* the whole archive (mapping source only) */
+	size_t tar_len;
+	vd_tar_parser *tar_ps;      /* while the index is read */
+	vd_tar_index tar;
 	const byte_source *src;
 	uint64_t max_bytes;         /* header.json plus weight files held at once */
 	vd_loaded *loaded;          /* filled on success when reading into memory */
@@ -85,6 +117,7 @@ typedef struct bus_guard {
 	sigjmp_buf jb;
 	const verify_ctx *c;        /* the weight files c maps, or */
 	uintptr_t lo, hi;           /* the range [lo, hi) */
+	const void *volatile fault; /* where it faulted: which file shrank */
 } bus_guard;
 
 static __thread bus_guard *bus_top;
@@ -105,6 +138,8 @@ static int guarded(const bus_guard *g, const void *addr)
 
 	if (g->c == NULL)
 		return a >= g->lo && a < g->hi;
+	if (in_range(a, g->c->tar_map, g->c->tar_len))
+		return 1;
 	if (g->c->files == NULL)
 		return 0;
 	for (i = 0; i < g->c->nfiles; i++)
@@ -140,8 +175,10 @@ static void on_sigbus(int sig, siginfo_t *si, void *uctx)
 {
 	bus_guard *g = bus_top;
 
-	if (g != NULL && si->si_code > 0 && guarded(g, si->si_addr))
+	if (g != NULL && si->si_code > 0 && guarded(g, si->si_addr)) {
+		g->fault = si->si_addr;
 		siglongjmp(g->jb, 1);
+	}
 	chain_sigbus(sig, si, uctx);
 }
 
@@ -242,6 +279,101 @@ void vd_file_ids_free(vd_file_ids *ids)
 	memset(ids, 0, sizeof(*ids));
 }
 
+/* ---- the facts behind a failure (vd_facts) ------------------------------ */
+
+/* A name into a fact: up to a NUL, cut before a UTF-8 continuation byte
+ * when it is too long, so that what is kept stays valid text. */
+static void fact_name(char dst[VD_NAME_MAX], const char *p, size_t len)
+{
+	const char *nul = memchr(p, '\0', len);
+	size_t n = nul != NULL ? (size_t)(nul - p) : len;
+
+	if (n >= VD_NAME_MAX) {
+		n = VD_NAME_MAX - 1;
+		while (n > 0 && ((unsigned char)p[n] & 0xC0) == 0x80)
+			n--;
+	}
+	memcpy(dst, p, n);
+	dst[n] = '\0';
+}
+
+static void note_file(verify_ctx *c, vd_str name)
+{
+	fact_name(c->out->facts.file, name.p, name.len);
+}
+
+/* A tensor, and the weight file that stores it. */
+static void note_tensor(verify_ctx *c, const vd_st_tensor *t)
+{
+	fact_name(c->out->facts.tensor, t->name.p, t->name.len);
+	note_file(c, c->files[t->file].name);
+}
+
+/* Which weight file a SIGBUS at addr fell in, if any (a tar's own headers
+ * belong to none). */
+static void note_fault(verify_ctx *c, const void *addr)
+{
+	size_t i;
+
+	for (i = 0; addr != NULL && c->files != NULL && i < c->nfiles; i++)
+		if (in_range((uintptr_t)addr, c->files[i].bytes, c->files[i].len)) {
+			note_file(c, c->files[i].name);
+			return;
+		}
+}
+
+/* The artifact as a coordinator names it, for a remediation. */
+static void artifact_name(const vd_verdict *v, char *out, size_t n)
+{
+	if (v->have_header)
+		snprintf(out, n, "round-%05lld", (long long)v->round_index);
+	else
+		snprintf(out, n, "the artifact");
+}
+
+static void remediate_schema(const vd_facts *f, char *out, size_t n)
+{
+	if (!f->has_file_schema_version)
+		snprintf(out, n, "do not load it: header.json has no integer schema_version; re-download the artifact from the coordinator");
+	else if (f->file_schema_version > f->reader_max_version)
+		snprintf(out, n, "upgrade the verifier: this artifact uses schema version %lld, newer than the %lld it reads",
+		    (long long)f->file_schema_version, (long long)f->reader_max_version);
+	else
+		snprintf(out, n, "do not load it: schema version %lld is older than any this verifier reads (%d to %lld); have the artifact exported again",
+		    (long long)f->file_schema_version, VD_HEADER_SCHEMA_MIN,
+		    (long long)f->reader_max_version);
+}
+
+void vd_verdict_remediate(vd_verdict *v)
+{
+	char what[VD_REMEDIATION_NAME_MAX], *out = v->facts.remediation;
+	size_t n = sizeof(v->facts.remediation);
+
+	artifact_name(v, what, sizeof(what));
+	switch (v->code) {
+	case VD_OK:
+		out[0] = '\0';
+		break;
+	case VD_SCHEMA_VERSION_MISMATCH:
+		remediate_schema(&v->facts, out, n);
+		break;
+	case VD_ARTIFACT_INVALID:
+		snprintf(out, n, "do not load it: re-download %s from the coordinator, and have it exported again if that copy is invalid too",
+		    what);
+		break;
+	case VD_RESIDENCY_VIOLATION:
+		snprintf(out, n, "do not load or share it: %s holds weights outside the shared encoder and predictor groups; export it again with those groups only",
+		    what);
+		break;
+	case VD_CHECKPOINT_INTEGRITY:
+		snprintf(out, n, "re-download %s from the coordinator; do not load it", what);
+		break;
+	default:
+		snprintf(out, n, "it was not verified: fix what the detail names (permissions, storage or memory) and verify it again");
+		break;
+	}
+}
+
 static int record_id(verify_ctx *c, const char *name, const struct stat *st)
 {
 	vd_file_ids *ids = c->ids;
@@ -326,6 +458,17 @@ static vd_code read_small(verify_ctx *c, const char *name, size_t cap,
 	return rc;
 }
 
+/* The versions behind a schema_version_mismatch: what header.json says,
+ * if an integer, and what this verifier reads at most. */
+static void note_schema(verify_ctx *c)
+{
+	vd_facts *f = &c->out->facts;
+
+	f->reader_max_version = VD_HEADER_SCHEMA_MAX;
+	if ((f->has_file_schema_version = c->hdr.has_schema_version))
+		f->file_schema_version = c->hdr.schema_version;
+}
+
 static vd_code load_header(verify_ctx *c)
 {
 	vd_verdict *o = c->out;
@@ -333,10 +476,12 @@ static vd_code load_header(verify_ctx *c)
 	vd_code rc;
 
 	vd_buf_init(&b);
-	rc = read_small(c, HEADER_FILE, VD_HEADER_MAX_BYTES, VD_ARTIFACT_INVALID, &b);
+	rc = c->store->read_small(c, HEADER_FILE, VD_HEADER_MAX_BYTES, VD_ARTIFACT_INVALID, &b);
 	if (rc == VD_OK) {
 		SHA256(b.p ? b.p : (const uint8_t *)"", b.len, c->meta.header);
 		rc = vd_header_parse(b.p ? b.p : (const uint8_t *)"", b.len, &c->hdr, &c->err);
+		if (rc == VD_SCHEMA_VERSION_MISMATCH)
+			note_schema(c);
 	}
 	if (rc == VD_OK && c->loaded != NULL) {
 		c->header_bytes = b;    /* the caller gets the very bytes parsed */
@@ -352,6 +497,9 @@ static vd_code load_header(verify_ctx *c)
 	memcpy(o->claimed_hash, c->hdr.content_hash.p, VD_HASH_HEX_LEN);
 	if ((o->has_parent = c->hdr.has_parent))
 		memcpy(o->parent_hash, c->hdr.parent_hash.p, VD_HASH_HEX_LEN);
+	/* Read through the migration chain: told, never refused for it. */
+	if ((o->legacy = c->hdr.schema_version < VD_HEADER_SCHEMA_MAX))
+		o->migrated_from = c->hdr.schema_version;
 	return VD_OK;
 }
 
@@ -389,13 +537,24 @@ static vd_code open_weights(verify_ctx *c)
 		w->fd = -1;
 		w->name = c->hdr.weight_files[i];
 		c->nfiles++;
-		rc = open_member(c, w->name.p, VD_CHECKPOINT_INTEGRITY, &w->fd, &w->st);
-		if (rc != VD_OK)
+		if ((rc = c->store->open_weight(c, w)) != VD_OK) {
+			note_file(c, w->name);
 			return rc;
-		if (record_id(c, w->name.p, &w->st) < 0)
-			return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+		}
 	}
 	return check_budget(c);
+}
+
+static vd_code dir_open_weight(verify_ctx *c, weight_file *w)
+{
+	vd_code rc = open_member(c, w->name.p, VD_CHECKPOINT_INTEGRITY, &w->fd, &w->st);
+
+	if (rc != VD_OK)
+		return rc;
+	w->own_fd = 1;
+	if (record_id(c, w->name.p, &w->st) < 0)
+		return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	return VD_OK;
 }
 
 /* The mapping source: pages come in as they are hashed. A file shorter
@@ -425,14 +584,34 @@ static void unmap_file(weight_file *w)
 	w->bytes = NULL;
 }
 
+/* n bytes at offset at of fd into dst. A file that shrinks under the
+ * read fails as a truncated mapping does. */
+static vd_code read_at(verify_ctx *c, int fd, uint8_t *dst, size_t n, uint64_t at)
+{
+	size_t off = 0, want;
+	ssize_t got;
+
+	while (off < n) {
+		want = n - off < VD_LOAD_READ_STEP ? n - off : VD_LOAD_READ_STEP;
+		got = pread(fd, dst + off, want, (off_t)(at + off));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return vd_fail(&c->err, VD_IO_ERROR, "cannot read it: %s", strerror(errno));
+		if (got == 0)
+			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+			    "the file shrank while it was being read");
+		off += (size_t)got;
+	}
+	return VD_OK;
+}
+
 /* The memory source: one read of the whole file, as big as it was when
  * opened. A file that grows meanwhile is read up to that size (and caught
  * by check_unchanged); one that shrinks fails as a truncated mapping does. */
 static vd_code read_file(verify_ctx *c, weight_file *w)
 {
 	uint64_t size = (uint64_t)w->st.st_size;
-	size_t off = 0, want;
-	ssize_t n;
 
 	if (size > SIZE_MAX)
 		return vd_fail(&c->err, VD_IO_ERROR, "the file is too large to read into memory");
@@ -440,20 +619,8 @@ static vd_code read_file(verify_ctx *c, weight_file *w)
 		return vd_fail(&c->err, VD_IO_ERROR, "out of memory for its %llu bytes",
 		    (unsigned long long)size);
 	w->len = (size_t)size;
-	posix_fadvise(w->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	while (off < w->len) {
-		want = w->len - off < VD_LOAD_READ_STEP ? w->len - off : VD_LOAD_READ_STEP;
-		n = pread(w->fd, w->bytes + off, want, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return vd_fail(&c->err, VD_IO_ERROR, "cannot read it: %s", strerror(errno));
-		if (n == 0)
-			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
-			    "the file shrank while it was being read");
-		off += (size_t)n;
-	}
-	return VD_OK;
+	posix_fadvise(w->fd, (off_t)w->file_off, (off_t)w->len, POSIX_FADV_SEQUENTIAL);
+	return read_at(c, w->fd, w->bytes, w->len, w->file_off);
 }
 
 static int hash_read(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off, size_t n)
@@ -465,6 +632,144 @@ static void free_read(weight_file *w)
 {
 	free(w->bytes);
 	w->bytes = NULL;
+}
+
+/* ---- a tar read in place ------------------------------------------------
+ * The archive is mapped whole (or, for the memory source, read with
+ * pread); its headers give each member's data range, and a weight file is
+ * that range: the same bytes a directory's file would hold. */
+
+/* The mapping source over a tar: a weight file is a slice of the
+ * archive's mapping, with nothing of its own to map or unmap. */
+static vd_code slice_tar(verify_ctx *c, weight_file *w)
+{
+	w->bytes = c->tar_map + w->file_off;
+	w->len = (size_t)w->st.st_size;
+	return VD_OK;
+}
+
+static void forget_slice(weight_file *w)
+{
+	w->bytes = NULL;
+}
+
+/* An empty archive stays unmapped (mmap refuses it); the parse refuses
+ * it too. */
+static vd_code map_tar(verify_ctx *c)
+{
+	uint64_t size = (uint64_t)c->tar_st.st_size;
+	void *m;
+
+	if (size > SIZE_MAX)
+		return vd_fail(&c->err, VD_IO_ERROR, "the archive is too large to map");
+	if (size == 0)
+		return VD_OK;
+	m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, c->tarfd, 0);
+	if (m == MAP_FAILED)
+		return vd_fail(&c->err, VD_IO_ERROR, "cannot map the archive: %s", strerror(errno));
+	madvise(m, (size_t)size, MADV_SEQUENTIAL);
+	c->tar_len = (size_t)size;     /* the range first: the SIGBUS guard reads both */
+	c->tar_map = m;
+	return VD_OK;
+}
+
+/* The parse reads headers only, from the mapping or with pread. Its state
+ * lives in c, so that a SIGBUS jump out of it leaves nothing that
+ * release() cannot free. */
+static vd_code index_tar(verify_ctx *c)
+{
+	uint8_t *buf = NULL;
+	uint64_t off;
+	size_t len;
+	vd_code rc;
+
+	if ((c->tar_ps = calloc(1, sizeof(*c->tar_ps))) == NULL)
+		return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	if (c->tar_map == NULL && (buf = malloc(VD_TAR_WANT_MAX)) == NULL)
+		return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	rc = vd_tar_begin(c->tar_ps, (uint64_t)c->tar_st.st_size, &c->err);
+	while (rc == VD_OK && vd_tar_want(c->tar_ps, &off, &len)) {
+		if (buf != NULL)
+			rc = read_at(c, c->tarfd, buf, len, off);
+		if (rc == VD_OK)
+			rc = vd_tar_feed(c->tar_ps, buf != NULL ? buf : c->tar_map + off, &c->err);
+	}
+	free(buf);
+	return rc != VD_OK ? rc : vd_tar_finish(c->tar_ps, &c->tar, &c->err);
+}
+
+/* The archive's identity now, compared again when hashing is done. */
+static vd_code tar_prepare(verify_ctx *c)
+{
+	vd_code rc;
+
+	if (fstat(c->tarfd, &c->tar_st) < 0)
+		return io_fail(c, "the archive", "stat");
+	if (!S_ISREG(c->tar_st.st_mode))
+		return vd_fail(&c->err, VD_ARTIFACT_INVALID,
+		    "the artifact is neither a directory nor a tar file");
+	if (record_id(c, TAR_SELF, &c->tar_st) < 0)
+		return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	if (c->src->maps && (rc = map_tar(c)) != VD_OK)
+		return rc;
+	return index_tar(c);
+}
+
+static vd_code tar_open_weight(verify_ctx *c, weight_file *w)
+{
+	const vd_tar_member *m = vd_tar_find(&c->tar, w->name.p);
+
+	if (m == NULL)
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY, "%s is missing", w->name.p);
+	w->fd = c->tarfd;
+	w->st = c->tar_st;
+	w->st.st_size = (off_t)m->size;
+	w->file_off = m->offset;
+	return VD_OK;
+}
+
+/* header.json or the index: read with pread in both sources, as a
+ * directory's are read with read(). */
+static vd_code tar_read_small(verify_ctx *c, const char *name, size_t cap,
+    vd_code missing_code, vd_buf *b)
+{
+	const vd_tar_member *m = vd_tar_find(&c->tar, name);
+	vd_code rc;
+
+	if (m == NULL)
+		return vd_fail(&c->err, missing_code, "%s is missing", name);
+	if (m->size > cap)
+		return vd_fail(&c->err, VD_ARTIFACT_INVALID,
+		    "%s is %llu bytes, above the limit of %zu", name,
+		    (unsigned long long)m->size, cap);
+	vd_buf_free(b);
+	if ((b->p = malloc((size_t)m->size + 1)) == NULL)
+		return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	b->cap = (size_t)m->size + 1;
+	if ((rc = read_at(c, c->tarfd, b->p, (size_t)m->size, m->offset)) != VD_OK)
+		return rc;
+	b->len = (size_t)m->size;
+	b->p[b->len] = '\0';
+	return VD_OK;
+}
+
+static int tar_has(verify_ctx *c, const char *name)
+{
+	return vd_tar_find(&c->tar, name) != NULL;
+}
+
+static vd_code tar_unchanged(verify_ctx *c)
+{
+	struct stat st;
+	vd_file_id a, b;
+
+	if (fstat(c->tarfd, &st) < 0)
+		return io_fail(c, "the archive", "stat");
+	vd_file_id_from_stat(&a, "", &c->tar_st);
+	vd_file_id_from_stat(&b, "", &st);
+	if (!vd_file_id_same(&a, &b))
+		return vd_fail(&c->err, VD_IO_ERROR, "the archive changed while it was being verified");
+	return VD_OK;
 }
 
 static vd_code parse_file(verify_ctx *c, weight_file *w, uint32_t index)
@@ -498,6 +803,7 @@ static vd_code check_structure(verify_ctx *c)
 			/* Name the file: a sharded artifact has several. */
 			snprintf(msg, sizeof(msg), "%s: %s", c->files[i].name.p, c->err.msg);
 			memcpy(c->err.msg, msg, sizeof(msg));
+			note_file(c, c->files[i].name);
 			return rc;
 		}
 	}
@@ -532,10 +838,12 @@ static vd_code check_dtypes(verify_ctx *c)
 	for (i = 0; i < c->nfiles; i++) {
 		for (j = 0; j < c->files[i].sf.count; j++) {
 			const vd_st_tensor *t = &c->files[i].sf.tensors[j];
-			if (vd_dtype_token(t->dtype) == NULL)
+			if (vd_dtype_token(t->dtype) == NULL) {
+				note_tensor(c, t);
 				return vd_fail(&c->err, VD_ARTIFACT_INVALID,
 				    "tensor \"%.64s\" is stored as %s; an artifact stores only F32, F16 and BF16",
 				    t->name.p, vd_dtype_name(t->dtype));
+			}
 		}
 	}
 	return VD_OK;
@@ -555,22 +863,41 @@ static int shared_group(vd_str g)
 	return vd_str_eq(g, "encoder") || vd_str_eq(g, "predictor");
 }
 
-static vd_code check_residency(verify_ctx *c)
+/* The first tensor stored in group g, to name one when a group is at fault. */
+static const vd_st_tensor *group_tensor(const verify_ctx *c, vd_str g)
 {
 	size_t i, j;
 
-	for (i = 0; i < c->hdr.n_param_groups; i++)
-		if (!shared_group(c->hdr.param_groups[i]))
-			return vd_fail(&c->err, VD_RESIDENCY_VIOLATION,
-			    "param group \"%.64s\" is not shared (only encoder and predictor are)",
-			    c->hdr.param_groups[i].p);
+	for (i = 0; i < c->nfiles; i++)
+		for (j = 0; j < c->files[i].sf.count; j++)
+			if (vd_str_cmp(tensor_group(c->files[i].sf.tensors[j].name), g) == 0)
+				return &c->files[i].sf.tensors[j];
+	return NULL;
+}
+
+static vd_code check_residency(verify_ctx *c)
+{
+	const vd_st_tensor *t;
+	size_t i, j;
+
+	for (i = 0; i < c->hdr.n_param_groups; i++) {
+		if (shared_group(c->hdr.param_groups[i]))
+			continue;
+		if ((t = group_tensor(c, c->hdr.param_groups[i])) != NULL)
+			note_tensor(c, t);
+		return vd_fail(&c->err, VD_RESIDENCY_VIOLATION,
+		    "param group \"%.64s\" is not shared (only encoder and predictor are)",
+		    c->hdr.param_groups[i].p);
+	}
 	for (i = 0; i < c->nfiles; i++) {
 		for (j = 0; j < c->files[i].sf.count; j++) {
 			vd_str name = c->files[i].sf.tensors[j].name;
-			if (!shared_group(tensor_group(name)))
+			if (!shared_group(tensor_group(name))) {
+				note_tensor(c, &c->files[i].sf.tensors[j]);
 				return vd_fail(&c->err, VD_RESIDENCY_VIOLATION,
 				    "tensor \"%.64s\" is outside the shared groups encoder and predictor",
 				    name.p);
+			}
 		}
 	}
 	return VD_OK;
@@ -586,10 +913,12 @@ static vd_code check_groups(verify_ctx *c)
 			for (k = 0; k < c->hdr.n_param_groups; k++)
 				if (vd_str_cmp(g, c->hdr.param_groups[k]) == 0)
 					break;
-			if (k == c->hdr.n_param_groups)
+			if (k == c->hdr.n_param_groups) {
+				note_tensor(c, &c->files[i].sf.tensors[j]);
 				return vd_fail(&c->err, VD_ARTIFACT_INVALID,
 				    "tensor \"%.64s\" belongs to group \"%.*s\", which param_groups does not list",
 				    name.p, (int)(g.len > 64 ? 64 : g.len), g.p);
+			}
 		}
 	}
 	return VD_OK;
@@ -617,12 +946,15 @@ static vd_code merge_tensors(verify_ctx *c)
 		for (j = 0; j < c->files[i].sf.count; j++)
 			c->sorted[c->ntensors++] = &c->files[i].sf.tensors[j];
 	qsort(c->sorted, c->ntensors, sizeof(*c->sorted), tensor_name_cmp);
-	for (i = 1; i < c->ntensors; i++)
-		if (vd_str_cmp(c->sorted[i - 1]->name, c->sorted[i]->name) == 0)
+	for (i = 1; i < c->ntensors; i++) {
+		if (vd_str_cmp(c->sorted[i - 1]->name, c->sorted[i]->name) == 0) {
+			note_tensor(c, c->sorted[i]);
 			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
 			    "tensor \"%.64s\" is stored in both %s and %s",
 			    c->sorted[i]->name.p, c->files[c->sorted[i - 1]->file].name.p,
 			    c->files[c->sorted[i]->file].name.p);
+		}
+	}
 	return VD_OK;
 }
 
@@ -643,26 +975,39 @@ static const vd_st_tensor *find_tensor(verify_ctx *c, vd_str name)
 	return NULL;
 }
 
+static vd_code check_index_entry(verify_ctx *c, const vd_jval *e)
+{
+	const vd_st_tensor *t;
+
+	if (e->type != VD_JSTR)
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    INDEX_FILE " maps \"%.64s\" to something other than a file name", e->key.p);
+	t = find_tensor(c, e->key);
+	if (t == NULL)
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    INDEX_FILE " maps \"%.64s\", which no weight file holds", e->key.p);
+	if (vd_str_cmp(e->str, c->files[t->file].name) != 0) {
+		note_file(c, c->files[t->file].name);
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    INDEX_FILE " maps \"%.64s\" to %.64s but %s holds it",
+		    e->key.p, e->str.p, c->files[t->file].name.p);
+	}
+	return VD_OK;
+}
+
 static vd_code check_index_map(verify_ctx *c, const vd_jval *map)
 {
 	const vd_jval *e;
-	const vd_st_tensor *t;
+	vd_code rc;
 
 	if (map == NULL || map->type != VD_JOBJ)
 		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
 		    INDEX_FILE " has no weight_map object");
 	for (e = map->child; e != NULL; e = e->next) {
-		if (e->type != VD_JSTR)
-			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
-			    INDEX_FILE " maps \"%.64s\" to something other than a file name", e->key.p);
-		t = find_tensor(c, e->key);
-		if (t == NULL)
-			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
-			    INDEX_FILE " maps \"%.64s\", which no weight file holds", e->key.p);
-		if (vd_str_cmp(e->str, c->files[t->file].name) != 0)
-			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
-			    INDEX_FILE " maps \"%.64s\" to %.64s but %s holds it",
-			    e->key.p, e->str.p, c->files[t->file].name.p);
+		if ((rc = check_index_entry(c, e)) != VD_OK) {
+			fact_name(c->out->facts.tensor, e->key.p, e->key.len);
+			return rc;
+		}
 	}
 	if (map->count != c->ntensors)
 		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
@@ -679,11 +1024,10 @@ static vd_code check_index(verify_ctx *c)
 	vd_buf b;
 	vd_code rc;
 
-	if (fstatat(c->dirfd, INDEX_FILE, &(struct stat){ 0 }, AT_SYMLINK_NOFOLLOW) < 0 &&
-	    errno == ENOENT)
+	if (!c->store->has(c, INDEX_FILE))
 		return VD_OK;
 	vd_buf_init(&b);
-	rc = read_small(c, INDEX_FILE, VD_HEADER_MAX_BYTES, VD_CHECKPOINT_INTEGRITY, &b);
+	rc = c->store->read_small(c, INDEX_FILE, VD_HEADER_MAX_BYTES, VD_CHECKPOINT_INTEGRITY, &b);
 	if (rc != VD_OK)
 		goto out;
 	c->meta.has_index = 1;
@@ -715,33 +1059,45 @@ static int shape_eq(uint32_t ra, const uint64_t *a, uint32_t rb, const uint64_t 
 	return ra == rb && (ra == 0 || memcmp(a, b, ra * sizeof(*a)) == 0);
 }
 
+static vd_code check_manifest_entry(verify_ctx *c, size_t i)
+{
+	const vd_manifest_entry *m = &c->hdr.manifest[i];
+	const vd_st_tensor *t = c->sorted[i];
+
+	if (vd_str_cmp(m->name, t->name) != 0)
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    "manifest entry %zu names \"%.64s\" where the weights, in name order, hold \"%.64s\"",
+		    i, m->name.p, t->name.p);
+	if (vd_str_cmp(m->group, tensor_group(t->name)) != 0)
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    "manifest entry \"%.64s\" has group \"%.32s\", not its name's group",
+		    m->name.p, m->group.p);
+	if (!vd_str_eq(m->dtype, vd_dtype_token(t->dtype)))
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    "manifest entry \"%.64s\" has dtype %.32s but the weights store %s",
+		    m->name.p, m->dtype.p, vd_dtype_token(t->dtype));
+	if (!shape_eq(m->rank, m->shape, t->rank, t->shape))
+		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		    "manifest entry \"%.64s\" has a shape other than the stored tensor's",
+		    m->name.p);
+	return VD_OK;
+}
+
 static vd_code check_manifest(verify_ctx *c)
 {
 	size_t i;
+	vd_code rc;
 
 	if (c->hdr.n_manifest != c->ntensors)
 		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
 		    "the manifest lists %zu tensors but the weight files hold %zu",
 		    c->hdr.n_manifest, c->ntensors);
 	for (i = 0; i < c->ntensors; i++) {
-		const vd_manifest_entry *m = &c->hdr.manifest[i];
-		const vd_st_tensor *t = c->sorted[i];
-		if (vd_str_cmp(m->name, t->name) != 0)
-			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
-			    "manifest entry %zu names \"%.64s\" where the weights, in name order, hold \"%.64s\"",
-			    i, m->name.p, t->name.p);
-		if (vd_str_cmp(m->group, tensor_group(t->name)) != 0)
-			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
-			    "manifest entry \"%.64s\" has group \"%.32s\", not its name's group",
-			    m->name.p, m->group.p);
-		if (!vd_str_eq(m->dtype, vd_dtype_token(t->dtype)))
-			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
-			    "manifest entry \"%.64s\" has dtype %.32s but the weights store %s",
-			    m->name.p, m->dtype.p, vd_dtype_token(t->dtype));
-		if (!shape_eq(m->rank, m->shape, t->rank, t->shape))
-			return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
-			    "manifest entry \"%.64s\" has a shape other than the stored tensor's",
-			    m->name.p);
+		/* The stored tensor the entry fails to describe. */
+		if ((rc = check_manifest_entry(c, i)) != VD_OK) {
+			note_tensor(c, c->sorted[i]);
+			return rc;
+		}
 	}
 	return VD_OK;
 }
@@ -758,12 +1114,21 @@ static void prefetch(weight_file *w, uint64_t off)
 	while (w->prefetched < want) {
 		uint64_t n = want - w->prefetched < VD_PREFETCH_STEP ? want - w->prefetched :
 		    VD_PREFETCH_STEP;
-		posix_fadvise(w->fd, (off_t)w->prefetched, (off_t)n, POSIX_FADV_WILLNEED);
+		posix_fadvise(w->fd, (off_t)(w->file_off + w->prefetched), (off_t)n,
+		    POSIX_FADV_WILLNEED);
 		w->prefetched += n;
 	}
 }
 
-/* The pages of [off, off + n) already in the page cache, one byte each. */
+/* The file fd maps from its start: a weight file's own mapping, or the
+ * tar that holds it. Page arithmetic is done in file offsets against it. */
+static uint8_t *file_base(const weight_file *w)
+{
+	return w->bytes - w->file_off;
+}
+
+/* The pages of the file's [off, off + n) already in the page cache, one
+ * byte each. */
 static unsigned char *residency(const weight_file *w, uint64_t off, size_t n,
     uint64_t ps, uint64_t *first_page)
 {
@@ -771,7 +1136,7 @@ static unsigned char *residency(const weight_file *w, uint64_t off, size_t n,
 	size_t pages = (size_t)((off + n - start + ps - 1) / ps);
 	unsigned char *vec = malloc(pages ? pages : 1);
 
-	if (vec != NULL && mincore(w->bytes + start, (size_t)(off + n - start), vec) < 0) {
+	if (vec != NULL && mincore(file_base(w) + start, (size_t)(off + n - start), vec) < 0) {
 		free(vec);
 		vec = NULL;
 	}
@@ -803,22 +1168,24 @@ static int hash_mapped(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off
 {
 	int clean = c->opt && (c->opt->flags & VD_VERIFY_KEEP_CACHE_CLEAN);
 	unsigned char *was = NULL;
-	uint64_t first = 0, ps = c->page, a, b;
+	uint64_t first = 0, ps = c->page, at = w->file_off + off, a, b;
 	int rc;
 
 	if (clean)
-		was = residency(w, off, n, ps, &first);
+		was = residency(w, at, n, ps, &first);
 	else
 		prefetch(w, off);
 	rc = vd_hasher_update(h, w->bytes + off, n);
 	if (was != NULL) {
-		evict_new_pages(w, ps, first, was, off, n);
+		evict_new_pages(w, ps, first, was, at, n);
 		free(was);
 	}
-	a = (off + ps - 1) / ps * ps;
-	b = (off + n) / ps * ps;
+	/* Whole pages only: in a tar the pages at either end hold other
+	 * members' bytes too. */
+	a = (at + ps - 1) / ps * ps;
+	b = (at + n) / ps * ps;
 	if (b > a)
-		madvise(w->bytes + a, (size_t)(b - a), MADV_DONTNEED);
+		madvise(file_base(w) + a, (size_t)(b - a), MADV_DONTNEED);
 	return rc;
 }
 
@@ -874,6 +1241,11 @@ static vd_code compute_hash(verify_ctx *c)
 /* A file rewritten while it was read may have been hashed half old, half new. */
 static vd_code check_unchanged(verify_ctx *c)
 {
+	return c->store->unchanged(c);
+}
+
+static vd_code dir_unchanged(verify_ctx *c)
+{
 	struct stat st;
 	vd_file_id a, b;
 	size_t i;
@@ -890,18 +1262,31 @@ static vd_code check_unchanged(verify_ctx *c)
 	return VD_OK;
 }
 
+/* The two hashes a comparison found different. */
+static void note_hashes(verify_ctx *c, const char *expected)
+{
+	vd_facts *f = &c->out->facts;
+
+	snprintf(f->expected_hash, sizeof(f->expected_hash), "%.*s", VD_HASH_HEX_LEN, expected);
+	memcpy(f->recomputed_hash, c->out->content_hash, sizeof(f->recomputed_hash));
+}
+
 static vd_code compare_hashes(verify_ctx *c)
 {
 	const char *want = c->opt ? c->opt->expected_hash : NULL;
 
-	if (memcmp(c->out->content_hash, c->hdr.content_hash.p, VD_HASH_HEX_LEN) != 0)
+	if (memcmp(c->out->content_hash, c->hdr.content_hash.p, VD_HASH_HEX_LEN) != 0) {
+		note_hashes(c, c->hdr.content_hash.p);
 		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
 		    "the recomputed hash %s differs from header.json content_hash %.64s",
 		    c->out->content_hash, c->hdr.content_hash.p);
-	if (want != NULL && strcmp(want, c->out->content_hash) != 0)
+	}
+	if (want != NULL && strcmp(want, c->out->content_hash) != 0) {
+		note_hashes(c, want);
 		return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
 		    "the artifact hash %s differs from the committed hash %.64s",
 		    c->out->content_hash, want);
+	}
 	return VD_OK;
 }
 
@@ -915,7 +1300,7 @@ static void release(verify_ctx *c)
 		weight_file *w = &c->files[i];
 		vd_st_free(&w->sf);
 		c->src->drop(w);
-		if (w->fd >= 0)
+		if (w->own_fd && w->fd >= 0)
 			close(w->fd);
 	}
 	free(c->files);
@@ -924,10 +1309,40 @@ static void release(verify_ctx *c)
 	vd_buf_free(&c->header_bytes);
 	if (c->have_hdr)
 		vd_header_free(&c->hdr);
+	if (c->tar_ps != NULL)
+		vd_tar_parser_free(c->tar_ps);
+	free(c->tar_ps);
+	vd_tar_index_free(&c->tar);
+	if (c->tar_map != NULL)
+		munmap(c->tar_map, c->tar_len);
 }
 
-static const byte_source map_source = { map_file, hash_mapped, unmap_file };
-static const byte_source read_source = { read_file, hash_read, free_read };
+static const byte_source map_source = { map_file, hash_mapped, unmap_file, 1 };
+static const byte_source read_source = { read_file, hash_read, free_read, 0 };
+static const byte_source tar_map_source = { slice_tar, hash_mapped, forget_slice, 1 };
+
+static vd_code dir_prepare(verify_ctx *c)
+{
+	return VD_OK;
+}
+
+static int dir_has(verify_ctx *c, const char *name)
+{
+	return !(fstatat(c->dirfd, name, &(struct stat){ 0 }, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    errno == ENOENT);
+}
+
+static const member_store dir_store = {
+	dir_prepare, dir_open_weight, read_small, dir_has, dir_unchanged,
+};
+static const member_store tar_store = {
+	tar_prepare, tar_open_weight, tar_read_small, tar_has, tar_unchanged,
+};
+
+static vd_code open_store(verify_ctx *c)
+{
+	return c->store->prepare(c);
+}
 
 /* Allocate all the caller will get before moving anything, so that a
  * failure leaves the verifier's own state whole for release(). */
@@ -997,9 +1412,9 @@ typedef vd_code (*verify_step)(verify_ctx *c);
 /* The order decides which code a multiply-broken artifact gets
  * (canonical-hash.md section 5). */
 static const verify_step steps[] = {
-	load_header, open_weights, check_structure, start_sink, check_dtypes, check_residency,
-	check_groups, merge_tensors, check_index, check_manifest, compute_hash,
-	check_unchanged, compare_hashes, hand_over,
+	open_store, load_header, open_weights, check_structure, start_sink, check_dtypes,
+	check_residency, check_groups, merge_tensors, check_index, check_manifest,
+	compute_hash, check_unchanged, compare_hashes, hand_over,
 };
 
 static void run_steps(verify_ctx *c)
@@ -1021,9 +1436,12 @@ static verify_ctx *new_ctx(int dirfd, const vd_options *opt, vd_verdict *out)
 	if (c == NULL) {
 		out->code = VD_IO_ERROR;
 		snprintf(out->detail, sizeof(out->detail), "out of memory");
+		vd_verdict_remediate(out);
 		return NULL;
 	}
 	c->dirfd = dirfd;
+	c->store = &dir_store;
+	c->tarfd = -1;
 	c->src = &map_source;
 	c->max_bytes = UINT64_MAX;  /* a mapping holds no memory of its own */
 	/* Read here rather than cached in a static that every hasher thread
@@ -1041,21 +1459,24 @@ static vd_code run(verify_ctx *c)
 	bus_guard g = { .c = c }, *prev;
 	vd_code rc;
 
-	if (c->src == &map_source)
+	if (c->src->maps)
 		guard_lazily();
 	prev = guard_push(&g);
 	if (sigsetjmp(g.jb, 1) == 0) {
 		run_steps(c);
 	} else {
-		vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+		vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY, c->tar_map != NULL ?
+		    "the archive shrank while it was being read" :
 		    "a weight file shrank while it was being read");
 		c->out->content_hash[0] = '\0';
+		note_fault(c, g.fault);
 	}
 	guard_pop(prev);
 	release(c);
 	rc = out->code = c->err.code;
 	if (rc != VD_OK)
 		snprintf(out->detail, sizeof(out->detail), "%s", c->err.msg);
+	vd_verdict_remediate(out);
 	free(c);
 	return rc;
 }
@@ -1072,18 +1493,51 @@ vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
 	return run(c);
 }
 
-vd_code vd_load_verified_at(int dirfd, const vd_options *opt, uint64_t max_bytes,
+vd_code vd_artifact_verify_tar_ex(int tarfd, const vd_options *opt, vd_verdict *out,
+    vd_file_ids *ids, const vd_chunk_sink *sink)
+{
+	verify_ctx *c = new_ctx(-1, opt, out);
+
+	if (c == NULL)
+		return out->code;
+	c->store = &tar_store;
+	c->tarfd = tarfd;
+	c->src = &tar_map_source;
+	c->ids = ids;
+	c->sink = sink;
+	return run(c);
+}
+
+/* fd is a directory, or a regular file taken for a tar. */
+static int is_tar_fd(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static vd_code load_verified(int fd, int tar, const vd_options *opt, uint64_t max_bytes,
     vd_loaded *loaded, vd_verdict *out)
 {
 	verify_ctx *c;
 
 	memset(loaded, 0, sizeof(*loaded));
-	if ((c = new_ctx(dirfd, opt, out)) == NULL)
+	if ((c = new_ctx(tar ? -1 : fd, opt, out)) == NULL)
 		return out->code;
+	if (tar) {
+		c->store = &tar_store;
+		c->tarfd = fd;
+	}
 	c->src = &read_source;
 	c->max_bytes = max_bytes ? max_bytes : VD_LOAD_DEFAULT_MAX_BYTES;
 	c->loaded = loaded;
 	return run(c);
+}
+
+vd_code vd_load_verified_at(int fd, const vd_options *opt, uint64_t max_bytes,
+    vd_loaded *loaded, vd_verdict *out)
+{
+	return load_verified(fd, is_tar_fd(fd), opt, max_bytes, loaded, out);
 }
 
 const vd_tensor *vd_loaded_tensor(const vd_loaded *loaded, const char *name)
@@ -1140,17 +1594,23 @@ int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32])
 	guard_lazily();
 	prev = guard_push(&g);
 	if (sigsetjmp(g.jb, 1) == 0) {
+		uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE), from, to;
 		size_t off = 0, step;
 		int ok;
 
 		ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
 		/* Each step leaves the mapping once digested (the page cache
 		 * keeps it): resident memory per hasher stays one step, however
-		 * many hashers digest at once. */
+		 * many hashers digest at once. A range need not start on a page
+		 * (a tar member): whole pages are dropped, from the one it
+		 * starts in, which lies in the same mapping. */
 		for (; ok && off < n; off += step) {
 			step = n - off < VD_DIGEST_STEP ? n - off : VD_DIGEST_STEP;
 			ok = EVP_DigestUpdate(ctx, p + off, step) == 1;
-			madvise((void *)(p + off), step, MADV_DONTNEED);
+			from = ((uintptr_t)p + off) & ~(ps - 1);
+			to = ((uintptr_t)p + off + step) & ~(ps - 1);
+			if (to > from)
+				madvise((void *)from, to - from, MADV_DONTNEED);
 		}
 		if (ok && EVP_DigestFinal_ex(ctx, out, NULL) == 1)
 			rc = 0;
@@ -1202,6 +1662,7 @@ vd_code vd_artifact_read_header(int dirfd, vd_header *hdr, vd_file_id *id,
 
 	memset(&c, 0, sizeof(c));
 	c.dirfd = dirfd;
+	c.store = &dir_store;
 	c.out = &v;
 	c.ids = &ids;
 	rc = load_header(&c);
@@ -1216,33 +1677,101 @@ vd_code vd_artifact_read_header(int dirfd, vd_header *hdr, vd_file_id *id,
 	return rc;
 }
 
-vd_code vd_verify_artifact_at(int dirfd, const vd_options *opt, vd_verdict *out)
+vd_code vd_artifact_read_header_tar(int tarfd, vd_header *hdr, vd_file_id *id,
+    vd_err *err)
 {
-	return vd_artifact_verify(dirfd, opt, out, NULL);
+	verify_ctx c;
+	vd_verdict v;
+	vd_file_ids ids = { 0 };
+	vd_code rc;
+
+	memset(&c, 0, sizeof(c));
+	c.store = &tar_store;
+	c.src = &read_source;       /* nothing mapped: nothing to guard */
+	c.tarfd = tarfd;
+	c.out = &v;
+	c.ids = &ids;
+	rc = tar_prepare(&c);
+	if (rc == VD_OK)
+		rc = load_header(&c);
+	if (rc == VD_OK) {
+		*hdr = c.hdr;
+		if (id != NULL && ids.count > 0)
+			*id = ids.ids[0];
+	} else {
+		*err = c.err;
+	}
+	vd_file_ids_free(&ids);
+	if (c.tar_ps != NULL)
+		vd_tar_parser_free(c.tar_ps);
+	free(c.tar_ps);
+	vd_tar_index_free(&c.tar);
+	return rc;
 }
 
-/* Open the artifact directory at path; -1 with out filled when it cannot be. */
-static int open_artifact_dir(const char *path, vd_verdict *out)
+vd_code vd_verify_artifact_at(int fd, const vd_options *opt, vd_verdict *out)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (is_tar_fd(fd))
+		return vd_artifact_verify_tar_ex(fd, opt, out, NULL, NULL);
+	return vd_artifact_verify(fd, opt, out, NULL);
+}
 
-	if (fd < 0) {
-		memset(out, 0, sizeof(*out));
-		out->code = errno == ENOENT || errno == ENOTDIR ? VD_ARTIFACT_INVALID : VD_IO_ERROR;
-		snprintf(out->detail, sizeof(out->detail), "cannot open the artifact directory %s: %s",
-		    path, strerror(errno));
+/* Open the artifact at path, a directory or a regular file taken for a
+ * tar; -1 with out filled when it cannot be. Checked before it is opened,
+ * so that a device or a FIFO is never opened at all. */
+static int open_path(const char *path, int *tar, vd_verdict *out)
+{
+	struct stat pre, st;
+	int fd, e;
+
+	memset(out, 0, sizeof(*out));
+	if (stat(path, &pre) < 0)
+		goto fail;
+	if (!S_ISDIR(pre.st_mode) && !S_ISREG(pre.st_mode)) {
+		out->code = VD_ARTIFACT_INVALID;
+		snprintf(out->detail, sizeof(out->detail),
+		    "%s is neither a directory nor a tar file", path);
+		return -1;
 	}
+	*tar = S_ISREG(pre.st_mode);
+	fd = open(path, O_RDONLY | O_CLOEXEC | (*tar ? O_NONBLOCK : O_DIRECTORY));
+	if (fd < 0)
+		goto fail;
+	if (fstat(fd, &st) < 0 || st.st_dev != pre.st_dev || st.st_ino != pre.st_ino) {
+		close(fd);
+		out->code = VD_IO_ERROR;
+		snprintf(out->detail, sizeof(out->detail), "%s changed while it was opened", path);
+		return -1;
+	}
+	return fd;
+fail:
+	e = errno;
+	out->code = e == ENOENT || e == ENOTDIR ? VD_ARTIFACT_INVALID : VD_IO_ERROR;
+	snprintf(out->detail, sizeof(out->detail), "cannot open the artifact %s: %s",
+	    path, strerror(e));
+	return -1;
+}
+
+static int open_artifact(const char *path, int *tar, vd_verdict *out)
+{
+	int fd = open_path(path, tar, out);
+
+	if (fd < 0)
+		vd_verdict_remediate(out);
 	return fd;
 }
 
 vd_code vd_verify_artifact(const char *path, const vd_options *opt, vd_verdict *out)
 {
-	int fd = open_artifact_dir(path, out);
+	int tar = 0, fd = open_artifact(path, &tar, out);
 	vd_code rc;
 
 	if (fd < 0)
 		return out->code;
-	rc = vd_artifact_verify(fd, opt, out, NULL);
+	if (tar)
+		rc = vd_artifact_verify_tar_ex(fd, opt, out, NULL, NULL);
+	else
+		rc = vd_artifact_verify(fd, opt, out, NULL);
 	close(fd);
 	return rc;
 }
@@ -1250,13 +1779,70 @@ vd_code vd_verify_artifact(const char *path, const vd_options *opt, vd_verdict *
 vd_code vd_load_verified(const char *path, const vd_options *opt, uint64_t max_bytes,
     vd_loaded *loaded, vd_verdict *out)
 {
-	int fd;
+	int tar = 0, fd;
 	vd_code rc;
 
 	memset(loaded, 0, sizeof(*loaded));
-	if ((fd = open_artifact_dir(path, out)) < 0)
+	if ((fd = open_artifact(path, &tar, out)) < 0)
 		return out->code;
-	rc = vd_load_verified_at(fd, opt, max_bytes, loaded, out);
+	rc = load_verified(fd, tar, opt, max_bytes, loaded, out);
 	close(fd);
 	return rc;
+}
+
+/* ---- the entry points of the first vd_verdict -----------------------------
+ * Programs built against the header from before vd_verdict grew call these
+ * names with the smaller struct: they get the fields it has, and nothing
+ * is written past it. */
+#undef vd_verify_artifact
+#undef vd_verify_artifact_at
+#undef vd_load_verified
+#undef vd_load_verified_at
+
+/* The first vd_verdict ended with bytes. */
+#define VERDICT_V1_SIZE offsetof(vd_verdict, facts)
+_Static_assert(offsetof(vd_verdict, facts) == offsetof(vd_verdict, bytes) + sizeof(uint64_t),
+    "the fields appended to vd_verdict start where the first layout ended");
+
+vd_code vd_verify_artifact(const char *path, const vd_options *opt, void *out);
+vd_code vd_verify_artifact_at(int fd, const vd_options *opt, void *out);
+vd_code vd_load_verified(const char *path, const vd_options *opt, uint64_t max_bytes,
+    vd_loaded *loaded, void *out);
+vd_code vd_load_verified_at(int fd, const vd_options *opt, uint64_t max_bytes,
+    vd_loaded *loaded, void *out);
+
+static vd_code first_layout(vd_code rc, const vd_verdict *v, void *out)
+{
+	memcpy(out, v, VERDICT_V1_SIZE);
+	return rc;
+}
+
+vd_code vd_verify_artifact(const char *path, const vd_options *opt, void *out)
+{
+	vd_verdict v;
+
+	return first_layout(vd_verify_artifact_v2(path, opt, &v), &v, out);
+}
+
+vd_code vd_verify_artifact_at(int fd, const vd_options *opt, void *out)
+{
+	vd_verdict v;
+
+	return first_layout(vd_verify_artifact_at_v2(fd, opt, &v), &v, out);
+}
+
+vd_code vd_load_verified(const char *path, const vd_options *opt, uint64_t max_bytes,
+    vd_loaded *loaded, void *out)
+{
+	vd_verdict v;
+
+	return first_layout(vd_load_verified_v2(path, opt, max_bytes, loaded, &v), &v, out);
+}
+
+vd_code vd_load_verified_at(int fd, const vd_options *opt, uint64_t max_bytes,
+    vd_loaded *loaded, void *out)
+{
+	vd_verdict v;
+
+	return first_layout(vd_load_verified_at_v2(fd, opt, max_bytes, loaded, &v), &v, out);
 }

@@ -69,7 +69,23 @@ vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
     vd_file_ids *ids, const vd_chunk_sink *sink);
 #define vd_artifact_verify(fd, opt, out, ids) vd_artifact_verify_ex(fd, opt, out, ids, NULL)
 
-/* SHA-256 of a page-aligned mapped range, dropping each digested step
+/* The same for an artifact packed as a tar (vd_tar.h), open as tarfd (not
+ * closed), verified in place: the archive is mapped whole and each weight
+ * file is its member's range of that mapping, under the same SIGBUS
+ * guard. ids gets one entry, the archive's own identity, named "."; it is
+ * taken when verification begins and compared again after hashing (a
+ * change is VD_IO_ERROR). The sink's files point into the archive's
+ * mapping, so they start on a 512-byte boundary, not a page: what a sink
+ * drops from the mapping must be whole pages inside a member. */
+vd_code vd_artifact_verify_tar_ex(int tarfd, const vd_options *opt, vd_verdict *out,
+    vd_file_ids *ids, const vd_chunk_sink *sink);
+
+/* Fill v->facts.remediation from its code and facts ("" when ok): for a
+ * verdict reached without the verifier (a directory that cannot be
+ * opened). */
+void vd_verdict_remediate(vd_verdict *v);
+
+/* SHA-256 of a mapped range, dropping each digested step
  * from the mapping; -1 if the file shrank under it (SIGBUS, caught within
  * the range only). */
 int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32]);
@@ -93,6 +109,11 @@ int vd_artifact_guard_sigbus(void);
 /* Read and parse dirfd's header.json alone (what a store scan needs). On
  * success the caller owns *hdr (vd_header_free). */
 vd_code vd_artifact_read_header(int dirfd, vd_header *hdr, vd_file_id *id,
+    vd_err *err);
+
+/* The same for a tar open as tarfd: the archive's headers and header.json
+ * are read with pread, nothing is mapped; *id is the archive's identity. */
+vd_code vd_artifact_read_header_tar(int tarfd, vd_header *hdr, vd_file_id *id,
     vd_err *err);
 
 #endif

@@ -17,7 +17,8 @@
 #include "vd_util.h"
 
 typedef enum key_type {
-	K_STR, K_PATH, K_UINT, K_U64, K_LISTEN, K_LEVEL, K_PINS, K_ANCHORS, K_RUN_TOKENS, K_POLICY
+	K_STR, K_PATH, K_UINT, K_U64, K_LISTEN, K_LEVEL, K_PINS, K_ANCHORS, K_RUN_TOKENS, K_POLICY,
+	K_LOGFMT, K_DURATION, K_LEGACY
 } key_type;
 
 typedef struct key_spec {
@@ -54,11 +55,15 @@ static const key_spec keys[] = {
 	  "the daemon's Ed25519 private key (PKCS#8 PEM) for signed verdicts (empty: state_dir/signing.key, created at first start)" },
 	{ "commitment_policy", K_POLICY, U(commitment_policy), 0, 0, "",
 	  "signed: only signed statements, token posts and the pin commit; ledger: unsigned ledger records too (empty: signed when trusted_keys is set, else ledger)" },
+	{ "legacy_policy", K_LEGACY, U(legacy_policy), 0, 0, "accept",
+	  "accept: an artifact of an older schema_version, read through the migration, is trusted as any other; untrusted: it is never trusted" },
 	{ "user", K_STR, S(user), 0, 0, "",
 	  "user to switch to after binding when started as root" },
 	{ "tls_cert", K_PATH, S(tls_cert), 0, 0, "", "PEM certificate: serve HTTPS" },
 	{ "tls_key", K_PATH, S(tls_key), 0, 0, "", "PEM private key for tls_cert" },
 	{ "log_level", K_LEVEL, U(log_level), 0, 0, "info", "error, warning, info or debug" },
+	{ "log_format", K_LOGFMT, U(log_format), 0, 0, "text",
+	  "text (\"level: message\") or json (one object a line) on stderr; the journal gets its own fields either way" },
 	{ "workers", K_UINT, U(workers), 0, 256, "0", "hasher threads (0: one per core)" },
 	{ "queue_max", K_UINT, U(queue_max), 1, 1000000, "4096",
 	  "verification jobs waiting at most; beyond it requests get 503" },
@@ -94,6 +99,14 @@ static const key_spec keys[] = {
 	  "bytes per second a scrub reads at most" },
 	{ "shutdown_grace", K_UINT, U(shutdown_grace), 0, 60, "3",
 	  "seconds to let running hashes finish on SIGTERM" },
+	{ "event_history", K_UINT, U(event_history), 0, 10000000, "10000",
+	  "events kept in the state database for GET /events to resume from (Last-Event-ID)" },
+	{ "max_event_streams", K_UINT, U(max_event_streams), 0, 100000, "256",
+	  "GET /events streams open at once; beyond it 503 (0: none)" },
+	{ "event_keepalive", K_UINT, U(event_keepalive), 1, 3600, "15",
+	  "seconds between keepalive comments on an idle GET /events stream" },
+	{ "alert_retention", K_DURATION, U(alert_retention), 0, 3650 * 86400u, "90d",
+	  "how long a cleared alert stays in GET /alerts: seconds, or with m, h or d (0: for ever)" },
 };
 
 const vd_config_key *vd_config_keys(size_t *n)
@@ -319,6 +332,47 @@ static int set_number(const key_spec *k, vd_config *c, const char *v, char *err,
 	return 0;
 }
 
+int vd_config_parse_duration(const char *s, uint64_t *seconds)
+{
+	static const struct { char suffix; uint64_t scale; } units[] = {
+		{ 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 },
+	};
+	char digits[24];
+	size_t len = strlen(s), i;
+	uint64_t n, scale = 1;
+
+	if (len > 0 && !isdigit((unsigned char)s[len - 1])) {
+		for (i = 0; i < VD_ARRAY_LEN(units) && units[i].suffix != s[len - 1]; i++)
+			;
+		if (i == VD_ARRAY_LEN(units))
+			return -1;
+		scale = units[i].scale;
+		len--;
+	}
+	if (len == 0 || len >= sizeof(digits))
+		return -1;
+	memcpy(digits, s, len);
+	digits[len] = '\0';
+	if (parse_u64(digits, &n) < 0 || vd_mul_u64(n, scale, seconds) < 0)
+		return -1;
+	return 0;
+}
+
+/* A duration key is held in seconds; its range is given in days. */
+static int set_duration(const key_spec *k, vd_config *c, const char *v, char *err,
+    size_t errlen)
+{
+	uint64_t n;
+
+	if (vd_config_parse_duration(v, &n) < 0 || n < k->min || n > k->max) {
+		snprintf(err, errlen, "%s must be a duration from %llu to %llud: seconds, or a whole number followed by m, h or d",
+		    k->name, (unsigned long long)k->min, (unsigned long long)(k->max / 86400));
+		return -1;
+	}
+	*(unsigned *)(void *)((char *)c + k->off) = (unsigned)n;
+	return 0;
+}
+
 static int set_key(const key_spec *k, vd_config *c, const char *v, char *err,
     size_t errlen)
 {
@@ -349,6 +403,25 @@ static int set_key(const key_spec *k, vd_config *c, const char *v, char *err,
 			return -1;
 		}
 		return 0;
+	case K_DURATION:
+		return set_duration(k, c, v, err, errlen);
+	case K_LEGACY:
+		if (strcmp(v, "accept") == 0)
+			c->legacy_policy = VD_LEGACY_ACCEPT;
+		else if (strcmp(v, "untrusted") == 0)
+			c->legacy_policy = VD_LEGACY_UNTRUSTED;
+		else {
+			snprintf(err, errlen, "legacy_policy must be accept or untrusted");
+			return -1;
+		}
+		return 0;
+	case K_LOGFMT:
+		if ((level = vd_log_format_parse(v)) < 0) {
+			snprintf(err, errlen, "log_format must be text or json");
+			return -1;
+		}
+		c->log_format = level;
+		return 0;
 	case K_LEVEL:
 		if ((level = vd_log_level_parse(v)) < 0) {
 			snprintf(err, errlen, "log_level must be error, warning, info or debug");
@@ -370,6 +443,11 @@ int vd_config_policy(const vd_config *c)
 const char *vd_policy_name(int policy)
 {
 	return policy == VD_POLICY_SIGNED ? "signed" : "ledger";
+}
+
+const char *vd_legacy_policy_name(int policy)
+{
+	return policy == VD_LEGACY_UNTRUSTED ? "untrusted" : "accept";
 }
 
 void vd_config_defaults(vd_config *c)

@@ -35,6 +35,10 @@ typedef struct vd_run_token {
 /* commitment_policy (trust.md section 4). */
 enum { VD_POLICY_DEFAULT, VD_POLICY_SIGNED, VD_POLICY_LEDGER };
 
+/* legacy_policy: what an artifact whose schema_version is older than the
+ * newest the verifier reads may be. */
+enum { VD_LEGACY_ACCEPT, VD_LEGACY_UNTRUSTED };
+
 typedef struct vd_config {
 	char listen[128];           /* ADDR:PORT as given */
 	char listen_host[64];       /* parsed address */
@@ -55,10 +59,12 @@ typedef struct vd_config {
 	char trusted_keys[VD_CONFIG_PATH_MAX];
 	char signing_key[VD_CONFIG_PATH_MAX];
 	int commitment_policy;      /* VD_POLICY_*; see vd_config_policy */
+	int legacy_policy;          /* VD_LEGACY_* */
 	char user[64];
 	char tls_cert[VD_CONFIG_PATH_MAX];
 	char tls_key[VD_CONFIG_PATH_MAX];
 	int log_level;
+	int log_format;             /* VD_LOG_TEXT or VD_LOG_JSON (vd_log.h) */
 	unsigned workers;           /* 0: one per core */
 	unsigned queue_max;
 	unsigned scan_depth;
@@ -77,6 +83,10 @@ typedef struct vd_config {
 	unsigned scrub_interval;    /* seconds; 0: never */
 	uint64_t scrub_rate;        /* bytes per second */
 	unsigned shutdown_grace;    /* seconds to finish work on SIGTERM */
+	unsigned event_history;     /* events GET /events can resume from */
+	unsigned max_event_streams; /* GET /events streams open at once */
+	unsigned event_keepalive;   /* seconds between keepalive comments on a stream */
+	unsigned alert_retention;   /* seconds a cleared alert stays in GET /alerts; 0: for ever */
 } vd_config;
 
 void vd_config_defaults(vd_config *c);
@@ -84,6 +94,8 @@ void vd_config_defaults(vd_config *c);
 /* The policy in force: as set, else signed when trusted_keys is set. */
 int vd_config_policy(const vd_config *c);
 const char *vd_policy_name(int policy);
+/* "accept" or "untrusted". */
+const char *vd_legacy_policy_name(int policy);
 
 /* Parse config text. On error returns -1 and writes "FILE:LINE: problem",
  * or "FILE: problem" when keys conflict (vd_config_check) rather than a
@@ -100,6 +112,11 @@ int vd_config_check(const vd_config *c, char *err, size_t errlen);
 
 /* Read and parse a file on top of defaults. */
 int vd_config_load(const char *path, vd_config *c, char *err, size_t errlen);
+
+/* A duration: a whole number of seconds, or of minutes, hours or days
+ * with the suffix m, h or d ("90d"); "s" may follow seconds. 0, or -1
+ * when malformed or beyond UINT64_MAX seconds. */
+int vd_config_parse_duration(const char *s, uint64_t *seconds);
 
 /* Iterate the key table, for docs and `-t -v`. */
 typedef struct vd_config_key {

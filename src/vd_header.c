@@ -114,6 +114,7 @@ static vd_code check_version(const vd_jval *root, vd_header *h, vd_err *err)
 		return vd_fail(err, VD_SCHEMA_VERSION_MISMATCH,
 		    "header.json schema_version is %s, not an integer",
 		    vd_jtype_name(v->type));
+	h->has_schema_version = 1;
 	if (h->schema_version < VD_HEADER_SCHEMA_MIN ||
 	    h->schema_version > VD_HEADER_SCHEMA_MAX)
 		return vd_fail(err, VD_SCHEMA_VERSION_MISMATCH,
@@ -329,6 +330,8 @@ vd_code vd_header_parse(const uint8_t *buf, size_t len, vd_header *out,
 {
 	char msg[128];
 	const vd_jval *root;
+	int64_t version;
+	int has_version;
 	vd_code rc;
 
 	memset(out, 0, sizeof(*out));
@@ -348,7 +351,11 @@ vd_code vd_header_parse(const uint8_t *buf, size_t len, vd_header *out,
 	migrate(out);
 	return VD_OK;
 fail:
+	version = out->schema_version;
+	has_version = out->has_schema_version;
 	vd_header_free(out);
+	out->schema_version = version;
+	out->has_schema_version = has_version;
 	return rc;
 }
 

@@ -26,6 +26,7 @@ typedef struct vd_manifest_entry {
 typedef struct vd_header {
 	vd_jdoc doc;                 /* owns every string below */
 	int64_t schema_version;      /* as written on disk */
+	int has_schema_version;      /* the gate read it as an integer */
 	int64_t migrated_to;         /* the in-memory model's version */
 	vd_str content_hash;
 	int has_parent;
@@ -43,6 +44,8 @@ typedef struct vd_header {
 	const vd_jval *model_arch;   /* NULL when absent or null */
 } vd_header;
 
+/* On failure *out holds nothing but schema_version and has_schema_version,
+ * as far as the gate read them: the facts of a schema_version_mismatch. */
 vd_code vd_header_parse(const uint8_t *buf, size_t len, vd_header *out,
     vd_err *err);
 void vd_header_free(vd_header *h);

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 #include <openssl/err.h>
@@ -46,6 +47,11 @@
 #define VD_HTTP_RETRY_AFTER "5"
 /* How often "all connections in use" is logged at most. */
 #define VD_HTTP_FULL_LOG_MS 10000
+/* The buffer libmicrohttpd allocates for a streamed answer's body. */
+#define VD_HTTP_STREAM_BLOCK 4096
+/* On stop, how long streams may take to send their last chunk before the
+ * server is stopped under them. */
+#define VD_HTTP_DRAIN_MS 1000
 
 /* The only requests a reserved connection serves: liveness, readiness and
  * metrics, so that a local probe still gets through when clients hold
@@ -74,6 +80,10 @@ struct vd_http {
 	int kick;                 /* a connection closed: run MHD again soon */
 	uv_timer_t sweep;
 	struct conn_track *conns;
+	vd_req *streams;          /* streamed answers under way */
+	unsigned n_streams;
+	int stopping;             /* vd_http_stop: streams are ending */
+	uv_timer_t drain;
 };
 
 /* Every connection, for the request deadlines: libmicrohttpd's timeout
@@ -94,6 +104,7 @@ typedef struct conn_track {
 } conn_track;
 
 static void drive(vd_http *h);
+static conn_track *track_of(struct MHD_Connection *conn);
 
 static void on_timer(uv_timer_t *t)
 {
@@ -140,11 +151,11 @@ const char *vd_req_query(vd_req *r, const char *name)
 }
 
 static struct MHD_Response *make_response(const char *content_type,
-    const char *body, size_t len, const char *const *extra)
+    const char *body, size_t len, const char *const *extra, enum MHD_ResponseMemoryMode mode)
 {
 	struct MHD_Response *resp;
 
-	resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	resp = MHD_create_response_from_buffer(len, (void *)body, mode);
 	if (resp == NULL)
 		return NULL;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
@@ -155,10 +166,27 @@ static struct MHD_Response *make_response(const char *content_type,
 	return resp;
 }
 
+static void respond(vd_req *r, unsigned status, struct MHD_Response *resp);
+
 void vd_http_respond(vd_req *r, unsigned status, const char *content_type,
     const char *body, size_t len, const char *const *extra)
 {
-	struct MHD_Response *resp = make_response(content_type, body, len, extra);
+	respond(r, status, make_response(content_type, body, len, extra, MHD_RESPMEM_MUST_COPY));
+}
+
+void vd_http_respond_owned(vd_req *r, unsigned status, const char *content_type,
+    char *body, size_t len, const char *const *extra)
+{
+	struct MHD_Response *resp = make_response(content_type, body, len, extra,
+	    MHD_RESPMEM_MUST_FREE);
+
+	if (resp == NULL)
+		free(body);
+	respond(r, status, resp);
+}
+
+static void respond(vd_req *r, unsigned status, struct MHD_Response *resp)
+{
 
 	r->status = status;
 	if (r->suspended) {
@@ -167,6 +195,9 @@ void vd_http_respond(vd_req *r, unsigned status, const char *content_type,
 		r->ready_status = status;
 		r->suspended = 0;
 		MHD_resume_connection(r->conn);
+		/* Called from inside MHD_run, drive() would re-arm the timer
+		 * by MHD's own timeout, which does not count resumes. */
+		r->http->kick = 1;
 		uv_timer_start(&r->http->timer, on_timer, MHD_TIMER_MIN_MS, 0);
 		return;
 	}
@@ -206,6 +237,112 @@ void vd_http_suspend(vd_req *r)
 {
 	r->suspended = 1;
 	MHD_suspend_connection(r->conn);
+}
+
+/* ---- streamed answers ------------------------------------------------ */
+
+/* libmicrohttpd asks a stream for more once the last chunk is sent. With
+ * nothing to send, the connection is suspended (from here, where the
+ * library allows it): it leaves the epoll set until woken. */
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	vd_req *r = cls;
+	ssize_t n;
+
+	(void)pos;
+	if (r->cut)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	n = r->fill(r->fill_arg, buf, max, r->http->stopping);
+	if (n < 0)      /* cut mid-way: not the clean end of a stream */
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (n == 0 && r->http->stopping)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n == 0) {
+		r->paused = 1;
+		MHD_suspend_connection(r->conn);
+	}
+	return n;
+}
+
+int vd_http_stream(vd_req *r, const char *content_type, vd_http_fill_fn fill, void *arg)
+{
+	vd_http *h = r->http;
+	struct MHD_Response *resp;
+
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, VD_HTTP_STREAM_BLOCK,
+	    stream_reader, r, NULL);
+	if (resp == NULL)
+		return -1;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	/* A buffering proxy (nginx) would hold events back. */
+	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+	MHD_add_response_header(resp, "Connection", "close");
+	r->fill = fill;
+	r->fill_arg = arg;
+	r->status = 200;
+	r->answered_ns = now_ns();
+	if (MHD_queue_response(r->conn, 200, resp) != MHD_YES) {
+		MHD_destroy_response(resp);
+		return -1;
+	}
+	MHD_destroy_response(resp);
+	r->snext = h->streams;
+	if (h->streams)
+		h->streams->sprevp = &r->snext;
+	h->streams = r;
+	r->sprevp = &h->streams;
+	h->n_streams++;
+	return 0;
+}
+
+/* One resume, and MHD is run soon: the only cost of waking a stream. */
+void vd_http_stream_wake(vd_req *r)
+{
+	if (!r->paused)
+		return;
+	r->paused = 0;
+	MHD_resume_connection(r->conn);
+	r->http->kick = 1;          /* as in respond() */
+	uv_timer_start(&r->http->timer, on_timer, MHD_TIMER_MIN_MS, 0);
+}
+
+void vd_http_stream_cut(vd_req *r)
+{
+	conn_track *t = track_of(r->conn);
+
+	r->cut = 1;
+	/* A connection stuck on a full socket is never asked for more:
+	 * shutting the socket down makes libmicrohttpd close it. */
+	if (t != NULL && t->fd >= 0) {
+		shutdown(t->fd, SHUT_RDWR);
+		t->fd = -1;
+	}
+	if (r->paused)
+		vd_http_stream_wake(r);
+	else
+		uv_timer_start(&r->http->timer, on_timer, MHD_TIMER_MIN_MS, 0);
+}
+
+int vd_http_stream_gone(vd_req *r)
+{
+	conn_track *t = track_of(r->conn);
+	char c;
+	ssize_t n;
+
+	if (t == NULL || t->fd < 0)
+		return 0;
+	n = recv(t->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+static void stream_unlink(vd_http *h, vd_req *r)
+{
+	*r->sprevp = r->snext;
+	if (r->snext)
+		r->snext->sprevp = r->sprevp;
+	h->n_streams--;
 }
 
 /* Read the body ourselves, refusing at the limit: a declared length over
@@ -522,6 +659,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	vd_req *r = *con_cls;
 	conn_track *t;
 
+	/* Stopping: the store may be gone; only answers already made go out. */
+	if (h->stopping && (r == NULL || r->ready == NULL))
+		return MHD_NO;
 	if (r == NULL) {
 		if ((r = calloc(1, sizeof(*r))) == NULL)
 			return MHD_NO;
@@ -565,6 +705,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	return MHD_YES;
 }
 
+static void on_drain(uv_timer_t *t);
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     enum MHD_RequestTerminationCode toe)
 {
@@ -583,8 +725,16 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	if (r->cancel != NULL)
 		r->cancel(r);
+	if (r->fill != NULL) {
+		stream_unlink(h, r);
+		if (h->stopping && h->n_streams == 0)
+			uv_timer_start(&h->drain, on_drain, 0, 0);
+	}
+	/* A stream's time is the time to its first byte: its length is the
+	 * client's choice, and would swamp the request duration histogram. */
 	if (h->done != NULL)
-		h->done(r, (double)(now_ns() - r->t0_ns) / 1e9, h->done_arg);
+		h->done(r, (double)((r->fill ? r->answered_ns : now_ns()) - r->t0_ns) / 1e9,
+		    h->done_arg);
 	if (r->ready)
 		MHD_destroy_response(r->ready);
 	vd_buf_free(&r->body);
@@ -910,8 +1060,9 @@ int vd_http_start(vd_http **out, uv_loop_t *loop, const vd_config *cfg,
 	}
 	uv_timer_init(loop, &h->timer);
 	uv_timer_init(loop, &h->sweep);
-	h->poll.data = h->timer.data = h->sweep.data = h;
-	h->open_handles = 3;
+	uv_timer_init(loop, &h->drain);
+	h->poll.data = h->timer.data = h->sweep.data = h->drain.data = h;
+	h->open_handles = 4;
 	uv_poll_start(&h->poll, UV_READABLE, on_poll);
 	uv_timer_start(&h->sweep, on_sweep, SWEEP_MS, SWEEP_MS);
 	drive(h);
@@ -964,14 +1115,52 @@ void vd_http_on_done(vd_http *h, vd_http_done_fn fn, void *arg)
 	h->done_arg = arg;
 }
 
-void vd_http_stop(vd_http *h)
+static void finish_stop(vd_http *h)
 {
+	vd_req *r;
+
 	if (h->mhd == NULL)
 		return;
+	/* libmicrohttpd must not be stopped with a connection suspended. */
+	for (r = h->streams; r != NULL; r = r->snext)
+		if (r->paused) {
+			r->paused = 0;
+			MHD_resume_connection(r->conn);
+		}
 	/* Completion callbacks run inside MHD_stop_daemon: cancel hooks fire. */
 	MHD_stop_daemon(h->mhd);
 	h->mhd = NULL;
 	uv_close((uv_handle_t *)&h->poll, handle_closed);
 	uv_close((uv_handle_t *)&h->timer, handle_closed);
 	uv_close((uv_handle_t *)&h->sweep, handle_closed);
+	uv_close((uv_handle_t *)&h->drain, handle_closed);
+}
+
+static void on_drain(uv_timer_t *t)
+{
+	finish_stop(t->data);
+}
+
+/* Streams first end with their last chunk, so that a client sees a clean
+ * end rather than a reset; no connection is accepted meanwhile, and the
+ * server stops once they are done, or after VD_HTTP_DRAIN_MS. */
+void vd_http_stop(vd_http *h)
+{
+	MHD_socket ls;
+	vd_req *r;
+
+	if (h->mhd == NULL || h->stopping)
+		return;
+	h->stopping = 1;
+	if (h->n_streams == 0) {
+		finish_stop(h);
+		return;
+	}
+	ls = MHD_quiesce_daemon(h->mhd);
+	if (ls != MHD_INVALID_SOCKET)
+		close(ls);
+	for (r = h->streams; r != NULL; r = r->snext)
+		vd_http_stream_wake(r);
+	uv_timer_start(&h->timer, on_timer, MHD_TIMER_MIN_MS, 0);
+	uv_timer_start(&h->drain, on_drain, VD_HTTP_DRAIN_MS, 0);
 }

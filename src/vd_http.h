@@ -15,11 +15,18 @@
  * connection. Past max_connections, reserved_connections more are kept
  * for GET and HEAD of VD_HTTP_PROBE_PATHS from 127.0.0.1 or ::1; any other
  * request on one of them gets 503.
+ *
+ * A streamed answer (vd_http_stream, for text/event-stream) is pulled by
+ * libmicrohttpd as the connection can take it; when its filler has nothing
+ * to send the connection is suspended, so an idle stream costs no work and
+ * no system call until vd_http_stream_wake. On vd_http_stop every stream
+ * ends with its last chunk before the server stops.
  */
 #ifndef VD_HTTP_H
 #define VD_HTTP_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <uv.h>
 #include <microhttpd.h>
@@ -28,6 +35,13 @@
 #include "vd_util.h"
 
 typedef struct vd_http vd_http;
+
+/* Fills buf with up to max bytes of a streamed answer: returns how many,
+ * 0 when there is nothing to send now (the stream then waits for
+ * vd_http_stream_wake), or -1 to break it off (the connection is aborted, not
+ * ended cleanly). While ending (the server
+ * stops) it should only finish what it began, then return 0. */
+typedef ssize_t (*vd_http_fill_fn)(void *arg, char *buf, size_t max, int ending);
 
 typedef struct vd_req {
 	vd_http *http;
@@ -48,6 +62,13 @@ typedef struct vd_req {
 	unsigned ready_status;
 	int discarding;           /* refused while its body arrived: the rest is dropped */
 	uint64_t discarded;
+	/* A streamed answer (vd_http_stream). */
+	vd_http_fill_fn fill;
+	void *fill_arg;
+	int paused;               /* suspended until vd_http_stream_wake */
+	int cut;                  /* closed as too slow to keep up */
+	uint64_t answered_ns;     /* when its headers were queued */
+	struct vd_req *snext, **sprevp;
 } vd_req;
 
 /* The application's router: answers (vd_http_respond*) or suspends. */
@@ -79,10 +100,25 @@ const char *vd_req_query(vd_req *r, const char *name);
  * is copied. extra_headers: NULL-terminated name/value pairs. */
 void vd_http_respond(vd_req *r, unsigned status, const char *content_type,
     const char *body, size_t len, const char *const *extra_headers);
+/* The same with a body allocated with malloc, which the server frees once
+ * sent (a large answer is not copied). */
+void vd_http_respond_owned(vd_req *r, unsigned status, const char *content_type,
+    char *body, size_t len, const char *const *extra_headers);
 /* {"error": {"code": code, "detail": detail}} */
 void vd_http_error(vd_req *r, unsigned status, const char *code,
     const char *detail, const char *const *extra_headers);
 void vd_http_suspend(vd_req *r);
+
+/* Answer 200 with a body of unknown length pulled from fill (chunked, the
+ * connection closed after it). 0, or -1 when out of memory (nothing sent). */
+int vd_http_stream(vd_req *r, const char *content_type, vd_http_fill_fn fill, void *arg);
+/* A stream that waits for data has some: fill is called again soon. */
+void vd_http_stream_wake(vd_req *r);
+/* Close a stream's connection now (a client too slow to keep up). */
+void vd_http_stream_cut(vd_req *r);
+/* Whether the client closed its end: a waiting stream is out of the
+ * server's polling, so only this (one recv) or a failed write tells. */
+int vd_http_stream_gone(vd_req *r);
 
 /* Install the check of a request on its headers (see vd_http_early_fn). */
 void vd_http_on_headers(vd_http *h, vd_http_early_fn fn, void *arg);

@@ -1,14 +1,19 @@
 /*
- * Commitments, lineage and alerts, recomputed from the inputs after every
- * change. Each hash's chain is computed once per refresh from its parent's
- * memoized result, so a refresh costs O(artifacts + commitments), and a
- * walk never visits more than the store holds (a header naming its own
- * descendant is caught as a cycle).
+ * Commitments, lineage and alerts. A whole pass (at start, and after a
+ * commitment source changed) computes each hash's chain once from its
+ * parent's memoized result: O(artifacts + commitments). Between whole
+ * passes, a refresh recomputes only the hashes the model marked dirty and,
+ * when what a child reads of a hash changed, its children (through pruned
+ * links too): a verdict costs its own chain and the children it changes,
+ * not the store. A walk never visits more than the store holds (a header
+ * naming its own descendant is caught as a cycle).
  *
  * The rules that make an artifact trusted hold under both policies: a
  * counting commitment of its own run names it and nothing opposes it (a
  * round under equivocation is never trusted, whichever side a ledger
- * takes), its chain is intact down to round 0 and never crosses runs.
+ * takes), its chain is intact down to round 0 and never crosses runs;
+ * and under legacy_policy = untrusted, its header.json is not of an
+ * older schema_version (its children's chains pass through it still).
  */
 #include "config.h"
 
@@ -20,6 +25,7 @@
 
 #include "vd_lineage.h"
 #include "vd_log.h"
+#include "vd_events.h"
 #include "vd_state.h"
 
 #define SLOT_KEY_MAX (VD_RUN_MAX + 32)
@@ -38,6 +44,14 @@ int vd_commit_counts(const vd_commit_entry *e, vd_commit_source src, int policy)
 	return e->has && (src != VD_SRC_LEDGER || e->is_signed || policy == VD_POLICY_LEDGER);
 }
 
+int64_t vd_group_migrated_from(const vd_group *g)
+{
+	const vd_hdrinfo *h = g->n > 0 ? &g->copies[0]->hdr : NULL;
+
+	return h != NULL && h->code == VD_OK && h->schema_version < VD_HEADER_SCHEMA_MAX ?
+	    h->schema_version : 0;
+}
+
 /* Strength for display: signed statements and signed ledger records, then
  * token posts, the pin, and unsigned ledger records last. */
 static int rank(const vd_commit_entry *e, vd_commit_source src)
@@ -53,7 +67,8 @@ static int rank(const vd_commit_entry *e, vd_commit_source src)
 void vd_lineage_init(vd_lineage *l)
 {
 	memset(l, 0, sizeof(*l));
-	vd_map_init(&l->commits);
+	vd_map_init_borrowed(&l->commits);
+	vd_map_init(&l->key_ids);
 	vd_map_init(&l->alerts);
 	l->head_round = -1;
 }
@@ -67,19 +82,22 @@ static void slot_key(char *out, size_t n, const char *run, int64_t round)
 
 static vd_commit_slot *slot(vd_lineage *l, const char *run, int64_t round)
 {
-	char key[SLOT_KEY_MAX];
+	char key[SLOT_KEY_MAX], *tail;
 	vd_commit_slot *sl;
+	size_t klen, rlen = strlen(run);
 
 	slot_key(key, sizeof(key), run, round);
 	if ((sl = vd_map_get(&l->commits, key)) != NULL)
 		return sl;
-	if ((sl = calloc(1, sizeof(*sl))) == NULL || (sl->run = strdup(run)) == NULL) {
-		free(sl);
+	/* One allocation: the slot, then its map key and its run. */
+	klen = strlen(key);
+	if ((sl = calloc(1, sizeof(*sl) + klen + 1 + rlen + 1)) == NULL)
 		return NULL;
-	}
+	tail = (char *)(sl + 1);
+	memcpy(tail, key, klen + 1);
+	sl->run = memcpy(tail + klen + 1, run, rlen + 1);
 	sl->round_index = round;
-	if (vd_map_put(&l->commits, key, sl) < 0) {
-		free(sl->run);
+	if (vd_map_put(&l->commits, tail, sl) < 0) {
 		free(sl);
 		return NULL;
 	}
@@ -101,11 +119,10 @@ static void clear_commits(vd_lineage *l)
 	size_t it = 0;
 
 	while (vd_map_next(&l->commits, &it, &k, &v)) {
-		free(((vd_commit_slot *)v)->run);
+		free(((vd_commit_slot *)v)->more);
 		free(v);
 	}
-	vd_map_free(&l->commits);
-	vd_map_init(&l->commits);
+	vd_map_free(&l->commits);       /* still borrowing keys */
 }
 
 /* Every hash any source names for a slot, counting or not: a second one
@@ -120,22 +137,60 @@ static void note_hash(vd_commit_slot *sl, const char *hash, const char *where)
 	}
 }
 
+/* The slot's own copy of hash, for an entry to point to; NULL out of
+ * memory. */
+static const char *slot_hash(vd_commit_slot *sl, const char *hash)
+{
+	size_t i;
+
+	if (strcmp(sl->first_hash, hash) == 0)
+		return sl->first_hash;
+	if (strcmp(sl->other_hash, hash) == 0)
+		return sl->other_hash;
+	for (i = 0; i < sl->n_more; i++)
+		if (strcmp(sl->more[i], hash) == 0)
+			return sl->more[i];
+	/* Allocated whole at once: entries point into it. */
+	if (sl->more == NULL && (sl->more = calloc(VD_SLOT_MORE_HASHES, sizeof(*sl->more))) == NULL)
+		return NULL;
+	if (sl->n_more == VD_SLOT_MORE_HASHES)
+		return NULL;
+	memcpy(sl->more[sl->n_more], hash, VD_HASH_HEX_LEN + 1);
+	return sl->more[sl->n_more++];
+}
+
+/* One copy of each key id, for the slots: there are a few keys and a
+ * slot per round. */
+static const char *key_copy(vd_lineage *l, const char *key_id)
+{
+	char *k;
+
+	if (key_id == NULL || key_id[0] == '\0')
+		return "";
+	if ((k = vd_map_get(&l->key_ids, key_id)) != NULL)
+		return k;
+	if ((k = strdup(key_id)) == NULL || vd_map_put(&l->key_ids, key_id, k) < 0) {
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
 /* Keep the first entry of a source; a different hash from the same
  * source is still noted as an equivocation. */
-static void put(vd_commit_slot *sl, vd_commit_source src, const char *hash,
+static void put(vd_lineage *l, vd_commit_slot *sl, vd_commit_source src, const char *hash,
     const char *where, size_t line, const char *key_id)
 {
 	vd_commit_entry *e = &sl->src[src];
 
 	note_hash(sl, hash, where);
-	if (e->has)
+	if (e->has || (e->hash = slot_hash(sl, hash)) == NULL ||
+	    (e->key_id = key_copy(l, key_id)) == NULL)
 		return;
 	e->has = 1;
-	memcpy(e->hash, hash, sizeof(e->hash));
 	e->where = where;
 	e->line = line;
-	e->is_signed = key_id != NULL && key_id[0] != '\0';
-	snprintf(e->key_id, sizeof(e->key_id), "%s", key_id ? key_id : "");
+	e->is_signed = e->key_id[0] != '\0';
 }
 
 /* How many records of a remembered ledger a trusted checkpoint of its run
@@ -166,7 +221,7 @@ static void ledger_commits(vd_lineage *l, const vd_lineage_input *in, const vd_l
 
 	for (i = 0; i < m->n; i++)
 		if ((sl = slot(l, m->run, m->recs[i].round_index)) != NULL)
-			put(sl, VD_SRC_LEDGER, m->recs[i].hash, m->relpath, m->recs[i].line,
+			put(l, sl, VD_SRC_LEDGER, m->recs[i].hash, m->relpath, m->recs[i].line,
 			    i < signed_n ? key_id : NULL);
 	for (i = 0; i < m->n_diverged; i++)
 		if ((sl = slot(l, m->run, m->diverged[i].round_index)) != NULL)
@@ -189,14 +244,14 @@ static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 		if (is_signed && vd_keyring_find(in->keys, c->key_id) == NULL)
 			continue;       /* the key was revoked */
 		if ((sl = slot(l, c->run, c->round_index)) != NULL)
-			put(sl, is_signed ? VD_SRC_SIGNED : VD_SRC_ROUNDCLOSE, c->hash, "api", 0,
+			put(l, sl, is_signed ? VD_SRC_SIGNED : VD_SRC_ROUNDCLOSE, c->hash, "api", 0,
 			    c->key_id);
 	}
 	for (i = 0; i < in->n_stmts; i++) {
 		const vd_signed_stmt *s = &in->stmts[i];
 		if (s->st.kind == VD_STMT_ROUNDCLOSE && vd_keyring_find(in->keys, s->key_id) != NULL &&
 		    (sl = slot(l, s->run, s->st.round_index)) != NULL)
-			put(sl, VD_SRC_SIGNED, s->st.hash, s->where, 0, s->key_id);
+			put(l, sl, VD_SRC_SIGNED, s->st.hash, s->where, 0, s->key_id);
 	}
 	for (i = 0; i < in->n_equivs; i++)
 		if ((sl = slot(l, in->equivs[i].run, in->equivs[i].round_index)) != NULL)
@@ -205,11 +260,11 @@ static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 	 * anchors, each the commitment of its round and a root. */
 	for (i = 0; i < in->cfg->n_genesis; i++)
 		if ((sl = slot(l, in->cfg->genesis[i].run, -1)) != NULL)
-			put(sl, VD_SRC_PINNED, in->cfg->genesis[i].hash, "config", 0, NULL);
+			put(l, sl, VD_SRC_PINNED, in->cfg->genesis[i].hash, "config", 0, NULL);
 	for (i = 0; i < in->cfg->n_anchors; i++) {
 		const vd_pin *a = &in->cfg->anchors[i];
 		if ((sl = slot(l, a->run, a->round_index - 1)) != NULL) {
-			put(sl, VD_SRC_PINNED, a->hash, "config", 0, NULL);
+			put(l, sl, VD_SRC_PINNED, a->hash, "config", 0, NULL);
 			sl->anchor = 1;
 		}
 	}
@@ -310,15 +365,6 @@ static void add_break(vd_group *g, const char *hash, int64_t round, vd_break_rea
 	g->breaks[g->n_breaks++].reason = why;
 }
 
-static void group_header(vd_group *g)
-{
-	const vd_hdrinfo *h = &g->copies[0]->hdr;
-
-	g->round_index = h->round_index;
-	g->has_parent = h->has_parent;
-	memcpy(g->parent, h->parent_hash, sizeof(g->parent));
-}
-
 /* A present parent: its verdict, then its round against the child's. */
 static vd_group *parent_state(vd_group *g, vd_group *p, int64_t child_round, int *pending)
 {
@@ -332,7 +378,7 @@ static vd_group *parent_state(vd_group *g, vd_group *p, int64_t child_round, int
 		*pending = 1;
 		return NULL;
 	}
-	if (p->n > 0 && p->copies[0]->hdr.round_index != child_round - 1)
+	if (p->round_index != child_round - 1)
 		add_break(g, g->hash, g->round_index, VD_BREAK_ROUND_GAP);
 	return p;
 }
@@ -436,8 +482,99 @@ static vd_group *local_links(vd_lineage *l, const vd_lineage_input *in, vd_group
 	return parent_state(g, p, g->round_index, pending);
 }
 
-static void inherit(vd_group *g, const vd_group *p, int pending)
+/* ---- what changed ------------------------------------------------------ */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
+	const unsigned char *b = p;
+
+	while (n-- > 0)
+		h = (h ^ *b++) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Everything a child's chain reads of its parent: when this changes, the
+ * children are recomputed. */
+static uint64_t group_sig(const vd_group *g)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	int st = (int)vd_group_through(g), chain = (int)g->chain;
+	size_t i;
+
+	h = fnv(h, &st, sizeof(st));
+	h = fnv(h, &chain, sizeof(chain));
+	h = fnv(h, &g->round_index, sizeof(g->round_index));
+	h = fnv(h, &g->chain_len, sizeof(g->chain_len));
+	h = fnv(h, &g->pruned, sizeof(g->pruned));
+	h = fnv(h, &g->breaks_total, sizeof(g->breaks_total));
+	h = fnv(h, g->root, strlen(g->root) + 1);
+	for (i = 0; i < g->n_breaks; i++) {
+		h = fnv(h, g->breaks[i].hash, VD_HASH_HEX_LEN);
+		h = fnv(h, &g->breaks[i].round_index, sizeof(g->breaks[i].round_index));
+		h = fnv(h, &g->breaks[i].reason, sizeof(g->breaks[i].reason));
+	}
+	for (i = 0; i < g->n; i++)
+		h = fnv(h, g->copies[i]->run, strlen(g->copies[i]->run) + 1);
+	return h;
+}
+
+/* Out of memory, a hash is not queued: the refresh then falls back to a
+ * whole pass (queue_failed). */
+static void enqueue(vd_lineage *l, const char *hash)
+{
+	void *grown;
+
+	if (l->n_queue == l->cap_queue) {
+		size_t cap = l->cap_queue ? l->cap_queue * 2 : 64;
+		if ((grown = realloc(l->queue, cap * sizeof(*l->queue))) == NULL) {
+			l->queue_failed = 1;
+			return;
+		}
+		l->queue = grown;
+		l->cap_queue = cap;
+	}
+	memcpy(l->queue[l->n_queue++], hash, VD_HASH_HEX_LEN + 1);
+}
+
+static void note_touched(vd_lineage *l, vd_group *g)
+{
+	void *grown;
+
+	if (l->n_touched == l->cap_touched) {
+		size_t cap = l->cap_touched ? l->cap_touched * 2 : 64;
+		if ((grown = realloc(l->touched, cap * sizeof(*l->touched))) == NULL) {
+			l->queue_failed = 1;
+			return;
+		}
+		l->touched = grown;
+		l->cap_touched = cap;
+	}
+	l->touched[l->n_touched++] = g;
+}
+
+/* The chains that read hash: its children, and the children of the
+ * pruned links that name it (queued as hashes to look through). */
+static void queue_dependents(vd_lineage *l, const vd_lineage_input *in, const char *hash)
+{
+	const vd_retained *r;
+	vd_group *c;
+
+	for (c = vd_model_first_child(in->model, hash); c != NULL; c = c->next_child)
+		if (c->mark == 2) {
+			c->mark = 0;
+			enqueue(l, c->hash);
+		}
+	if (in->retained_children == NULL)
+		return;
+	for (r = vd_map_get(in->retained_children, hash); r != NULL; r = r->next_child)
+		if (vd_model_group(in->model, r->hash) == NULL)
+			enqueue(l, r->hash);
+}
+
+static void inherit(vd_lineage *l, const vd_lineage_input *in, vd_group *g, const vd_group *p,
+    int pending)
+{
+	uint64_t sig;
 	size_t i;
 
 	if (p != NULL) {
@@ -455,9 +592,18 @@ static void inherit(vd_group *g, const vd_group *p, int pending)
 		g->chain = VD_CHAIN_PENDING;
 	else
 		g->chain = VD_CHAIN_INTACT;
+	g->legacy_untrusted = in->cfg->legacy_policy == VD_LEGACY_UNTRUSTED &&
+	    vd_group_migrated_from(g) > 0;
 	g->trusted = vd_group_state(g) == VD_AS_VERIFIED && g->chain == VD_CHAIN_INTACT &&
-	    g->committed;
+	    g->committed && !g->legacy_untrusted;
 	g->mark = 2;
+	sig = group_sig(g);
+	if (!l->whole) {
+		note_touched(l, g);
+		if (sig != g->sig)
+			queue_dependents(l, in, g->hash);
+	}
+	g->sig = sig;
 }
 
 /* Walk up to the first group already done, then fill in on the way down:
@@ -485,7 +631,6 @@ static void compute_chain(vd_lineage *l, const vd_lineage_input *in, vd_group *s
 		g->pruned = 0;
 		g->root[0] = '\0';
 		g->n_breaks = g->breaks_total = 0;
-		group_header(g);
 		path[n].g = g;
 		path[n].pending = 0;
 		path[n].next = local_links(l, in, g, &path[n].pending);
@@ -493,7 +638,7 @@ static void compute_chain(vd_lineage *l, const vd_lineage_input *in, vd_group *s
 	}
 	while (n > 0) {
 		n--;
-		inherit(path[n].g, path[n].next, path[n].pending);
+		inherit(l, in, path[n].g, path[n].next, path[n].pending);
 	}
 	free(path);
 }
@@ -512,61 +657,121 @@ static void compute_chains(vd_lineage *l, const vd_lineage_input *in)
 			compute_chain(l, in, v);
 }
 
+/* Gone hashes first, then the groups by round: parents before children,
+ * so that a chain changed by several verdicts is recomputed once. */
+static int by_round(const void *a, const void *b)
+{
+	const vd_group *x = *(const vd_group *const *)a, *y = *(const vd_group *const *)b;
+
+	return (x->round_index > y->round_index) - (x->round_index < y->round_index);
+}
+
+static void queue_dirty(vd_lineage *l, const vd_lineage_input *in)
+{
+	vd_group **gs, *g;
+	const char *k;
+	void *v;
+	size_t n = 0, i, it = 0;
+
+	if ((gs = malloc((in->model->dirty.count + 1) * sizeof(*gs))) == NULL) {
+		l->queue_failed = 1;
+		return;
+	}
+	while (vd_map_next(&in->model->dirty, &it, &k, &v)) {
+		if ((g = vd_model_group(in->model, k)) == NULL) {
+			enqueue(l, k);
+			continue;
+		}
+		g->mark = 0;
+		gs[n++] = g;
+	}
+	qsort(gs, n, sizeof(*gs), by_round);
+	for (i = 0; i < n; i++)
+		enqueue(l, gs[i]->hash);
+	free(gs);
+}
+
+/* The dirty hashes and what depends on them. A group recomputed too often
+ * means a cycle of headers: 0 then, and the caller does a whole pass. */
+static int update_chains(vd_lineage *l, const vd_lineage_input *in)
+{
+	size_t limit = 8 * (in->model->groups.count + in->model->dirty.count) + 1024, i;
+	vd_group *g;
+	int ok = 1;
+
+	l->n_queue = l->n_touched = 0;
+	l->queue_failed = 0;
+	queue_dirty(l, in);
+	for (i = 0; i < l->n_queue && !l->queue_failed; i++) {
+		if (i > limit) {
+			ok = 0;
+			break;
+		}
+		/* A gone hash is looked through each time it is queued: each
+		 * time, something above it changed. */
+		if ((g = vd_model_group(in->model, l->queue[i])) == NULL) {
+			queue_dependents(l, in, l->queue[i]);
+		} else if (g->mark == 0) {
+			compute_chain(l, in, g);
+		}
+	}
+	return ok && !l->queue_failed;
+}
+
 /* ---- heads ------------------------------------------------------------ */
+
+static void set_head(vd_lineage *l, const vd_group *g)
+{
+	const char *run = g->copies[0]->run;
+	size_t i;
+
+	l->head_round = g->round_index;
+	memcpy(l->head_hash, g->hash, sizeof(l->head_hash));
+	for (i = 1; i < g->n; i++)
+		if (strcmp(g->copies[i]->run, run) < 0)
+			run = g->copies[i]->run;
+	snprintf(l->head_run_buf, sizeof(l->head_run_buf), "%s", run);
+	l->head_run = l->head_run_buf;
+}
+
+static void consider_head(vd_lineage *l, const vd_group *g)
+{
+	if (g->trusted && (g->round_index > l->head_round ||
+	    (g->round_index == l->head_round && strcmp(g->hash, l->head_hash) < 0)))
+		set_head(l, g);
+}
 
 static void compute_head(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
 	void *v;
-	size_t it = 0, i;
+	size_t it = 0;
 
 	l->head_round = -1;
 	l->head_hash[0] = '\0';
 	l->head_run = NULL;
-	while (vd_map_next(&in->model->groups, &it, &k, &v)) {
-		vd_group *g = v;
-		if (!g->trusted)
-			continue;
-		if (g->round_index > l->head_round ||
-		    (g->round_index == l->head_round && strcmp(g->hash, l->head_hash) < 0)) {
-			l->head_round = g->round_index;
-			memcpy(l->head_hash, g->hash, sizeof(l->head_hash));
-			l->head_run = g->copies[0]->run;
-			for (i = 1; i < g->n; i++)
-				if (strcmp(g->copies[i]->run, l->head_run) < 0)
-					l->head_run = g->copies[i]->run;
-		}
+	while (vd_map_next(&in->model->groups, &it, &k, &v))
+		consider_head(l, v);
+}
+
+/* The head moves forward with the groups recomputed; back (a whole look)
+ * only when the head itself stopped being trusted. */
+static void update_head(vd_lineage *l, const vd_lineage_input *in)
+{
+	const vd_group *hg = l->head_hash[0] ? vd_model_group(in->model, l->head_hash) : NULL;
+	size_t i;
+
+	if (l->head_hash[0] && (hg == NULL || !hg->trusted)) {
+		compute_head(l, in);
+		return;
 	}
+	if (hg != NULL)
+		set_head(l, hg);      /* its copies may have moved */
+	for (i = 0; i < l->n_touched; i++)
+		consider_head(l, l->touched[i]);
 }
 
 /* ---- alerts ----------------------------------------------------------- */
-
-static void alert_add(vd_map *set, int kind, const char *subject, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void alert_add(vd_map *set, int kind, const char *subject, const char *fmt, ...)
-{
-	char key[SLOT_KEY_MAX + 64], detail[512];
-	vd_alert *a;
-	va_list ap;
-
-	snprintf(key, sizeof(key), "%s\n%s", vd_alert_name((vd_alert_kind)kind), subject);
-	if (vd_map_get(set, key) != NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	if ((a = calloc(1, sizeof(*a))) == NULL)
-		return;
-	a->kind = kind;
-	a->subject = strdup(subject);
-	a->detail = strdup(detail);
-	if (a->subject == NULL || a->detail == NULL || vd_map_put(set, key, a) < 0) {
-		free(a->subject);
-		free(a->detail);
-		free(a);
-	}
-}
 
 static void alert_free(vd_alert *a)
 {
@@ -575,94 +780,174 @@ static void alert_free(vd_alert *a)
 	free(a);
 }
 
-static void copy_alerts(const vd_lineage_input *in, vd_map *set)
+/* The fields of an alert's log line: its subject is a content hash, a
+ * path in the store, or a run's round (equivocation). */
+static vd_log_fields alert_fields(const vd_alert *a, const char *kind)
 {
-	const char *k;
-	void *v;
-	size_t it = 0;
+	vd_log_fields f = { .kind = kind };
 
-	while (vd_map_next(&in->model->copies, &it, &k, &v)) {
-		vd_copy *c = v;
-		if (vd_copy_settled(c) == VD_AS_FAILED)
-			alert_add(set, VD_ALERT_ARTIFACT_FAILED, c->relpath, "%s (claims %s): %s: %s",
-			    c->relpath, c->hdr.code == VD_OK ? c->hdr.content_hash : "no valid header",
-			    vd_code_name(c->code), VD_COPY_TEXT(c->detail));
-	}
+	if (vd_is_hex64((vd_str){ a->subject, strlen(a->subject) }))
+		f.content_hash = a->subject;
+	else if (a->kind != VD_ALERT_EQUIVOCATION)
+		f.path = a->subject;
+	return f;
 }
 
-/* A fork: two verified artifacts naming one parent. Children are counted
- * per parent in one pass. */
-static void fork_alerts(const vd_lineage_input *in, vd_map *set)
+/* Each alert is logged and recorded once when raised and once when
+ * cleared. */
+static void alert_raised(vd_lineage *l, const vd_lineage_input *in, const vd_alert *a)
 {
-	vd_map children;
-	const char *k;
-	void *v;
-	vd_group *p;
-	size_t it = 0;
+	const char *kind = vd_alert_name((vd_alert_kind)a->kind);
+	vd_log_fields f = alert_fields(a, kind);
 
-	vd_map_init(&children);
-	while (vd_map_next(&in->model->groups, &it, &k, &v)) {
-		vd_group *g = v;
-		if (g->has_parent && vd_group_settled(g) == VD_AS_VERIFIED)
-			vd_map_put(&children, g->parent,
-			    (void *)((uintptr_t)vd_map_get(&children, g->parent) + 1));
-	}
-	it = 0;
-	while (vd_map_next(&children, &it, &k, &v))
-		if ((uintptr_t)v >= 2 && (p = vd_model_group(in->model, k)) != NULL &&
-		    vd_group_settled(p) == VD_AS_VERIFIED)
-			alert_add(set, VD_ALERT_FORK, k, "%zu verified artifacts name %s as their parent",
-			    (size_t)(uintptr_t)v, k);
-	vd_map_free(&children);
+	l->alert_counts[a->kind]++;
+	vd_logf(VD_LOG_WARN, &f, "alert raised: %s: %s", kind, a->detail);
+	if (in->state)
+		vd_state_alert(in->state, kind, a->subject, a->detail, 1);
+	vd_events_alert(in->events, kind, a->subject, a->detail, 1);
 }
 
-static void group_alerts(const vd_lineage_input *in, vd_map *set)
+static void alert_cleared(vd_lineage *l, const vd_lineage_input *in, const vd_alert *a)
 {
-	const char *k;
-	void *v;
-	size_t it = 0, i;
+	const char *kind = vd_alert_name((vd_alert_kind)a->kind);
+	vd_log_fields f = alert_fields(a, kind);
 
-	while (vd_map_next(&in->model->groups, &it, &k, &v)) {
-		vd_group *g = v;
-		int verified = vd_group_settled(g) == VD_AS_VERIFIED;
-
-		for (i = 0; i < g->n_breaks; i++)
-			if (g->breaks[i].reason == VD_BREAK_COMMITMENT_MISMATCH &&
-			    strcmp(g->breaks[i].hash, g->hash) == 0)
-				alert_add(set, VD_ALERT_COMMITMENT_MISMATCH, g->hash,
-				    "%s (round %lld, %s) is not the hash committed for its round",
-				    g->hash, (long long)g->round_index, g->copies[0]->relpath);
-		if (verified && g->chain == VD_CHAIN_BROKEN)
-			alert_add(set, VD_ALERT_CHAIN_BROKEN, g->hash, "%s (round %lld, %s): %s at %s",
-			    g->hash, (long long)g->round_index, g->copies[0]->relpath,
-			    vd_break_name(g->breaks[0].reason), g->breaks[0].hash);
-	}
-	fork_alerts(in, set);
+	l->alert_counts[a->kind]--;
+	vd_logf(VD_LOG_INFO, &f, "alert cleared: %s: %s", kind, a->subject);
+	if (in->state)
+		vd_state_alert(in->state, kind, a->subject, a->detail, 0);
+	vd_events_alert(in->events, kind, a->subject, a->detail, 0);
 }
 
-static void ledger_alerts(const vd_lineage_input *in, vd_map *set)
+static void alert_key(char *key, size_t n, int kind, const char *subject)
+{
+	snprintf(key, n, "%s\n%s", vd_alert_name((vd_alert_kind)kind), subject);
+}
+
+/* Raise (on) or clear (!on) one alert. A whole pass only raises: what it
+ * did not raise again is cleared at its end. */
+static void alert_put(vd_lineage *l, const vd_lineage_input *in, int kind, const char *subject,
+    int on, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static void alert_put(vd_lineage *l, const vd_lineage_input *in, int kind, const char *subject,
+    int on, const char *fmt, ...)
+{
+	char key[SLOT_KEY_MAX + 64], detail[512], *text;
+	vd_alert *a;
+	va_list ap;
+
+	if (!on && l->whole)
+		return;
+	alert_key(key, sizeof(key), kind, subject);
+	a = vd_map_get(&l->alerts, key);
+	if (!on) {
+		if (a != NULL) {
+			vd_map_del(&l->alerts, key);
+			alert_cleared(l, in, a);
+			alert_free(a);
+		}
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	if (a != NULL) {
+		/* Still raised: the detail follows the cause, without a new
+		 * raise logged. */
+		a->seen = 1;
+		if (strcmp(a->detail, detail) != 0 && (text = strdup(detail)) != NULL) {
+			free(a->detail);
+			a->detail = text;
+		}
+		return;
+	}
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return;
+	a->kind = kind;
+	a->seen = 1;
+	a->subject = strdup(subject);
+	a->detail = strdup(detail);
+	if (a->subject == NULL || a->detail == NULL || vd_map_put(&l->alerts, key, a) < 0) {
+		alert_free(a);
+		return;
+	}
+	alert_raised(l, in, a);
+}
+
+static void copy_alert(vd_lineage *l, const vd_lineage_input *in, const char *relpath)
+{
+	const vd_copy *c = vd_model_copy(in->model, relpath);
+	int on = c != NULL && vd_copy_settled(c) == VD_AS_FAILED;
+
+	alert_put(l, in, VD_ALERT_ARTIFACT_FAILED, relpath, on, "%s (claims %s): %s: %s",
+	    relpath, c == NULL ? "" : c->hdr.code == VD_OK ? c->hdr.content_hash : "no valid header",
+	    c == NULL ? "" : vd_code_name(c->code), c == NULL ? "" : VD_COPY_TEXT(c->detail));
+}
+
+/* A fork: two verified artifacts naming one verified parent. */
+static void fork_alert(vd_lineage *l, const vd_lineage_input *in, const char *hash)
+{
+	const vd_group *p = vd_model_group(in->model, hash), *c;
+	size_t n = 0;
+
+	if (p != NULL && vd_group_settled(p) == VD_AS_VERIFIED)
+		for (c = vd_model_first_child(in->model, hash); c != NULL; c = c->next_child)
+			n += vd_group_settled(c) == VD_AS_VERIFIED;
+	alert_put(l, in, VD_ALERT_FORK, hash, n >= 2,
+	    "%zu verified artifacts name %s as their parent", n, hash);
+}
+
+static int own_mismatch(const vd_group *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->n_breaks; i++)
+		if (g->breaks[i].reason == VD_BREAK_COMMITMENT_MISMATCH &&
+		    strcmp(g->breaks[i].hash, g->hash) == 0)
+			return 1;
+	return 0;
+}
+
+static void group_alerts(vd_lineage *l, const vd_lineage_input *in, const char *hash)
+{
+	const vd_group *g = vd_model_group(in->model, hash);
+	int broken = g != NULL && vd_group_settled(g) == VD_AS_VERIFIED &&
+	    g->chain == VD_CHAIN_BROKEN && g->n_breaks > 0;
+
+	alert_put(l, in, VD_ALERT_COMMITMENT_MISMATCH, hash, g != NULL && own_mismatch(g),
+	    "%s (round %lld, %s) is not the hash committed for its round", hash,
+	    g ? (long long)g->round_index : -1LL, g ? g->copies[0]->relpath : "");
+	alert_put(l, in, VD_ALERT_CHAIN_BROKEN, hash, broken, "%s (round %lld, %s): %s at %s",
+	    hash, g ? (long long)g->round_index : -1LL, g ? g->copies[0]->relpath : "",
+	    broken ? vd_break_name(g->breaks[0].reason) : "", broken ? g->breaks[0].hash : "");
+	fork_alert(l, in, hash);
+	if (g != NULL && g->has_parent)
+		fork_alert(l, in, g->parent);
+}
+
+static void ledger_alerts(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
 	void *v;
 	size_t i, it = 0;
 
 	for (i = 0; i < in->n_ledgers; i++) {
-		const vd_scan_ledger *l = &in->ledgers[i];
-		if (!l->read_ok)
-			alert_add(set, VD_ALERT_LEDGER_BROKEN, l->relpath, "%s", l->read_error);
-		else if (l->result.brk != VD_LEDGER_INTACT)
-			alert_add(set, VD_ALERT_LEDGER_BROKEN, l->relpath, "%s: %s at %s", l->relpath,
-			    vd_ledger_break_name(l->result.brk), l->result.break_detail);
+		const vd_scan_ledger *lg = &in->ledgers[i];
+		if (!lg->read_ok)
+			alert_put(l, in, VD_ALERT_LEDGER_BROKEN, lg->relpath, 1, "%s", lg->read_error);
+		else if (lg->result.brk != VD_LEDGER_INTACT)
+			alert_put(l, in, VD_ALERT_LEDGER_BROKEN, lg->relpath, 1, "%s: %s at %s",
+			    lg->relpath, vd_ledger_break_name(lg->result.brk), lg->result.break_detail);
 	}
 	while (vd_map_next(in->mems, &it, &k, &v)) {
 		const vd_ledger_mem *m = v;
 		if (m->rewritten)
-			alert_add(set, VD_ALERT_LEDGER_REWRITTEN, m->relpath, "%s: %s", m->relpath,
+			alert_put(l, in, VD_ALERT_LEDGER_REWRITTEN, m->relpath, 1, "%s: %s", m->relpath,
 			    m->detail);
 	}
 }
 
-static void equivocation_alerts(vd_lineage *l, vd_map *set)
+static void equivocation_alerts(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
 	void *v;
@@ -675,63 +960,115 @@ static void equivocation_alerts(vd_lineage *l, vd_map *set)
 			continue;
 		snprintf(subject, sizeof(subject), "%s round %lld", vd_run_name(sl->run),
 		    (long long)sl->round_index);
-		alert_add(set, VD_ALERT_EQUIVOCATION, subject,
+		alert_put(l, in, VD_ALERT_EQUIVOCATION, subject, 1,
 		    "run %s round %lld: commitments name both %s and %s (%s); no artifact of that round is trusted",
 		    vd_run_name(sl->run), (long long)sl->round_index, sl->first_hash, sl->other_hash,
 		    sl->other_where ? sl->other_where : "?");
 	}
 }
 
-/* Log (and record) each alert once when raised and once when cleared. */
-static void diff_alerts(vd_lineage *l, const vd_lineage_input *in, vd_map *now)
+/* What a whole pass did not raise again is cleared, a batch at a time
+ * (the map cannot change under its iterator). */
+static void clear_unseen(vd_lineage *l, const vd_lineage_input *in)
+{
+	char *gone[64];
+	const char *k;
+	void *v;
+	vd_alert *a;
+	size_t it, n, i;
+
+	do {
+		n = 0;
+		it = 0;
+		while (n < VD_ARRAY_LEN(gone) && vd_map_next(&l->alerts, &it, &k, &v))
+			if (!((vd_alert *)v)->seen && (gone[n] = strdup(k)) != NULL)
+				n++;
+		for (i = 0; i < n; i++) {
+			if ((a = vd_map_del(&l->alerts, gone[i])) != NULL) {
+				alert_cleared(l, in, a);
+				alert_free(a);
+			}
+			free(gone[i]);
+		}
+	} while (n == VD_ARRAY_LEN(gone));
+}
+
+static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
 	void *v;
 	size_t it = 0;
 
-	while (vd_map_next(now, &it, &k, &v)) {
-		vd_alert *a = v;
-		if (vd_map_get(&l->alerts, k) != NULL)
-			continue;
-		log_warn("alert raised: %s: %s", vd_alert_name((vd_alert_kind)a->kind), a->detail);
-		if (in->state)
-			vd_state_alert(in->state, vd_alert_name((vd_alert_kind)a->kind), a->subject, a->detail, 1);
-	}
-	it = 0;
-	while (vd_map_next(&l->alerts, &it, &k, &v)) {
-		vd_alert *a = v;
-		if (vd_map_get(now, k) == NULL) {
-			log_info("alert cleared: %s: %s", vd_alert_name((vd_alert_kind)a->kind), a->subject);
-			if (in->state)
-				vd_state_alert(in->state, vd_alert_name((vd_alert_kind)a->kind), a->subject, a->detail, 0);
-		}
-		alert_free(a);
-	}
-	vd_map_free(&l->alerts);
-	l->alerts = *now;
-	memset(l->alert_counts, 0, sizeof(l->alert_counts));
-	it = 0;
 	while (vd_map_next(&l->alerts, &it, &k, &v))
-		l->alert_counts[((vd_alert *)v)->kind]++;
+		((vd_alert *)v)->seen = 0;
+	it = 0;
+	while (vd_map_next(&in->model->copies, &it, &k, &v))
+		if (vd_copy_settled(v) == VD_AS_FAILED)
+			copy_alert(l, in, k);
+	it = 0;
+	while (vd_map_next(&in->model->groups, &it, &k, &v))
+		group_alerts(l, in, k);
+	ledger_alerts(l, in);
+	equivocation_alerts(l, in);
+	clear_unseen(l, in);
+	/* Every alert was just looked at: the history's open episodes that no
+	 * longer hold, left by an earlier run of the daemon, end now. */
+	if (in->state && in->scanned)
+		vd_state_alerts_settle(in->state);
+}
+
+/* The alerts of what changed: the copies marked, the hashes queued and
+ * the groups recomputed (ledger and equivocation alerts change only with
+ * commitment sources, in whole passes). */
+static void update_alerts(vd_lineage *l, const vd_lineage_input *in)
+{
+	const char *k;
+	void *v;
+	size_t it = 0, i;
+
+	while (vd_map_next(&in->model->dirty_copies, &it, &k, &v))
+		copy_alert(l, in, k);
+	for (i = 0; i < l->n_queue; i++)
+		group_alerts(l, in, l->queue[i]);
+	for (i = 0; i < l->n_touched; i++)
+		group_alerts(l, in, l->touched[i]->hash);
+}
+
+/* ---- refresh ---------------------------------------------------------- */
+
+static void refresh_whole(vd_lineage *l, const vd_lineage_input *in)
+{
+	l->whole = 1;
+	l->n_touched = l->n_queue = 0;
+	compute_chains(l, in);
+	compute_head(l, in);
+	whole_alerts(l, in);
 }
 
 void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, int commits)
 {
-	vd_map now;
-
 	if (commits || !l->built) {
 		build_commits(l, in);
 		count_series(l);
 		l->built = 1;
+		refresh_whole(l, in);
+		return;
 	}
-	compute_chains(l, in);
-	compute_head(l, in);
-	vd_map_init(&now);
-	copy_alerts(in, &now);
-	group_alerts(in, &now);
-	ledger_alerts(in, &now);
-	equivocation_alerts(l, &now);
-	diff_alerts(l, in, &now);
+	if (in->model->dirty_all) {
+		refresh_whole(l, in);
+		return;
+	}
+	l->whole = 0;
+	if (!update_chains(l, in)) {
+		log_warn("lineage: recomputing every chain (%s)", l->queue_failed ?
+		    "out of memory" : "a cycle of parent hashes");
+		refresh_whole(l, in);
+		return;
+	}
+	update_head(l, in);
+	update_alerts(l, in);
+	log_debug("lineage: %zu hash(es) looked at, %zu chain(s) recomputed", l->n_queue,
+	    l->n_touched);
 }
 
 void vd_lineage_free(vd_lineage *l)
@@ -742,7 +1079,14 @@ void vd_lineage_free(vd_lineage *l)
 
 	clear_commits(l);
 	vd_map_free(&l->commits);
+	it = 0;
+	while (vd_map_next(&l->key_ids, &it, &k, &v))
+		free(v);
+	vd_map_free(&l->key_ids);
+	it = 0;
 	while (vd_map_next(&l->alerts, &it, &k, &v))
 		alert_free(v);
 	vd_map_free(&l->alerts);
+	free(l->touched);
+	free(l->queue);
 }

@@ -31,23 +31,29 @@ typedef enum vd_commit_source {
 
 const char *vd_commit_source_name(vd_commit_source s);
 
+/* A long run holds a slot per round: entries point into their slot and
+ * the lineage rather than hold copies. */
 typedef struct vd_commit_entry {
 	int has;
-	char hash[VD_HASH_HEX_LEN + 1];
+	int is_signed;
+	const char *hash;           /* one of its slot's hashes */
 	const char *where;          /* ledger or statement path, "api", "config";
 	                             * owned by the inputs, valid until the next refresh */
 	size_t line;                /* ledger line */
-	int is_signed;
-	char key_id[VD_KEYID_LEN + 1];
+	const char *key_id;         /* held by the lineage; "" when unsigned */
 } vd_commit_entry;
+
+#define VD_SLOT_MORE_HASHES VD_SRC_COUNT /* past first and other: one per source at most */
 
 /* What every source says for one round of one run. */
 typedef struct vd_commit_slot {
-	char *run;
+	const char *run;               /* in the same allocation as the slot */
 	int64_t round_index;           /* the RoundClose round t (-1: pinned genesis) */
 	vd_commit_entry src[VD_SRC_COUNT];
 	char first_hash[VD_HASH_HEX_LEN + 1];  /* the first hash any source named */
 	char other_hash[VD_HASH_HEX_LEN + 1];  /* another one: an equivocation */
+	char (*more)[VD_HASH_HEX_LEN + 1];     /* a third and fourth, rarely */
+	size_t n_more;
 	const char *other_where;
 	int anchor;                    /* an anchor pins this round: a chain root */
 } vd_commit_slot;
@@ -88,6 +94,7 @@ typedef struct vd_retained {
 	int has_parent;
 	char parent[VD_HASH_HEX_LEN + 1];
 	double verified_at;
+	struct vd_retained *next_child;  /* the next one naming the same parent */
 } vd_retained;
 
 /* A RoundClose posted (token: key_id ""; signed: the key) or refused. */
@@ -107,29 +114,47 @@ typedef struct vd_lineage_input {
 	const vd_signed_stmt *stmts;
 	size_t n_stmts;
 	const vd_map *retained;        /* hash -> vd_retained; may be NULL */
+	const vd_map *retained_children; /* parent hash -> first vd_retained; may be NULL */
 	struct vd_state *state;        /* alert history; NULL: none */
+	int scanned;                   /* the model holds a whole scan: an alert
+	                                * not raised now is not raised at all */
+	struct vd_events *events;      /* GET /events; NULL: none */
 } vd_lineage_input;
 
 typedef struct vd_alert {
 	int kind;
+	int seen;                      /* still raised by a whole pass */
 	char *subject, *detail;
 } vd_alert;
 
 typedef struct vd_lineage {
 	vd_map commits;                /* "run\nround" -> vd_commit_slot */
+	vd_map key_ids;                /* key id -> its one copy, for the slots */
 	vd_map alerts;                 /* "kind\nsubject" -> vd_alert */
 	uint64_t alert_counts[VD_ALERT_COUNT];
 	uint64_t series[VD_CS_COUNT];  /* commitments by source and signature */
 	int built;                     /* the slots were built once */
 	int64_t head_round;            /* committed head, -1: none */
 	char head_hash[VD_HASH_HEX_LEN + 1];
-	const char *head_run;          /* a copy's run, valid until the next refresh */
+	const char *head_run;          /* its run (head_run_buf), NULL: none */
+	char head_run_buf[VD_RUN_MAX];
+	/* What the last refresh recomputed: every group (whole), or the
+	 * groups listed (valid until the model next changes). */
+	int whole;
+	vd_group **touched;
+	size_t n_touched, cap_touched;
+	char (*queue)[VD_HASH_HEX_LEN + 1];  /* hashes to look at, a refresh's work list */
+	size_t n_queue, cap_queue;
+	int queue_failed;              /* out of memory: a whole pass instead */
 } vd_lineage;
 
 void vd_lineage_init(vd_lineage *l);
 void vd_lineage_free(vd_lineage *l);
-/* Recompute from in: chains, the head and alerts always; the commitment
- * slots too when commits is set (a commitment source changed). */
+/* Catch up with in. When commits is set (a commitment source changed),
+ * or on the first call, the commitment slots are rebuilt and every chain,
+ * the head and every alert recomputed; otherwise only what the model
+ * marked dirty and what depends on it (children, through pruned links):
+ * the cost follows the change, not the store. */
 void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, int commits);
 
 /* The slot of (run, round), or NULL. */
@@ -137,5 +162,11 @@ const vd_commit_slot *vd_lineage_slot(const vd_lineage *l, const char *run, int6
 /* Whether an entry counts under the policy: every source but an unsigned
  * ledger record under "signed". */
 int vd_commit_counts(const vd_commit_entry *e, vd_commit_source src, int policy);
+
+/* The schema_version a legacy hash's header.json was read through the
+ * migration from (older than the newest the verifier reads), as its
+ * first copy has it; 0 when it is not legacy. Under legacy_policy =
+ * untrusted such a hash is never trusted (vd_group.legacy_untrusted). */
+int64_t vd_group_migrated_from(const vd_group *g);
 
 #endif

@@ -1,14 +1,55 @@
-/* Logging: to stderr in the foreground (or under systemd), else syslog. */
+/*
+ * Logging: to stderr in the foreground, as text ("level: message") or as
+ * one JSON object a line (log_format); to the systemd journal through its
+ * native protocol when stderr is the journal or the daemon runs under
+ * systemd; else to syslog. A line may carry fields (vd_log_fields): JSON
+ * members of the same names, and journal fields upper-cased (path as
+ * STORE_PATH), so `journalctl CONTENT_HASH=<hex>` lists what the daemon
+ * said about one artifact. Safe from any thread.
+ */
 #ifndef VD_LOG_H
 #define VD_LOG_H
 
+#include <stddef.h>
+
 enum { VD_LOG_ERROR, VD_LOG_WARN, VD_LOG_INFO, VD_LOG_DEBUG };
+
+/* log_format: how lines go to stderr. */
+enum { VD_LOG_TEXT, VD_LOG_JSON };
+
+#define VD_LOG_MSG_MAX 2048        /* a message longer than this is cut */
+#define VD_LOG_LINE_MAX 8192       /* a JSON line or a journal entry, fields included */
+#define VD_LOG_JOURNAL_SOCKET "/run/systemd/journal/socket"
+
+/* What a line is about; NULL members are left out. */
+typedef struct vd_log_fields {
+	const char *content_hash;   /* an artifact's content hash */
+	const char *path;           /* inside the store: an artifact directory, a ledger, a statement */
+	const char *code;           /* a verification code, or why a statement was refused */
+	const char *run;            /* a run, "." for the store root */
+	const char *kind;           /* an alert's kind */
+} vd_log_fields;
 
 void vd_log_open(const char *ident, int to_stderr);
 void vd_log_set_level(int level);
+void vd_log_set_format(int format);
 int vd_log_level_parse(const char *s);         /* -1 if unknown */
 const char *vd_log_level_name(int level);
+int vd_log_format_parse(const char *s);        /* -1 if unknown */
+const char *vd_log_format_name(int format);
 void vd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with fields (NULL: none). */
+void vd_logf(int level, const vd_log_fields *f, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The JSON line of a message, newline included, in out (cut to a valid
+ * line when it does not fit); its length. ts is Unix seconds. */
+size_t vd_log_json_line(char *out, size_t n, double ts, int level, const vd_log_fields *f,
+    const char *msg);
+/* The journal entry of a message (native protocol: KEY=value lines), in
+ * out; its length, or 0 when it does not fit. */
+size_t vd_log_journal_entry(char *out, size_t n, const char *ident, int level,
+    const vd_log_fields *f, const char *msg);
 
 #define log_error(...) vd_log(VD_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) vd_log(VD_LOG_WARN, __VA_ARGS__)

@@ -23,15 +23,23 @@ void vd_map_init(vd_map *m)
 	memset(m, 0, sizeof(*m));
 }
 
+void vd_map_init_borrowed(vd_map *m)
+{
+	vd_map_init(m);
+	m->borrowed = 1;
+}
+
 void vd_map_free(vd_map *m)
 {
+	int borrowed = m->borrowed;
 	size_t i;
 
-	for (i = 0; i < m->cap; i++)
+	for (i = 0; i < m->cap && !borrowed; i++)
 		if (m->slots[i].key != NULL && m->slots[i].key != DELETED)
 			free(m->slots[i].key);
 	free(m->slots);
 	vd_map_init(m);
+	m->borrowed = borrowed;
 }
 
 static vd_map_slot *find(const vd_map *m, const char *key)
@@ -95,11 +103,15 @@ int vd_map_put(vd_map *m, const char *key, void *value)
 
 	if (s != NULL) {
 		s->value = value;
+		if (m->borrowed)
+			s->key = (char *)key;   /* the new value's own copy */
 		return 0;
 	}
 	if ((m->used + 1) * 4 > m->cap * 3 && grow(m) < 0)
 		return -ENOMEM;
-	if ((k = strdup(key)) == NULL)
+	if (m->borrowed)
+		k = (char *)key;
+	else if ((k = strdup(key)) == NULL)
 		return -ENOMEM;
 	mask = m->cap - 1;
 	for (i = hash(key) & mask; m->slots[i].key != NULL && m->slots[i].key != DELETED;
@@ -121,7 +133,8 @@ void *vd_map_del(vd_map *m, const char *key)
 	if (s == NULL)
 		return NULL;
 	v = s->value;
-	free(s->key);
+	if (!m->borrowed)
+		free(s->key);
 	s->key = DELETED;
 	s->value = NULL;
 	m->count--;

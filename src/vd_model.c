@@ -109,8 +109,11 @@ int vd_group_in_run(const vd_group *g, const char *run)
 
 void vd_model_init(vd_model *m)
 {
-	vd_map_init(&m->copies);
-	vd_map_init(&m->groups);
+	vd_map_init_borrowed(&m->copies);
+	vd_map_init_borrowed(&m->groups);
+	vd_map_init_borrowed(&m->children);
+	vd_map_init(&m->dirty);
+	vd_map_init(&m->dirty_copies);
 }
 
 vd_copy *vd_model_copy(const vd_model *m, const char *relpath)
@@ -123,13 +126,112 @@ vd_group *vd_model_group(const vd_model *m, const char *hash)
 	return vd_map_get(&m->groups, hash);
 }
 
+vd_group *vd_model_first_child(const vd_model *m, const char *hash)
+{
+	return vd_map_get(&m->children, hash);
+}
+
+/* Past this many marks (and a quarter of the groups), everything is
+ * taken as changed: a whole pass costs no more, and a first scan of a
+ * large store would otherwise copy every path and hash into the sets. */
+#define DIRTY_WHOLE_MIN 1024
+
+/* Out of memory, everything is taken as changed too. */
+static void mark(vd_model *m, vd_map *set, const char *key)
+{
+	if (m->dirty_all || vd_map_get(set, key) != NULL)
+		return;
+	if ((set->count >= DIRTY_WHOLE_MIN && set->count >= m->groups.count / 4) ||
+	    vd_map_put(set, key, (void *)1) < 0) {
+		vd_model_clear_dirty(m);
+		m->dirty_all = 1;
+	}
+}
+
+/* A copy's hash changes its group; its parent hash, the parent's count
+ * of children (fork alerts). */
+static void mark_copy(vd_model *m, const vd_copy *c)
+{
+	mark(m, &m->dirty_copies, c->relpath);
+	if (c->hdr.code != VD_OK)
+		return;
+	mark(m, &m->dirty, c->hdr.content_hash);
+	if (c->hdr.has_parent)
+		mark(m, &m->dirty, c->hdr.parent_hash);
+}
+
+void vd_model_touch(vd_model *m, const vd_copy *c)
+{
+	mark_copy(m, c);
+}
+
+void vd_model_clear_dirty(vd_model *m)
+{
+	vd_map_free(&m->dirty);
+	vd_map_free(&m->dirty_copies);
+	m->dirty_all = 0;
+}
+
+static void unlink_child(vd_model *m, vd_group *g)
+{
+	vd_group *first = vd_map_get(&m->children, g->parent), **pp;
+
+	if (first == g) {
+		if (g->next_child != NULL)     /* keyed by the new first's parent */
+			vd_map_put(&m->children, g->next_child->parent, g->next_child);
+		else
+			vd_map_del(&m->children, g->parent);
+	} else {
+		for (pp = &first; *pp != NULL && *pp != g; pp = &(*pp)->next_child)
+			;
+		if (*pp == g)
+			*pp = g->next_child;
+	}
+	g->next_child = NULL;
+}
+
+/* The group's header is its first copy's: re-read when that copy changes,
+ * moving the group in the children index. */
+static void take_first_header(vd_model *m, vd_group *g)
+{
+	const vd_hdrinfo *h = &g->copies[0]->hdr;
+
+	if (g->has_parent && (!h->has_parent || strcmp(g->parent, h->parent_hash) != 0)) {
+		mark(m, &m->dirty, g->parent);
+		unlink_child(m, g);
+		g->has_parent = 0;
+	}
+	g->round_index = h->round_index;
+	if (h->has_parent && !g->has_parent) {
+		memcpy(g->parent, h->parent_hash, sizeof(g->parent));
+		g->next_child = vd_map_get(&m->children, g->parent);
+		if (vd_map_put(&m->children, g->parent, g) < 0) {
+			g->next_child = NULL;
+			return;
+		}
+		g->has_parent = 1;
+	}
+}
+
+static void free_group(vd_model *m, vd_group *g)
+{
+	if (g->has_parent)
+		unlink_child(m, g);
+	vd_map_del(&m->groups, g->hash);
+	free(g->copies);
+	free(g->breaks);
+	free(g);
+}
+
 void vd_model_unindex(vd_model *m, vd_copy *c)
 {
 	vd_group *g;
 	size_t i;
 
+	mark(m, &m->dirty_copies, c->relpath);
 	if (c->hdr.code != VD_OK || (g = vd_map_get(&m->groups, c->hdr.content_hash)) == NULL)
 		return;
+	mark_copy(m, c);
 	for (i = 0; i < g->n; i++) {
 		if (g->copies[i] == c) {
 			memmove(&g->copies[i], &g->copies[i + 1], (g->n - i - 1) * sizeof(*g->copies));
@@ -137,12 +239,10 @@ void vd_model_unindex(vd_model *m, vd_copy *c)
 			break;
 		}
 	}
-	if (g->n == 0) {
-		vd_map_del(&m->groups, g->hash);
-		free(g->copies);
-		free(g->breaks);
-		free(g);
-	}
+	if (g->n == 0)
+		free_group(m, g);
+	else if (i == 0)
+		take_first_header(m, g);
 }
 
 static vd_group *group_for(vd_model *m, const char *hash)
@@ -168,12 +268,16 @@ void vd_model_index(vd_model *m, vd_copy *c)
 	vd_copy **grown;
 	size_t i;
 
+	mark_copy(m, c);
 	if (c->hdr.code != VD_OK || (g = group_for(m, c->hdr.content_hash)) == NULL)
 		return;
 	if (g->n == g->cap) {
 		size_t cap = g->cap ? g->cap * 2 : 2;
-		if ((grown = realloc(g->copies, cap * sizeof(*grown))) == NULL)
+		if ((grown = realloc(g->copies, cap * sizeof(*grown))) == NULL) {
+			if (g->n == 0)
+				free_group(m, g);
 			return;
+		}
 		g->copies = grown;
 		g->cap = cap;
 	}
@@ -181,6 +285,8 @@ void vd_model_index(vd_model *m, vd_copy *c)
 		g->copies[i] = g->copies[i - 1];
 	g->copies[i] = c;
 	g->n++;
+	if (i == 0)
+		take_first_header(m, g);
 }
 
 /* ---- copies ------------------------------------------------------------ */
@@ -191,10 +297,30 @@ void vd_copy_text(char **dst, const char *text)
 	*dst = text != NULL && text[0] != '\0' ? strdup(text) : NULL;
 }
 
+static int facts_empty(const vd_facts *f)
+{
+	return f->expected_hash[0] == '\0' && f->recomputed_hash[0] == '\0' &&
+	    !f->has_file_schema_version && f->reader_max_version == 0 &&
+	    f->tensor[0] == '\0' && f->file[0] == '\0' && f->remediation[0] == '\0';
+}
+
+void vd_copy_facts(vd_copy *c, const vd_facts *f)
+{
+	if (f == NULL || facts_empty(f)) {
+		free(c->facts);
+		c->facts = NULL;
+		return;
+	}
+	if (c->facts == NULL && (c->facts = malloc(sizeof(*c->facts))) == NULL)
+		return;             /* the verdict stands without its facts */
+	*c->facts = *f;
+}
+
 static void free_copy(vd_copy *c)
 {
 	free(c->detail);
 	free(c->changed);
+	free(c->facts);
 	vd_chunkmap_free(c->chunks);
 	vd_hdrinfo_free(&c->hdr);
 	free(c->relpath);
@@ -211,7 +337,7 @@ vd_copy *vd_model_add_copy(vd_model *m, const char *relpath, const char *run)
 	c->relpath = strdup(relpath);
 	c->run = strdup(run);
 	c->hdr.code = VD_ARTIFACT_INVALID;
-	if (c->relpath == NULL || c->run == NULL || vd_map_put(&m->copies, relpath, c) < 0) {
+	if (c->relpath == NULL || c->run == NULL || vd_map_put(&m->copies, c->relpath, c) < 0) {
 		free_copy(c);
 		return NULL;
 	}
@@ -241,4 +367,6 @@ void vd_model_free(vd_model *m)
 	}
 	vd_map_free(&m->copies);
 	vd_map_free(&m->groups);
+	vd_map_free(&m->children);
+	vd_model_clear_dirty(m);
 }

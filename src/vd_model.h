@@ -1,8 +1,8 @@
 /*
- * The store's model: every artifact directory (a "copy") with its header
- * and latest verdict, and the copies grouped by the content hash their
- * headers claim. The store owns and changes it on the loop thread; lineage
- * reads it and writes only each group's lineage part.
+ * The store's model: every artifact (a "copy": a directory or a tar) with
+ * its header and latest verdict, and the copies grouped by the content
+ * hash their headers claim. The store owns and changes it on the loop
+ * thread; lineage reads it and writes only each group's lineage part.
  */
 #ifndef VD_MODEL_H
 #define VD_MODEL_H
@@ -22,8 +22,9 @@ const char *vd_astate_name(vd_astate s);
 typedef struct vd_copy {
 	char *relpath;
 	char *run;                  /* the directory holding it */
+	vd_artifact_kind kind;      /* as last scanned (a directory until then) */
 	vd_hdrinfo hdr;             /* header.json as last scanned */
-	vd_fingerprint fp;          /* the directory as last seen */
+	vd_fingerprint fp;          /* the directory or tar as last seen */
 	/* The latest verdict and the directory state it describes. */
 	int has_verdict;
 	vd_code code;
@@ -42,6 +43,8 @@ typedef struct vd_copy {
 	int seen;                   /* scan sweep mark */
 	struct vd_chunkmap *chunks; /* chunk digests of the verified bytes */
 	char *changed;              /* what the last re-check found changed, or NULL */
+	vd_facts *facts;            /* the facts behind the latest verdict's failure
+	                             * and its remediation; NULL when none */
 } vd_copy;
 
 #define VD_CHAIN_MAX_BREAKS 16     /* breaks listed per chain; the rest counted */
@@ -69,8 +72,15 @@ typedef struct vd_group {      /* every copy claiming one content hash */
 	char hash[VD_HASH_HEX_LEN + 1];
 	vd_copy **copies;           /* in path order */
 	size_t n, cap;
+	/* The first copy's header, kept by the model, and the index of
+	 * children by parent hash this places the group in. */
+	int64_t round_index;
+	int has_parent;
+	char parent[VD_HASH_HEX_LEN + 1];
+	struct vd_group *next_child;   /* the next group naming the same parent */
 	/* Lineage, written by vd_lineage.c only. */
-	int mark;                   /* 0 not yet, 1 on the walk, 2 done */
+	int mark;                   /* 0 to compute, 1 on the walk, 2 done */
+	uint64_t sig;               /* what children read of it, as last computed */
 	vd_chain_status chain;
 	size_t chain_len;
 	size_t pruned;              /* links through removed, remembered artifacts */
@@ -81,15 +91,18 @@ typedef struct vd_group {      /* every copy claiming one content hash */
 	int commit_source;          /* vd_commit_source shown */
 	int committed;              /* a counting source names this hash, unopposed */
 	int trusted;
-	int64_t round_index;
-	int has_parent;
-	char parent[VD_HASH_HEX_LEN + 1];
+	int legacy_untrusted;       /* legacy, and legacy_policy = untrusted */
 } vd_group;
 
-/* The copies and their index by claimed hash. */
+/* The copies, their index by claimed hash and by parent hash, and what
+ * changed since lineage last looked. */
 typedef struct vd_model {
 	vd_map copies;              /* relpath -> vd_copy */
 	vd_map groups;              /* content hash -> vd_group */
+	vd_map children;            /* parent hash -> first vd_group naming it */
+	vd_map dirty;               /* hashes whose groups or children changed */
+	vd_map dirty_copies;        /* relpaths of copies that changed or left */
+	int dirty_all;              /* too many to list: everything changed */
 } vd_model;
 
 void vd_model_init(vd_model *m);
@@ -97,14 +110,23 @@ void vd_model_free(vd_model *m);      /* frees copies and groups */
 
 vd_copy *vd_model_copy(const vd_model *m, const char *relpath);
 vd_group *vd_model_group(const vd_model *m, const char *hash);
-/* A new copy under relpath (run: its parent directory), not indexed. */
+/* A new copy under relpath (run: its parent directory), not indexed; a
+ * directory until its kind is set. */
 vd_copy *vd_model_add_copy(vd_model *m, const char *relpath, const char *run);
 /* Unindex and free. */
 void vd_model_remove_copy(vd_model *m, vd_copy *c);
 /* Keep the index in step with c->hdr: call unindex before the header
- * changes and index after. */
+ * changes and index after. Both mark what they change dirty. */
 void vd_model_unindex(vd_model *m, vd_copy *c);
 void vd_model_index(vd_model *m, vd_copy *c);
+
+/* The groups whose first copy names hash as its parent, linked through
+ * next_child. */
+vd_group *vd_model_first_child(const vd_model *m, const char *hash);
+/* Mark a copy's verdict or schedule changed, for lineage to look at. */
+void vd_model_touch(vd_model *m, const vd_copy *c);
+/* Lineage has looked: forget what changed. */
+void vd_model_clear_dirty(vd_model *m);
 
 vd_astate vd_copy_state(const vd_copy *c);
 /* The last verdict, ignoring a verification under way: what lineage and
@@ -117,6 +139,10 @@ vd_astate vd_group_state(const vd_group *g);
  * verified (a bad extra copy raises its own alert, but does not break the
  * chains through the good one), failed when every copy failed. */
 vd_astate vd_group_through(const vd_group *g);
+
+/* Set a copy's facts (copied; NULL, or none that apply, clears them).
+ * Kept out of the copy itself, since most copies have none. */
+void vd_copy_facts(vd_copy *c, const vd_facts *f);
 
 /* Set a copy's sentence (detail, changed): NULL or "" clears it. Kept out
  * of the copy itself, since most copies have none. */

@@ -2,75 +2,54 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sched.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vd_log.h"
 #include "vd_pool.h"
+#include "vd_tar.h"
 #include "vd_util.h"
 
 /* Chunk work: digests taken alongside a canonical pass, or compared in a
- * re-check. Items are queued for idle workers; the job that queued them
- * works on its own batch too and waits for it. */
-typedef struct chunk_batch chunk_batch;
+ * re-check. Items are posted as tasks for idle workers; the job that
+ * posted them works on its own batch too and waits for it. */
 typedef struct chunk_item {
-	struct chunk_item *next;
-	chunk_batch *batch;
+	vd_task task;
 	const uint8_t *p;
 	size_t n;
 	uint8_t *out;              /* where the digest goes */
 	const uint8_t *expect;     /* re-check: what it must be */
 	size_t file, chunk;
-	int claimed;
 	/* The item's own result, written by the one thread digesting it and
-	 * folded into the batch under the pool's mutex. */
+	 * folded into the batch under the queue's mutex. */
 	int failed, differs;
 } chunk_item;
 
-/* Results are folded in under the pool's mutex (or by the one thread
- * that owns a batch never queued); read once pending is 0. */
-struct chunk_batch {
+/* Results are folded in under the queue's mutex (or by the one thread
+ * that owns a batch never posted); read once the queue says it is done. */
+typedef struct chunk_batch {
+	vd_taskset set;
 	chunk_item *items;
-	size_t count, pending, claimed_by_others;
+	size_t count;
 	int failed;                /* a file shrank under a digest */
 	int mismatch;
 	size_t mm_file, mm_chunk;  /* the first chunk that differs */
-};
+} chunk_batch;
 
 struct vd_pool {
-	uv_loop_t *loop;
-	uv_async_t async;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	uv_timer_t grace;          /* stopping: when running jobs are cancelled */
-	uv_work_t reap;            /* stopping: joins the threads off the loop */
-	int handles_open;
-	pthread_t *threads;
-	unsigned nthreads;         /* grows under mu as threads start */
-	unsigned exited;           /* stopping: threads out of their loop */
-	int reaping;
+	vd_queue *q;
 	char *root;
-	vd_job *explicit_head, *explicit_tail;
-	vd_job *bg_head, *bg_tail;
-	vd_job *done_head, *done_tail;
-	chunk_item *chunk_head;
-	pthread_cond_t chunk_cv;   /* a batch item finished */
-	unsigned queued, busy;
-	int stopping;
-	atomic_int cancel;          /* running verifications give up */
 	vd_pool_done_fn done;
 	void *arg;
 };
+
+#define ITEM_OF(t) ((chunk_item *)((void *)((char *)(t) - offsetof(chunk_item, task))))
+#define BATCH_OF(s) ((chunk_batch *)((void *)((char *)(s) - offsetof(chunk_batch, set))))
+#define JOB_OF(it) ((vd_job *)((void *)((char *)(it) - offsetof(vd_job, item))))
 
 vd_job *vd_job_new(vd_job_kind kind, const char *relpath)
 {
@@ -106,7 +85,7 @@ static double mono_now(void)
 }
 
 typedef struct progress_ctx {
-	vd_pool *pool;
+	vd_queue *q;
 	vd_job *job;
 	double t0;
 } progress_ctx;
@@ -118,21 +97,21 @@ static int on_progress(uint64_t done, uint64_t total, void *arg)
 	double ahead;
 
 	pc->job->hashed = done;
-	if (pc->pool->cancel)
+	if (vd_queue_cancelled(pc->q))
 		return 1;
 	if (pc->job->rate == 0)
 		return 0;
 	ahead = (double)done / (double)pc->job->rate - (mono_now() - pc->t0);
-	while (ahead > 0 && !pc->pool->cancel) {
+	while (ahead > 0 && !vd_queue_cancelled(pc->q)) {
 		double step = ahead > 0.2 ? 0.2 : ahead;
 		struct timespec ts = { (time_t)step, (long)((step - (double)(time_t)step) * 1e9) };
 		nanosleep(&ts, NULL);
 		ahead -= step;
 	}
-	return pc->pool->cancel ? 1 : 0;
+	return vd_queue_cancelled(pc->q) ? 1 : 0;
 }
 
-/* ---- chunk work (caller holds p->mu where noted) -------------------- */
+/* ---- chunk work --------------------------------------------------- */
 
 /* Digest one item into the item alone: several threads work on a batch. */
 static void do_item(chunk_item *it)
@@ -145,12 +124,12 @@ static void do_item(chunk_item *it)
 		it->differs = 1;
 }
 
-/* p->mu held, or b never queued: the first differing chunk in file order
- * is the one reported, whichever thread found it first. */
+/* The queue's mutex held, or b never posted: the first differing chunk in
+ * file order is the one reported, whichever thread found it first. */
 static void fold_item(chunk_batch *b, const chunk_item *it)
 {
-	if (it->failed)
-		b->failed = 1;
+	if (it->failed || it->task.dropped)
+		b->failed = 1;      /* a dropped item was not digested: incomplete */
 	if (it->differs && (!b->mismatch || it->file < b->mm_file ||
 	    (it->file == b->mm_file && it->chunk < b->mm_chunk))) {
 		b->mismatch = 1;
@@ -159,64 +138,23 @@ static void fold_item(chunk_batch *b, const chunk_item *it)
 	}
 }
 
-/* p->mu held. */
-static chunk_item *pop_chunk(vd_pool *p, const chunk_batch *only)
+static void run_task(vd_task *t)
 {
-	chunk_item **pp, *it;
-
-	for (pp = &p->chunk_head; (it = *pp) != NULL; pp = &it->next) {
-		if (only == NULL || it->batch == only) {
-			*pp = it->next;
-			it->next = NULL;
-			it->claimed = 1;
-			return it;
-		}
-	}
-	return NULL;
+	do_item(ITEM_OF(t));
 }
 
-/* p->mu held: an item is done; wake whoever waits for its batch. */
-static void item_done(vd_pool *p, chunk_item *it)
+static void fold_task(vd_task *t)
 {
-	fold_item(it->batch, it);
-	it->batch->pending--;
-	pthread_cond_broadcast(&p->chunk_cv);
+	fold_item(BATCH_OF(t->set), ITEM_OF(t));
 }
 
-static void queue_batch(vd_pool *p, chunk_batch *b)
+static void post_batch(vd_queue *q, chunk_batch *b)
 {
 	size_t i;
 
-	pthread_mutex_lock(&p->mu);
-	for (i = b->count; i > 0; i--) {
-		b->items[i - 1].next = p->chunk_head;
-		p->chunk_head = &b->items[i - 1];
-	}
-	b->pending = b->count;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-}
-
-/* Work on b's unclaimed items, then wait for the ones others took. */
-static void finish_batch(vd_pool *p, chunk_batch *b, int help)
-{
-	chunk_item *it;
-
-	pthread_mutex_lock(&p->mu);
-	while ((it = pop_chunk(p, b)) != NULL) {
-		if (!help || p->cancel) {
-			it->failed = 1;     /* not digested: the batch is incomplete */
-			item_done(p, it);
-			continue;
-		}
-		pthread_mutex_unlock(&p->mu);
-		do_item(it);
-		pthread_mutex_lock(&p->mu);
-		item_done(p, it);
-	}
-	while (b->pending > 0)
-		pthread_cond_wait(&p->chunk_cv, &p->mu);
-	pthread_mutex_unlock(&p->mu);
+	for (i = 0; i + 1 < b->count; i++)
+		b->items[i].task.next = &b->items[i + 1].task;
+	vd_queue_post(q, &b->set, b->count ? &b->items[0].task : NULL);
 }
 
 static void sleep_s(double s)
@@ -227,18 +165,18 @@ static void sleep_s(double s)
 }
 
 /* One item after another on this thread, at the job's rate. */
-static void throttled_batch(vd_pool *p, vd_job *j, chunk_batch *b)
+static void throttled_batch(vd_queue *q, vd_job *j, chunk_batch *b)
 {
 	double t0 = mono_now(), ahead;
 	uint64_t done = 0;
 	size_t i;
 
-	for (i = 0; i < b->count && !p->cancel; i++) {
+	for (i = 0; i < b->count && !vd_queue_cancelled(q); i++) {
 		do_item(&b->items[i]);
 		fold_item(b, &b->items[i]);
 		done += b->items[i].n;
 		ahead = (double)done / (double)j->rate - (mono_now() - t0);
-		while (ahead > 0 && !p->cancel) {
+		while (ahead > 0 && !vd_queue_cancelled(q)) {
 			sleep_s(ahead > 0.2 ? 0.2 : ahead);
 			ahead -= 0.2;
 		}
@@ -264,9 +202,9 @@ static chunk_batch *new_batch(const vd_chunkmap *m, const uint8_t *const *maps, 
 		for (c = 0; c < m->files[f].n_chunks; c++) {
 			uint64_t off = (uint64_t)c * m->chunk_size, left = m->files[f].size - off;
 			chunk_item *it = &b->items[k++];
-			it->batch = b;
 			it->p = maps[f] + off;
 			it->n = (size_t)(left < m->chunk_size ? left : m->chunk_size);
+			it->task.cost = it->n;
 			it->out = m->files[f].digests[c];
 			it->expect = re ? m->files[f].digests[c] : NULL;
 			it->file = f;
@@ -274,6 +212,8 @@ static chunk_batch *new_batch(const vd_chunkmap *m, const uint8_t *const *maps, 
 		}
 	}
 	b->count = n;
+	b->set.run = run_task;
+	b->set.fold = fold_task;
 	return b;
 }
 
@@ -288,7 +228,7 @@ static void free_batch(chunk_batch *b)
 /* The sink: digests of a canonical pass's chunks, taken by idle workers. */
 #define VD_SINK_FINISH_BYTES (64u << 20)   /* the owner digests a remainder this small */
 typedef struct sink_ctx {
-	vd_pool *pool;
+	vd_queue *q;
 	vd_job *job;
 	chunk_batch *batch;
 } sink_ctx;
@@ -298,14 +238,10 @@ static void sink_start(void *arg, const vd_mapped_file *files, size_t n)
 	sink_ctx *sc = arg;
 	const uint8_t **maps;
 	size_t i;
-	int spare;
 
 	/* Digests are taken only with a worker to spare: when every worker
 	 * verifies, they would cost a verification its core. */
-	pthread_mutex_lock(&sc->pool->mu);
-	spare = sc->pool->busy < sc->pool->nthreads;
-	pthread_mutex_unlock(&sc->pool->mu);
-	if (!spare)
+	if (vd_queue_idle(sc->q) == 0)
 		return;
 	if ((sc->job->chunks = vd_chunkmap_new(files, n, VD_CHUNK_SIZE)) == NULL)
 		return;
@@ -316,7 +252,7 @@ static void sink_start(void *arg, const vd_mapped_file *files, size_t n)
 	sc->batch = new_batch(sc->job->chunks, maps, 0);
 	free(maps);
 	if (sc->batch != NULL)
-		queue_batch(sc->pool, sc->batch);
+		post_batch(sc->q, sc->batch);
 }
 
 /* Finish the digests only if idle workers took most of them: with every
@@ -326,22 +262,17 @@ static void sink_finish(void *arg, const vd_meta_digests *meta)
 {
 	sink_ctx *sc = arg;
 	chunk_batch *b = sc->batch;
-	size_t unclaimed = 0, i;
-	uint64_t left = 0;
+	size_t unclaimed;
+	uint64_t left;
 
 	if (b == NULL) {
 		vd_chunkmap_free(sc->job->chunks);
 		sc->job->chunks = NULL;
 		return;
 	}
-	pthread_mutex_lock(&sc->pool->mu);
-	for (i = 0; i < b->count; i++) {
-		unclaimed += !b->items[i].claimed;
-		left += b->items[i].claimed ? 0 : b->items[i].n;
-	}
-	pthread_mutex_unlock(&sc->pool->mu);
+	vd_queue_unclaimed(sc->q, &b->set, &unclaimed, &left);
 	/* Finish the map when what is left is small, or others did most. */
-	finish_batch(sc->pool, b, sc->job->kind != VD_JOB_EXPLICIT &&
+	vd_queue_finish(sc->q, &b->set, sc->job->kind != VD_JOB_EXPLICIT &&
 	    (unclaimed * 2 <= b->count || left <= VD_SINK_FINISH_BYTES));
 	if (b->failed) {
 		vd_chunkmap_free(sc->job->chunks);
@@ -352,6 +283,16 @@ static void sink_finish(void *arg, const vd_meta_digests *meta)
 	free_batch(b);
 	sc->batch = NULL;
 }
+
+/* Where a re-check finds the bytes it compares: each weight file of a
+ * directory mapped on its own, or the members of a tar as ranges of one
+ * mapping of the archive. */
+typedef struct recheck_src {
+	const uint8_t **maps;      /* per file of the chunk map */
+	int *fds;                  /* a directory's files; -1 when not open */
+	uint8_t *tar_map;          /* a tar's whole mapping, or NULL */
+	size_t tar_len;
+} recheck_src;
 
 /* Map every file of the map; their sizes must not have changed. */
 static int map_files(int dirfd, const vd_chunkmap *m, const uint8_t **maps, int *fds,
@@ -403,35 +344,168 @@ static int same_meta(int dirfd, const vd_chunkmap *m, char *why, size_t n)
 	return 1;
 }
 
-/* Compare every chunk with its digest, on all idle workers at once.
- * 1: every byte as verified; 0: changed (j->changed says where). */
-static int recheck(vd_pool *p, vd_job *j, int dirfd)
+static int dir_source(int dirfd, const vd_chunkmap *m, recheck_src *rs, char *why, size_t n)
 {
-	const vd_chunkmap *m = j->recheck;
-	const uint8_t **maps = calloc(m->n_files, sizeof(*maps));
-	int *fds = malloc(m->n_files * sizeof(*fds)), same = 0;
-	chunk_batch *b = NULL;
+	if (!same_meta(dirfd, m, why, n))
+		return -1;
+	return map_files(dirfd, m, rs->maps, rs->fds, why, n);
+}
+
+/* n bytes at off, all of them: a short read means the archive shrank. */
+static int read_at(int fd, uint8_t *p, size_t n, uint64_t off)
+{
+	ssize_t got;
+
+	while (n > 0) {
+		got = pread(fd, p, n, (off_t)off);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return -1;
+		p += got;
+		n -= (size_t)got;
+		off += (uint64_t)got;
+	}
+	return 0;
+}
+
+/* The archive's index as it is now, its headers read with pread: a
+ * mapping truncated under the parse would fault outside any guard. */
+static int tar_index(int fd, uint64_t size, vd_tar_index *ix, char *why, size_t n)
+{
+	/* On the heap: the parser is too large for a hasher's stack. */
+	vd_tar_parser *ps = calloc(1, sizeof(*ps));
+	uint8_t *buf = malloc(VD_TAR_WANT_MAX);
+	vd_err err = { 0 };
+	uint64_t off;
+	size_t len;
+	vd_code rc;
+
+	memset(ix, 0, sizeof(*ix));
+	if (ps == NULL || buf == NULL)
+		rc = vd_fail(&err, VD_IO_ERROR, "out of memory");
+	else
+		rc = vd_tar_begin(ps, size, &err);
+	while (rc == VD_OK && vd_tar_want(ps, &off, &len))
+		rc = read_at(fd, buf, len, off) < 0 ?
+		    vd_fail(&err, VD_IO_ERROR, "cannot read its headers") : vd_tar_feed(ps, buf, &err);
+	if (rc == VD_OK)
+		rc = vd_tar_finish(ps, ix, &err);    /* frees what ps holds */
+	else if (ps != NULL)
+		vd_tar_parser_free(ps);
+	free(ps);
+	free(buf);
+	if (rc != VD_OK)
+		snprintf(why, n, "the archive no longer reads as verified: %s", err.msg);
+	return rc == VD_OK ? 0 : -1;
+}
+
+/* A member's digest compared with the map's; has: whether it was there. */
+static int same_member(const recheck_src *rs, const vd_tar_index *ix, const char *name,
+    int has, const uint8_t want[32], char *why, size_t n)
+{
+	const vd_tar_member *mb = vd_tar_find(ix, name);
+	uint8_t d[32];
+
+	if ((mb != NULL) != (has != 0) ||
+	    (mb != NULL && (vd_digest_range(rs->tar_map + mb->offset, (size_t)mb->size, d) < 0 ||
+	    memcmp(d, want, 32) != 0))) {
+		snprintf(why, n, "%s changed", name);
+		return 0;
+	}
+	return 1;
+}
+
+static int tar_source(int tarfd, const vd_chunkmap *m, recheck_src *rs, char *why, size_t n)
+{
+	const vd_tar_member *mb;
+	vd_tar_index ix;
+	struct stat st;
+	size_t f;
+	int rc = -1;
+
+	if (fstat(tarfd, &st) < 0 || (uint64_t)st.st_size > SIZE_MAX) {
+		snprintf(why, n, "cannot stat the archive");
+		return -1;
+	}
+	if (tar_index(tarfd, (uint64_t)st.st_size, &ix, why, n) < 0)
+		return -1;
+	rs->tar_map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, tarfd, 0);
+	if (rs->tar_map == MAP_FAILED) {
+		rs->tar_map = NULL;
+		snprintf(why, n, "cannot map the archive");
+		goto out;
+	}
+	rs->tar_len = (size_t)st.st_size;
+	if (!same_member(rs, &ix, "header.json", 1, m->meta.header, why, n) ||
+	    !same_member(rs, &ix, "weights.index.json", m->meta.has_index, m->meta.index, why, n))
+		goto out;
+	for (f = 0; f < m->n_files; f++) {
+		if ((mb = vd_tar_find(&ix, m->files[f].name)) == NULL) {
+			snprintf(why, n, "%s is missing", m->files[f].name);
+			goto out;
+		}
+		if (mb->size != m->files[f].size) {
+			snprintf(why, n, "%s changed size from %llu to %llu bytes", m->files[f].name,
+			    (unsigned long long)m->files[f].size, (unsigned long long)mb->size);
+			goto out;
+		}
+		rs->maps[f] = rs->tar_map + mb->offset;
+	}
+	rc = 0;
+out:
+	vd_tar_index_free(&ix);
+	return rc;
+}
+
+static void release_source(const vd_chunkmap *m, recheck_src *rs)
+{
 	size_t f;
 
-	if (maps == NULL || fds == NULL)
+	if (rs->tar_map != NULL)
+		munmap(rs->tar_map, rs->tar_len);    /* the maps are ranges of it */
+	for (f = 0; rs->tar_map == NULL && rs->maps != NULL && f < m->n_files; f++)
+		if (rs->maps[f] != NULL)
+			munmap((void *)rs->maps[f], (size_t)m->files[f].size);
+	for (f = 0; rs->fds != NULL && f < m->n_files; f++)
+		if (rs->fds[f] >= 0)
+			close(rs->fds[f]);
+	free(rs->maps);
+	free(rs->fds);
+}
+
+/* Compare every chunk with its digest, on all idle workers at once; fd is
+ * the artifact directory or the tar (j->artifact).
+ * 1: every byte as verified; 0: changed (j->changed says where). */
+static int recheck(vd_queue *q, vd_job *j, int fd)
+{
+	const vd_chunkmap *m = j->recheck;
+	recheck_src rs = { calloc(m->n_files + 1, sizeof(*rs.maps)),
+		malloc((m->n_files + 1) * sizeof(*rs.fds)), NULL, 0 };
+	chunk_batch *b = NULL;
+	size_t f;
+	int same = 0;
+
+	for (f = 0; rs.fds != NULL && f < m->n_files; f++)
+		rs.fds[f] = -1;
+	if (rs.maps == NULL || rs.fds == NULL)
 		goto out;
-	for (f = 0; f < m->n_files; f++)
-		fds[f] = -1;
-	if (!same_meta(dirfd, m, j->changed, sizeof(j->changed)) ||
-	    map_files(dirfd, m, maps, fds, j->changed, sizeof(j->changed)) < 0 ||
-	    (b = new_batch(m, maps, 1)) == NULL)
+	if ((j->artifact == VD_KIND_TAR ? tar_source(fd, m, &rs, j->changed, sizeof(j->changed)) :
+	    dir_source(fd, m, &rs, j->changed, sizeof(j->changed))) < 0 ||
+	    (b = new_batch(m, rs.maps, 1)) == NULL)
 		goto out;
 	if (j->rate > 0) {
-		throttled_batch(p, j, b);     /* a scrub keeps to scrub_rate */
+		throttled_batch(q, j, b);     /* a scrub keeps to scrub_rate */
 	} else {
-		queue_batch(p, b);
-		finish_batch(p, b, 1);
+		post_batch(q, b);
+		vd_queue_finish(q, &b->set, 1);
 	}
 	j->hashed = 0;
 	for (f = 0; f < m->n_files; f++)
 		j->hashed += m->files[f].size;
 	if (b->failed) {
-		snprintf(j->changed, sizeof(j->changed), "a weight file shrank during the re-check");
+		snprintf(j->changed, sizeof(j->changed), "%s shrank during the re-check",
+		    j->artifact == VD_KIND_TAR ? "the archive" : "a weight file");
 	} else if (b->mismatch) {
 		uint64_t a = (uint64_t)b->mm_chunk * m->chunk_size;
 		uint64_t e = a + m->chunk_size < m->files[b->mm_file].size ? a + m->chunk_size :
@@ -442,39 +516,85 @@ static int recheck(vd_pool *p, vd_job *j, int dirfd)
 		same = 1;
 	}
 out:
-	for (f = 0; maps && fds && f < m->n_files; f++) {
-		if (maps[f] != NULL)
-			munmap((void *)maps[f], (size_t)m->files[f].size);
-		if (fds[f] >= 0)
-			close(fds[f]);
-	}
+	release_source(m, &rs);
 	free_batch(b);
-	free(maps);
-	free(fds);
 	return same;
 }
 
-static void run_job(vd_pool *p, vd_job *j)
+/* The job's artifact, a directory or a tar (with the directory holding
+ * it in *parent). The root is opened by path each time: a store that was
+ * replaced or remounted is followed. An fd, or -errno. */
+static int open_artifact(const vd_pool *p, const vd_job *j, int *parent)
 {
+	int root = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+
+	*parent = -1;
+	if (root < 0)
+		return -errno;
+	fd = j->artifact == VD_KIND_TAR ? vd_open_tar_beneath(root, j->relpath, parent) :
+	    vd_open_beneath(root, j->relpath);
+	close(root);
+	return fd;
+}
+
+/* Gone, a symbolic link or not a file: no artifact to read there. */
+static void open_failed(vd_job *j, int err)
+{
+	if (j->artifact == VD_KIND_DIR) {
+		j->verdict.code = err == ENOENT ? VD_ARTIFACT_INVALID : VD_IO_ERROR;
+		snprintf(j->verdict.detail, sizeof(j->verdict.detail),
+		    "cannot open the artifact directory: %s", strerror(err));
+		return;
+	}
+	j->verdict.code = err == ENOENT || err == ELOOP || err == EINVAL ?
+	    VD_ARTIFACT_INVALID : VD_IO_ERROR;
+	snprintf(j->verdict.detail, sizeof(j->verdict.detail), "cannot open the archive: %s",
+	    err == ELOOP ? "it is a symbolic link" : err == EINVAL ? "it is not a regular file" :
+	    strerror(err));
+}
+
+static void fingerprint_fd(const vd_job *j, int fd, vd_fingerprint *fp)
+{
+	struct stat st;
+
+	if (j->artifact == VD_KIND_DIR)
+		vd_fingerprint_dir(fd, fp);
+	else if (fstat(fd, &st) == 0)
+		vd_fingerprint_file(&st, fp);
+}
+
+/* What the job leaves with: the artifact's fingerprint (a tar's by name,
+ * so that one renamed over it meanwhile counts as a change) and its
+ * header as read after hashing. */
+static void note_after(vd_job *j, int fd, int parent)
+{
+	const char *base = strrchr(j->relpath, '/');
+	struct stat st;
+
+	if (j->artifact == VD_KIND_DIR) {
+		vd_fingerprint_dir(fd, &j->fp_after);
+		vd_hdrinfo_read(fd, &j->hdr);
+		return;
+	}
+	if (fstatat(parent, base ? base + 1 : j->relpath, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		vd_fingerprint_file(&st, &j->fp_after);
+	vd_hdrinfo_read_tar(fd, &j->hdr);
+}
+
+/* A worker thread: the verdict and what goes with it, into the job. */
+static void run_job(vd_queue *q, vd_queue_item *item, void *arg)
+{
+	const vd_pool *p = arg;
+	vd_job *j = JOB_OF(item);
 	vd_options opt = { 0 };
-	progress_ctx pc = { p, j, mono_now() };
-	int fd;
+	progress_ctx pc = { q, j, mono_now() };
+	sink_ctx sc = { q, j, NULL };
+	vd_chunk_sink sink = { sink_start, sink_finish, &sc };
+	int parent, fd;
 
 	j->started = vd_wall_now();
-	/* The root is opened by path each time: a store that was replaced or
-	 * remounted is followed. */
-	fd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		int dfd = vd_open_beneath(fd, j->relpath);
-		close(fd);
-		fd = dfd;
-	} else {
-		fd = -errno;
-	}
-	if (fd < 0) {
-		j->verdict.code = fd == -ENOENT ? VD_ARTIFACT_INVALID : VD_IO_ERROR;
-		snprintf(j->verdict.detail, sizeof(j->verdict.detail),
-		    "cannot open the artifact directory: %s", strerror(-fd));
+	if ((fd = open_artifact(p, j, &parent)) < 0) {
+		open_failed(j, -fd);
 		j->duration = mono_now() - pc.t0;
 		return;
 	}
@@ -483,322 +603,88 @@ static void run_job(vd_pool *p, vd_job *j)
 		opt.flags |= VD_VERIFY_KEEP_CACHE_CLEAN;
 	opt.progress = on_progress;
 	opt.progress_arg = &pc;
-	vd_fingerprint_dir(fd, &j->fp_before);
-	if (j->recheck != NULL && (j->rechecked = recheck(p, j, fd))) {
-		vd_fingerprint_dir(fd, &j->fp_after);
-		vd_hdrinfo_read(fd, &j->hdr);
-		close(fd);
-		j->duration = mono_now() - pc.t0;
-		return;
+	fingerprint_fd(j, fd, &j->fp_before);
+	if (j->recheck == NULL || !(j->rechecked = recheck(q, j, fd))) {
+		if (j->artifact == VD_KIND_TAR)
+			vd_artifact_verify_tar_ex(fd, &opt, &j->verdict, NULL, &sink);
+		else
+			vd_artifact_verify_ex(fd, &opt, &j->verdict, NULL, &sink);
 	}
-	{
-		sink_ctx sc = { p, j, NULL };
-		vd_chunk_sink sink = { sink_start, sink_finish, &sc };
-		vd_artifact_verify_ex(fd, &opt, &j->verdict, NULL, &sink);
-	}
-	vd_fingerprint_dir(fd, &j->fp_after);
-	vd_hdrinfo_read(fd, &j->hdr);
+	note_after(j, fd, parent);
 	close(fd);
+	if (parent >= 0)
+		close(parent);
 	j->duration = mono_now() - pc.t0;
 }
 
-static vd_job *pop(vd_pool *p)
+/* The loop thread. */
+static void job_done(vd_queue_item *item, void *arg)
 {
-	vd_job *j = p->explicit_head;
+	const vd_pool *p = arg;
 
-	if (j != NULL) {
-		if ((p->explicit_head = j->next) == NULL)
-			p->explicit_tail = NULL;
-	} else if ((j = p->bg_head) != NULL) {
-		if ((p->bg_head = j->next) == NULL)
-			p->bg_tail = NULL;
-	}
-	if (j != NULL) {
-		j->next = NULL;
-		p->queued--;
-	}
-	return j;
+	p->done(JOB_OF(item), p->arg);
 }
 
-/* Hashing is throughput work; answering participants is latency work.
- * Hasher threads yield the CPU to the event loop thread. A system-call
- * filter that forbids this (a unit without setpriority) would leave the
- * hashers contending with the loop at its priority: say so, once. */
-static void lower_priority(void)
+static void job_discard(vd_queue_item *item, void *arg)
 {
-	static atomic_flag warned = ATOMIC_FLAG_INIT;
-	struct sched_param sp = { 0 };
-	const char *what = "pthread_setschedparam(SCHED_BATCH)";
-	int err;
-
-	err = pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), VD_WORKER_NICE) < 0) {
-		err = errno;
-		what = "setpriority";
-	}
-	if (err != 0 && !atomic_flag_test_and_set(&warned))
-		log_warn("hasher threads keep the event loop's priority: %s failed: %s",
-		    what, strerror(err));
+	vd_job_free(JOB_OF(item));
 }
 
-static void *worker(void *arg)
+static void pool_free(void *arg)
 {
 	vd_pool *p = arg;
-	vd_job *j;
 
-	lower_priority();
-	pthread_mutex_lock(&p->mu);
-	for (;;) {
-		chunk_item *it = NULL;
-		/* Jobs first; chunk work only when no job waits. */
-		while (!p->stopping && (j = pop(p)) == NULL && (it = pop_chunk(p, NULL)) == NULL)
-			pthread_cond_wait(&p->cv, &p->mu);
-		if (p->stopping)
-			break;
-		if (j == NULL) {
-			it->batch->claimed_by_others++;
-			pthread_mutex_unlock(&p->mu);
-			do_item(it);
-			pthread_mutex_lock(&p->mu);
-			item_done(p, it);
-			continue;
-		}
-		p->busy++;
-		pthread_mutex_unlock(&p->mu);
-		run_job(p, j);
-		pthread_mutex_lock(&p->mu);
-		p->busy--;
-		if (p->done_tail)
-			p->done_tail->next = j;
-		else
-			p->done_head = j;
-		p->done_tail = j;
-		uv_async_send(&p->async);
-	}
-	/* Stopping: the last thread out wakes the loop, which joins them all. */
-	p->exited++;
-	uv_async_send(&p->async);
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
-}
-
-static void free_list(vd_job *j)
-{
-	vd_job *next;
-
-	for (; j != NULL; j = next) {
-		next = j->next;
-		vd_job_free(j);
-	}
-}
-
-static void on_closed(uv_handle_t *h)
-{
-	vd_pool *p = h->data;
-
-	if (--p->handles_open > 0)
-		return;
-	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->cv);
-	pthread_cond_destroy(&p->chunk_cv);
-	free(p->threads);
 	free(p->root);
 	free(p);
 }
 
-/* libuv's thread pool: every thread has left its loop, so the joins are
- * short; but a hasher at nice 10 may wait long for the CPU to return, and
- * the event loop must not wait with it. */
-static void join_threads(uv_work_t *w)
-{
-	vd_pool *p = w->data;
-	unsigned i;
-
-	for (i = 0; i < p->nthreads; i++)
-		pthread_join(p->threads[i], NULL);
-}
-
-static void on_joined(uv_work_t *w, int status)
-{
-	vd_pool *p = w->data;
-
-	free_list(p->done_head);
-	p->done_head = p->done_tail = NULL;
-	uv_close((uv_handle_t *)&p->grace, on_closed);
-	uv_close((uv_handle_t *)&p->async, on_closed);
-}
-
-/* Loop thread, stopping, every thread out of its loop. */
-static void reap(vd_pool *p)
-{
-	if (p->reaping)
-		return;
-	p->reaping = 1;
-	uv_timer_stop(&p->grace);
-	p->reap.data = p;
-	uv_queue_work(p->loop, &p->reap, join_threads, on_joined);
-}
-
-/* Loop thread: hand finished jobs to the owner. */
-static void on_async(uv_async_t *h)
-{
-	vd_pool *p = h->data;
-	vd_job *j, *next;
-	int all_out;
-
-	pthread_mutex_lock(&p->mu);
-	j = p->done_head;
-	p->done_head = p->done_tail = NULL;
-	all_out = p->stopping && p->exited == p->nthreads;
-	pthread_mutex_unlock(&p->mu);
-	for (; j != NULL; j = next) {
-		next = j->next;
-		j->next = NULL;
-		if (p->stopping)
-			vd_job_free(j);
-		else
-			p->done(j, p->arg);
-	}
-	if (all_out)
-		reap(p);
-}
-
-/* The grace is over: running verifications give up at their next step. */
-static void on_grace(uv_timer_t *t)
-{
-	vd_pool *p = t->data;
-
-	p->cancel = 1;
-}
+static const vd_queue_ops pool_ops = { "hasher", run_job, job_done, job_discard, pool_free };
 
 int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
     vd_pool_done_fn done, void *arg, vd_pool **out)
 {
-	sigset_t all, old;
 	vd_pool *p = calloc(1, sizeof(*p));
-	unsigned i;
-	int rc = 0;
+	int rc = -ENOMEM;
 
 	if (p == NULL)
 		return -ENOMEM;
-	p->loop = loop;
-	p->root = strdup(root);
 	p->done = done;
 	p->arg = arg;
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
-	pthread_cond_init(&p->chunk_cv, NULL);
-	p->threads = calloc(threads, sizeof(*p->threads));
-	if (p->threads == NULL || p->root == NULL ||
-	    uv_async_init(loop, &p->async, on_async) < 0) {
-		free(p->threads);
-		free(p->root);
-		free(p);
-		return -ENOMEM;
-	}
-	uv_timer_init(loop, &p->grace);
-	p->async.data = p->grace.data = p;
-	p->handles_open = 2;
-	/* Signals belong to the loop thread; SIGBUS is synchronous and stays. */
-	sigfillset(&all);
-	sigdelset(&all, SIGBUS);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	for (i = 0; i < threads; i++) {
-		if ((rc = pthread_create(&p->threads[i], NULL, worker, p)) != 0)
-			break;
-		/* Under the mutex: the threads already running read it. */
-		pthread_mutex_lock(&p->mu);
-		p->nthreads++;
-		pthread_mutex_unlock(&p->mu);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (p->nthreads == 0) {
-		vd_pool_stop(p, 0);
-		return -rc;
-	}
+	if ((p->root = strdup(root)) == NULL)
+		goto fail;
+	if ((rc = vd_queue_new(loop, threads, &pool_ops, p, &p->q)) < 0)
+		goto fail;
 	*out = p;
 	return 0;
+
+fail:
+	pool_free(p);
+	return rc;
 }
 
 int vd_pool_submit(vd_pool *p, vd_job *j, unsigned queue_max)
 {
-	vd_job **head, **tail;
-
-	pthread_mutex_lock(&p->mu);
-	/* Explicit requests may exceed the bound a little: they are few and
-	 * someone waits on them; background work is what the bound sheds. */
-	if (p->queued >= queue_max && j->kind != VD_JOB_EXPLICIT) {
-		pthread_mutex_unlock(&p->mu);
-		return -EAGAIN;
-	}
-	if (p->queued >= queue_max * 2) {
-		pthread_mutex_unlock(&p->mu);
-		return -EAGAIN;
-	}
-	head = j->kind == VD_JOB_EXPLICIT ? &p->explicit_head : &p->bg_head;
-	tail = j->kind == VD_JOB_EXPLICIT ? &p->explicit_tail : &p->bg_tail;
-	j->next = NULL;
-	if (*tail)
-		(*tail)->next = j;
-	else
-		*head = j;
-	*tail = j;
-	p->queued++;
-	pthread_cond_signal(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	return 0;
+	j->item.urgent = j->kind == VD_JOB_EXPLICIT;
+	return vd_queue_submit(p->q, &j->item, queue_max);
 }
 
 unsigned vd_pool_queued(vd_pool *p)
 {
-	unsigned n;
-
-	pthread_mutex_lock(&p->mu);
-	n = p->queued;
-	pthread_mutex_unlock(&p->mu);
-	return n;
+	return vd_queue_queued(p->q);
 }
 
 unsigned vd_pool_busy(vd_pool *p)
 {
-	unsigned n;
-
-	pthread_mutex_lock(&p->mu);
-	n = p->busy;
-	pthread_mutex_unlock(&p->mu);
-	return n;
+	return vd_queue_busy(p->q);
 }
 
 unsigned vd_pool_threads(vd_pool *p)
 {
-	unsigned n;
-
-	pthread_mutex_lock(&p->mu);
-	n = p->nthreads;
-	pthread_mutex_unlock(&p->mu);
-	return n;
+	return vd_queue_threads(p->q);
 }
 
-/* Nothing here waits: idle threads leave at once, running jobs get
- * grace_ms (the timer) before they are cancelled, and the last thread out
- * wakes on_async, which has them joined off the loop. */
+/* The pool is freed when its queue has closed (pool_free). */
 void vd_pool_stop(vd_pool *p, unsigned grace_ms)
 {
-	int all_out;
-
-	pthread_mutex_lock(&p->mu);
-	p->stopping = 1;
-	free_list(p->explicit_head);
-	free_list(p->bg_head);
-	p->explicit_head = p->explicit_tail = p->bg_head = p->bg_tail = NULL;
-	p->queued = 0;
-	pthread_cond_broadcast(&p->cv);
-	all_out = p->exited == p->nthreads;
-	pthread_mutex_unlock(&p->mu);
-	if (grace_ms == 0)
-		p->cancel = 1;
-	else
-		uv_timer_start(&p->grace, on_grace, grace_ms, 0);
-	if (all_out)
-		reap(p);
+	vd_queue_stop(p->q, grace_ms);
 }

@@ -1,8 +1,8 @@
 /*
- * The hasher pool: dedicated threads that verify artifacts (libuv's shared
- * threadpool stays free for file-system calls). One bounded queue with
- * explicit requests ahead of background work; results go back to the
- * event loop thread through a uv_async_t.
+ * The hasher pool: artifact verifications on a vd_queue, explicit
+ * requests ahead of background work, results back on the event loop
+ * thread. A verification splits its chunk digests into tasks that idle
+ * hashers take.
  */
 #ifndef VD_POOL_H
 #define VD_POOL_H
@@ -13,9 +13,8 @@
 
 #include "vd_artifact.h"
 #include "vd_chunks.h"
+#include "vd_queue.h"
 #include "vd_scan.h"
-
-#define VD_WORKER_NICE 10         /* the loop gets ~90% of a core hashers contend for */
 
 typedef enum vd_job_kind {
 	VD_JOB_EXPLICIT,     /* a client is waiting */
@@ -25,9 +24,10 @@ typedef enum vd_job_kind {
 
 typedef struct vd_job vd_job;
 struct vd_job {
-	vd_job *next;
+	vd_queue_item item;        /* the queue's link; urgent when explicit */
 	vd_job_kind kind;
 	char *relpath;
+	vd_artifact_kind artifact;  /* a directory or a tar at relpath */
 	uint64_t gen;              /* the request generation it answers */
 	uint64_t max_header_len;
 	uint64_t rate;             /* bytes/s for scrubs; 0: unthrottled */
@@ -49,7 +49,7 @@ struct vd_job {
 typedef struct vd_pool vd_pool;
 typedef void (*vd_pool_done_fn)(vd_job *job, void *arg);   /* loop thread; owns job */
 
-/* Jobs name directories relative to the store root. */
+/* Jobs name artifacts (directories or tars) relative to the store root. */
 int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
     vd_pool_done_fn done, void *arg, vd_pool **out);
 /* 0, or -EAGAIN when queue_max jobs already wait. Takes the job. */

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,18 @@
 #include <openssl/evp.h>
 
 #include "vd_scan.h"
+
+const char *vd_kind_name(vd_artifact_kind k)
+{
+	return k == VD_KIND_TAR ? "tar" : "dir";
+}
+
+int vd_tar_name(const char *name)
+{
+	size_t n = strlen(name), sl = strlen(VD_TAR_SUFFIX);
+
+	return name[0] != '.' && n > sl && strcmp(name + n - sl, VD_TAR_SUFFIX) == 0;
+}
 
 void vd_hdrinfo_free(vd_hdrinfo *h)
 {
@@ -37,30 +50,47 @@ static char *dup_str(vd_str s)
 	return p;
 }
 
+/* The fields the store keeps, copied out of a parsed header (freed here). */
+static void hdrinfo_take(vd_header *h, vd_hdrinfo *out)
+{
+	size_t i;
+
+	memcpy(out->content_hash, h->content_hash.p, VD_HASH_HEX_LEN);
+	if ((out->has_parent = h->has_parent))
+		memcpy(out->parent_hash, h->parent_hash.p, VD_HASH_HEX_LEN);
+	out->schema_version = h->schema_version;
+	out->round_index = h->round_index;
+	out->wmcp_version = dup_str(h->wmcp_version);
+	out->config_hash = dup_str(h->config_hash);
+	out->created_at = dup_str(h->created_at);
+	out->param_groups = calloc(h->n_param_groups ? h->n_param_groups : 1, sizeof(char *));
+	for (i = 0; out->param_groups && i < h->n_param_groups; i++)
+		out->param_groups[out->n_param_groups++] = dup_str(h->param_groups[i]);
+	vd_header_free(h);
+}
+
+/* Why a header does not parse is the verification's to say: the copy is
+ * verified either way. */
 void vd_hdrinfo_read(int dirfd, vd_hdrinfo *out)
 {
 	vd_header h;
 	vd_err err = { 0 };
-	size_t i;
 
 	memset(out, 0, sizeof(*out));
 	out->code = vd_artifact_read_header(dirfd, &h, NULL, &err);
-	if (out->code != VD_OK) {
-		snprintf(out->detail, sizeof(out->detail), "%s", err.msg);
-		return;
-	}
-	memcpy(out->content_hash, h.content_hash.p, VD_HASH_HEX_LEN);
-	if ((out->has_parent = h.has_parent))
-		memcpy(out->parent_hash, h.parent_hash.p, VD_HASH_HEX_LEN);
-	out->schema_version = h.schema_version;
-	out->round_index = h.round_index;
-	out->wmcp_version = dup_str(h.wmcp_version);
-	out->config_hash = dup_str(h.config_hash);
-	out->created_at = dup_str(h.created_at);
-	out->param_groups = calloc(h.n_param_groups ? h.n_param_groups : 1, sizeof(char *));
-	for (i = 0; out->param_groups && i < h.n_param_groups; i++)
-		out->param_groups[out->n_param_groups++] = dup_str(h.param_groups[i]);
-	vd_header_free(&h);
+	if (out->code == VD_OK)
+		hdrinfo_take(&h, out);
+}
+
+void vd_hdrinfo_read_tar(int tarfd, vd_hdrinfo *out)
+{
+	vd_header h;
+	vd_err err = { 0 };
+
+	memset(out, 0, sizeof(*out));
+	out->code = vd_artifact_read_header_tar(tarfd, &h, NULL, &err);
+	if (out->code == VD_OK)
+		hdrinfo_take(&h, out);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -162,6 +192,26 @@ int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp)
 	return fp->ok ? 0 : -1;
 }
 
+/* Tagged, so that no directory's digest can equal it. */
+#define VD_FP_FILE_TAG "tar\0"
+
+void vd_fingerprint_file(const struct stat *st, vd_fingerprint *fp)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	int64_t rec[9] = { st->st_mode, (int64_t)st->st_dev, (int64_t)st->st_ino, st->st_size,
+		st->st_mtim.tv_sec, st->st_mtim.tv_nsec, st->st_ctim.tv_sec, st->st_ctim.tv_nsec,
+		(int64_t)st->st_nlink };
+
+	memset(fp, 0, sizeof(*fp));
+	fp->entries = 1;
+	fp->linked = S_ISREG(st->st_mode) && st->st_nlink > 1;
+	fp->ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+	    EVP_DigestUpdate(ctx, VD_FP_FILE_TAG, sizeof(VD_FP_FILE_TAG) - 1) == 1 &&
+	    EVP_DigestUpdate(ctx, rec, sizeof(rec)) == 1 &&
+	    EVP_DigestFinal_ex(ctx, fp->digest, NULL) == 1;
+	EVP_MD_CTX_free(ctx);
+}
+
 int vd_fingerprint_eq(const vd_fingerprint *a, const vd_fingerprint *b)
 {
 	return a->ok && b->ok && memcmp(a->digest, b->digest, sizeof(a->digest)) == 0;
@@ -212,6 +262,67 @@ int vd_open_beneath(int rootfd, const char *relpath)
 	return fd;
 }
 
+/* A regular file named name in dirfd, opened without following a link. */
+static int openat_tar(int dirfd, const char *name)
+{
+	struct stat st;
+	int fd;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return S_ISLNK(st.st_mode) ? -ELOOP : -EINVAL;
+	/* Non-blocking: a FIFO swapped in since the check does not hang. */
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+int vd_open_tar_beneath(int rootfd, const char *relpath, int *dirfd)
+{
+	const char *slash = strrchr(relpath, '/');
+	char parent[PATH_MAX];
+	int dfd, fd;
+
+	if (dirfd != NULL)
+		*dirfd = -1;
+	if (slash != NULL && (size_t)(slash - relpath) >= sizeof(parent))
+		return -ENAMETOOLONG;
+	snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - relpath) : 0, relpath);
+	if ((dfd = vd_open_beneath(rootfd, parent)) < 0)
+		return dfd;
+	fd = openat_tar(dfd, slash ? slash + 1 : relpath);
+	if (fd >= 0 && dirfd != NULL)
+		*dirfd = dfd;
+	else
+		close(dfd);
+	return fd;
+}
+
+int vd_artifact_kind_at(int rootfd, const char *relpath)
+{
+	const char *base = strrchr(relpath, '/');
+	struct stat st;
+	int fd = vd_open_beneath(rootfd, relpath), kind = -1;
+
+	if (fd >= 0) {
+		if (fstatat(fd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
+			kind = VD_KIND_DIR;
+		close(fd);
+		return kind;
+	}
+	if (!vd_tar_name(base ? base + 1 : relpath) ||
+	    (fd = vd_open_tar_beneath(rootfd, relpath, NULL)) < 0)
+		return -1;
+	close(fd);
+	return VD_KIND_TAR;
+}
+
 static char *join(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);
@@ -237,9 +348,12 @@ static void scan_incomplete(vd_scan_result *r, const char *rel, const char *why)
 	snprintf(r->incomplete_why, sizeof(r->incomplete_why), "%s: %s", rel[0] ? rel : ".", why);
 }
 
-static void add_artifact(vd_scan_result *r, int dirfd, const char *rel, const char *run)
+/* fd: the artifact directory, or the tar file (kind). */
+static void add_artifact(vd_scan_result *r, int fd, vd_artifact_kind kind, const char *rel,
+    const char *run)
 {
 	vd_scan_artifact *a, *arr;
+	struct stat st;
 
 	if (r->n_artifacts >= VD_SCAN_MAX_ARTIFACTS) {
 		r->truncated = 1;
@@ -256,8 +370,15 @@ static void add_artifact(vd_scan_result *r, int dirfd, const char *rel, const ch
 	memset(a, 0, sizeof(*a));
 	a->relpath = strdup(rel);
 	a->run = strdup(run);
-	vd_fingerprint_dir(dirfd, &a->fp);
-	vd_hdrinfo_read(dirfd, &a->hdr);
+	a->kind = kind;
+	if (kind == VD_KIND_DIR) {
+		vd_fingerprint_dir(fd, &a->fp);
+		vd_hdrinfo_read(fd, &a->hdr);
+	} else {
+		if (fstat(fd, &st) == 0)
+			vd_fingerprint_file(&st, &a->fp);
+		vd_hdrinfo_read_tar(fd, &a->hdr);
+	}
 }
 
 static void collect_entry(const vd_ledger_record *rec, size_t line, int trusted,
@@ -424,8 +545,31 @@ out:
 	free(rel);
 }
 
-/* Walk one directory: an artifact directory is not descended into; hidden
- * entries (a save in progress, ".x.tmp-*") and symbolic links are skipped. */
+/* A tar artifact in the directory rel: gone or no longer a regular file
+ * by now, it is not one. */
+static void add_tar(vd_scan_result *r, int dirfd, const char *rel, const char *name)
+{
+	char *child = join(rel, name);
+	int fd;
+
+	if (child == NULL) {
+		scan_incomplete(r, rel, "out of memory");
+		return;
+	}
+	fd = openat_tar(dirfd, name);
+	if (fd >= 0) {
+		add_artifact(r, fd, VD_KIND_TAR, child, rel);
+		close(fd);
+	} else if (fd != -ENOENT && fd != -ELOOP && fd != -EINVAL) {
+		add_unreadable(r, child, strerror(-fd));
+	}
+	free(child);
+}
+
+/* Walk one directory: an artifact directory is not descended into, and a
+ * regular file named "*.tar" beside it is an artifact too; hidden entries
+ * (a save in progress, ".x.tmp-*", ".x.tar") and symbolic links are
+ * skipped. */
 static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
 {
 	struct stat st;
@@ -437,7 +581,7 @@ static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
 	if (fstatat(dirfd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && rel[0] != '\0') {
 		char *slash = strrchr(rel, '/');
 		char *run = slash ? strndup(rel, (size_t)(slash - rel)) : strdup("");
-		add_artifact(r, dirfd, rel, run ? run : "");
+		add_artifact(r, dirfd, VD_KIND_DIR, rel, run ? run : "");
 		free(run);
 		return;
 	}
@@ -457,7 +601,11 @@ static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
 	for (i = 0; i < n; i++) {
 		if (names[i] == NULL || names[i][0] == '.' || strcmp(names[i], VD_COMMITMENTS_DIR) == 0)
 			continue;
-		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISREG(st.st_mode) && vd_tar_name(names[i]))
+			add_tar(r, dirfd, rel, names[i]);
+		if (!S_ISDIR(st.st_mode))
 			continue;
 		fd = openat(dirfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if ((child = join(rel, names[i])) == NULL) {

@@ -1,14 +1,17 @@
 /*
- * The store walk: find artifact directories and ledgers under the store
- * root, read each artifact's header.json (never its weights) and take the
- * identity of every file in it. Runs off the event loop (it blocks on the
- * file system); the result is a plain value handed back to the loop.
+ * The store walk: find artifacts and ledgers under the store root, read
+ * each artifact's header.json (never its weights) and take the identity
+ * of every file in it. An artifact is a directory holding a header.json,
+ * or a regular file named "*.tar" packing one (vd_tar.h), read in place.
+ * Runs off the event loop (it blocks on the file system); the result is a
+ * plain value handed back to the loop.
  */
 #ifndef VD_SCAN_H
 #define VD_SCAN_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "vd_artifact.h"
 #include "vd_dsse.h"
@@ -19,11 +22,23 @@
 #define VD_SCAN_MAX_DIR_ENTRIES 10000   /* entries in one artifact directory */
 #define VD_SCAN_MAX_WALK_ENTRIES (VD_SCAN_MAX_ARTIFACTS + 1000)  /* in a directory walked */
 #define VD_LEDGER_FILE "ledger.jsonl"
+#define VD_TAR_SUFFIX ".tar"          /* a regular file so named is a tar artifact */
+
+/* What an artifact is on disk. */
+typedef enum vd_artifact_kind {
+	VD_KIND_DIR,                   /* a directory holding header.json */
+	VD_KIND_TAR                    /* a tar of one, verified in place */
+} vd_artifact_kind;
+
+const char *vd_kind_name(vd_artifact_kind k);   /* "dir", "tar" */
+
+/* Whether a directory entry's name is a tar artifact's: "*.tar", not
+ * hidden (".x.tar" is a save in progress, as a hidden directory is). */
+int vd_tar_name(const char *name);
 
 /* What header.json says, copied out of the parsed document. */
 typedef struct vd_hdrinfo {
 	vd_code code;                  /* VD_OK when header.json parsed */
-	char detail[VD_DETAIL_MAX];
 	char content_hash[VD_HASH_HEX_LEN + 1];
 	int has_parent;
 	char parent_hash[VD_HASH_HEX_LEN + 1];
@@ -35,6 +50,7 @@ typedef struct vd_hdrinfo {
 
 void vd_hdrinfo_free(vd_hdrinfo *h);
 void vd_hdrinfo_read(int dirfd, vd_hdrinfo *out);
+void vd_hdrinfo_read_tar(int tarfd, vd_hdrinfo *out);
 
 /* A digest of every entry of a directory (name, type, device, inode, size,
  * times): equal digests mean nothing in it changed. */
@@ -46,11 +62,15 @@ typedef struct vd_fingerprint {
 } vd_fingerprint;
 
 int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp);
+/* The same for a tar artifact, from its own identity (type, device, inode,
+ * size, times, links): never equal to a directory's. */
+void vd_fingerprint_file(const struct stat *st, vd_fingerprint *fp);
 int vd_fingerprint_eq(const vd_fingerprint *a, const vd_fingerprint *b);
 
 typedef struct vd_scan_artifact {
 	char *relpath;       /* relative to the store root */
 	char *run;           /* its parent directory, "" for the root */
+	vd_artifact_kind kind;
 	vd_fingerprint fp;
 	vd_hdrinfo hdr;
 } vd_scan_artifact;
@@ -115,6 +135,19 @@ void vd_scan_result_free(vd_scan_result *r);
 /* Open relpath below rootfd one component at a time, following no
  * symbolic link. Returns a directory fd or -errno. */
 int vd_open_beneath(int rootfd, const char *relpath);
+
+/* Open the tar artifact relpath below rootfd: its directories as
+ * vd_open_beneath does, the file itself without following a symbolic
+ * link, checked to be a regular file before it is opened (a FIFO or a
+ * device is never opened) and after. Returns a file descriptor or -errno:
+ * -ELOOP for a symbolic link, -EINVAL for anything but a regular file.
+ * When dirfd is not NULL, *dirfd is the directory holding it (the
+ * caller's to close), to find it again by name. */
+int vd_open_tar_beneath(int rootfd, const char *relpath, int *dirfd);
+
+/* The kind of artifact at relpath below rootfd (a directory with a
+ * header.json, or a tar file so named), or -1 when there is none. */
+int vd_artifact_kind_at(int rootfd, const char *relpath);
 
 /* A relative path inside the store: no "..", no hidden or empty component. */
 int vd_relpath_ok(const char *relpath);

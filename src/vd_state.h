@@ -1,8 +1,9 @@
 /*
  * Durable state in SQLite under state_dir: commitments posted with the
  * operator token, verdicts keyed by the identities of an artifact's files,
- * equivocations seen, and the alert history. WAL with synchronous=FULL: a
- * write is on disk when the call returns. The schema is versioned
+ * equivocations seen, the alert history, the event history of GET
+ * /events and the audit of every commitment accepted. WAL with
+ * synchronous=FULL: a write is on disk when the call returns. The schema is versioned
  * (PRAGMA user_version) with forward migrations; a newer or corrupt
  * database is refused, never recreated. Used from the loop thread only.
  */
@@ -18,8 +19,9 @@
 #include "vd_scan.h"
 
 #define VD_STATE_FILE "state.db"
-#define VD_STATE_SCHEMA 4
+#define VD_STATE_SCHEMA 7
 #define VD_STATE_BUSY_MS 5000
+#define VD_STATE_PRUNE_INTERVAL 3600   /* seconds between prunes of old cleared alerts */
 
 typedef struct vd_state vd_state;
 
@@ -33,6 +35,8 @@ typedef struct vd_stored_verdict {
 	double verified_at, duration_ms;
 	const uint8_t *chunks;      /* chunk map blob, or NULL */
 	size_t chunks_len;
+	const vd_facts *facts;      /* behind a failure, or NULL; loaded: valid in
+	                             * the callback only */
 } vd_stored_verdict;
 
 typedef struct vd_commitment {
@@ -73,7 +77,8 @@ typedef void (*vd_ledger_rec_fn)(const char *path, int64_t seq, int64_t round_in
     const char *hash, const char *record_hash, int64_t line, void *arg);
 int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg);
 typedef struct vd_ledger_rec vd_ledger_rec;
-/* Append recs[0..n) as seq first.. in one transaction. */
+/* Append recs[0..n) as seq first.. in one transaction, with their audit
+ * rows (vd_state_audit). */
 int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
     const vd_ledger_rec *recs, size_t n);
 int vd_state_forget_ledger(vd_state *st, const char *path);
@@ -89,8 +94,77 @@ int vd_state_record_equivocation(vd_state *st, const char *run, int64_t round,
     const char *hash_a, const char *hash_b, const char *source);
 int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg);
 
+/* The alert history: an alert raised opens an episode, cleared closes it.
+ * An alert still raised when the daemon stopped continues its episode
+ * when it is raised again after a restart; one no longer raised is closed
+ * by vd_state_alerts_settle. Batched, like verdicts. */
 int vd_state_alert(vd_state *st, const char *kind, const char *subject,
     const char *detail, int raised);
+/* Close, as of now, the episodes an earlier run of the daemon left open
+ * and nothing raised again since this one opened the database: called
+ * when every alert has just been looked at. */
+int vd_state_alerts_settle(vd_state *st);
+/* Cleared episodes older than seconds (0: none ever) are removed at the
+ * next flush, then every VD_STATE_PRUNE_INTERVAL. */
+void vd_state_set_alert_retention(vd_state *st, unsigned seconds);
+
+/* A page of a history, newest first: the rows with an id below before
+ * (0: from the newest), at most limit of them; next is set to the id of
+ * the last row given when more follow, else 0. */
+typedef struct vd_page {
+	int64_t before;
+	size_t limit;
+	int64_t next;
+} vd_page;
+
+typedef struct vd_alert_row {
+	int64_t id;
+	const char *kind, *subject, *detail;
+	double raised_at;
+	double cleared_at;          /* 0: still raised */
+} vd_alert_row;
+typedef void (*vd_alert_row_fn)(const vd_alert_row *a, void *arg);
+/* active: 1 only episodes not cleared, 0 only cleared ones, -1 all. */
+int vd_state_list_alerts(vd_state *st, int active, vd_page *pg, vd_alert_row_fn fn, void *arg);
+
+/* ---- the audit of commitments (GET /commitments) -------------------------- */
+
+#define VD_AUDIT_ROUND_CLOSE "round_close"
+#define VD_AUDIT_CHECKPOINT "ledger_checkpoint"
+/* Who made a commitment. */
+#define VD_AUDIT_OPERATOR "operator"     /* the operator token (token_file) */
+#define VD_AUDIT_RUN_TOKEN "run_token"   /* the run's own token (run_token_file) */
+#define VD_AUDIT_KEY "key"               /* a trusted key: key_id */
+#define VD_AUDIT_UNSIGNED "unsigned"     /* a ledger record: whoever wrote the file */
+#define VD_AUDIT_TOKEN "token"           /* a token post from before the audit: which one is unknown */
+
+/* A commitment as first seen: who made it, from where, when. */
+typedef struct vd_audit {
+	int64_t id;                 /* when read */
+	const char *run;            /* store form: "" the root */
+	const char *kind;           /* VD_AUDIT_ROUND_CLOSE or VD_AUDIT_CHECKPOINT */
+	int64_t number;             /* the round_index, or a checkpoint's records */
+	const char *hash;           /* global_model_hash, or head_record_hash */
+	const char *source;         /* "roundclose", "signed" or "ledger" (vd_commit_source_name) */
+	const char *author;         /* VD_AUDIT_OPERATOR ... */
+	const char *key_id;         /* "" unless a key */
+	const char *peer;           /* a post's client address; "" for a file (or unknown) */
+	const char *file;           /* a file's path in the store; "" for a post */
+	int64_t line;               /* a ledger record's line; 0: none */
+	double first_seen;          /* 0 when recording: now */
+} vd_audit;
+typedef void (*vd_audit_fn)(const vd_audit *a, void *arg);
+
+/* Record a commitment accepted, once: a repeat (the same run, kind,
+ * number, hash, author, key and file) keeps the first. Durable before it
+ * returns; st NULL records nothing. 0 or -1. The records of a ledger are
+ * recorded by vd_state_append_ledger, in its transaction. */
+int vd_state_audit(vd_state *st, const vd_audit *a);
+/* A signed statement accepted: posted from peer, or read from file. */
+int vd_state_audit_signed(vd_state *st, const vd_statement *s, const char *run,
+    const char *key_id, const char *peer, const char *file);
+/* The audit of one run (run NULL: of every run), a page at a time. */
+int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn fn, void *arg);
 
 /* Commit the writes batched since the last call (verdicts, alert events);
  * the loop calls it once per turn. 0, or -1 (they are lost: verdicts are
@@ -98,5 +172,18 @@ int vd_state_alert(vd_state *st, const char *kind, const char *subject,
 int vd_state_flush(vd_state *st);
 
 const char *vd_state_error(vd_state *st);
+
+/* The event history GET /events resumes from: rows are added and trimmed
+ * in the batched transaction (vd_state_flush), so an event costs no fsync
+ * of its own; a lost batch loses events, which a client sees as a gap. */
+typedef void (*vd_event_row_fn)(uint64_t id, const char *type, const char *data, void *arg);
+int vd_state_put_event(vd_state *st, uint64_t id, const char *type, const char *data);
+/* Rows with an id above after, in id order, at most limit of them. */
+int vd_state_load_events(vd_state *st, uint64_t after, size_t limit, vd_event_row_fn fn,
+    void *arg);
+/* The lowest and highest id held (both 0 when none). */
+int vd_state_event_range(vd_state *st, uint64_t *first, uint64_t *last);
+/* Drop the rows up to and including id through. */
+int vd_state_trim_events(vd_state *st, uint64_t through);
 
 #endif

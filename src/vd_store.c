@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <time.h>
 
 #include "vd_chunks.h"
+#include "vd_events.h"
 #include "vd_hash.h"
 #include "vd_log.h"
 #include "vd_state.h"
@@ -46,6 +48,33 @@ vd_copy *vd_store_copy(vd_store *s, const char *relpath)
 
 /* ---- scheduling ------------------------------------------------------- */
 
+/* Background jobs queued at once: enough to keep every worker busy for
+ * a while on small artifacts even when the loop is slow to hand out
+ * more (a busy HTTP load); the rest wait in the backlog as relpaths, not
+ * as jobs (a job is over a kilobyte; a first scan can find thousands). */
+#define BACKGROUND_QUEUED 1024u
+
+/* A copy that found the queue full waits in the backlog, in the order it
+ * came: a scan's order, parents before children, which keeps lineage
+ * catching up one round at a time. Out of memory, it is still counted and
+ * found by the next scan. */
+static void backlog_add(vd_store *s, vd_copy *c)
+{
+	char **grown, *rel;
+
+	c->backlog = 1;
+	s->backlog++;
+	if (s->backlog_n == s->backlog_cap) {
+		size_t cap = s->backlog_cap ? s->backlog_cap * 2 : 256;
+		if ((grown = realloc(s->backlog_q, cap * sizeof(*grown))) == NULL)
+			return;
+		s->backlog_q = grown;
+		s->backlog_cap = cap;
+	}
+	if ((rel = strdup(c->relpath)) != NULL)
+		s->backlog_q[s->backlog_n++] = rel;
+}
+
 static int submit(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t gen)
 {
 	vd_job *j;
@@ -56,13 +85,15 @@ static int submit(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t gen)
 	if ((j = vd_job_new(kind, c->relpath)) == NULL)
 		return -ENOMEM;
 	j->gen = gen;
+	j->artifact = c->kind;
 	j->max_header_len = s->cfg->max_header_len;
 	/* A verified copy is re-checked chunk by chunk on all workers; only a
 	 * changed chunk, or a client asking, costs the full canonical pass. */
 	if (kind != VD_JOB_EXPLICIT && c->chunks != NULL && c->has_verdict && c->code == VD_OK)
 		j->recheck = vd_chunkmap_dup(c->chunks);
 	j->rate = kind == VD_JOB_SCRUB ? s->cfg->scrub_rate : 0;
-	if ((rc = vd_pool_submit(s->pool, j, s->cfg->queue_max)) < 0) {
+	if ((rc = vd_pool_submit(s->pool, j, kind == VD_JOB_EXPLICIT ? s->cfg->queue_max :
+	    (s->cfg->queue_max < BACKGROUND_QUEUED ? s->cfg->queue_max : BACKGROUND_QUEUED))) < 0) {
 		vd_job_free(j);
 		return rc;
 	}
@@ -89,10 +120,8 @@ static int schedule(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t *gen)
 	}
 	rc = submit(s, c, kind, c->req_gen + 1);
 	if (rc < 0) {
-		if (!c->backlog && kind != VD_JOB_EXPLICIT) {
-			c->backlog = 1;
-			s->backlog++;
-		}
+		if (!c->backlog && kind != VD_JOB_EXPLICIT)
+			backlog_add(s, c);
 		return rc;
 	}
 	c->req_gen++;
@@ -110,38 +139,35 @@ int vd_store_verify_now(vd_store *s, vd_copy *c, uint64_t *gen)
 	return schedule(s, c, VD_JOB_EXPLICIT, gen);
 }
 
-/* Copies that found the queue full are queued as it empties. The search
- * resumes where the last one stopped (wrapping once), so that draining a
- * backlog of N copies costs O(N) in all, not O(N) per finished job. */
+/* Copies that found the queue full are queued as it empties, first come
+ * first queued. */
 static void drain_backlog(vd_store *s)
 {
-	const char *k;
-	void *v;
-	int wrapped = 0;
+	vd_copy *c;
 
-	while (s->backlog > 0) {
-		if (!vd_map_next(&s->model.copies, &s->backlog_cursor, &k, &v)) {
-			if (wrapped)
-				return;
-			wrapped = 1;
-			s->backlog_cursor = 0;
-			continue;
-		}
-		vd_copy *c = v;
-		if (c->backlog && c->inflight == NULL &&
+	while (s->backlog_head < s->backlog_n) {
+		c = vd_model_copy(&s->model, s->backlog_q[s->backlog_head]);
+		if (c != NULL && c->backlog && c->inflight == NULL &&
 		    schedule(s, c, VD_JOB_BACKGROUND, NULL) == -EAGAIN)
 			return;
+		free(s->backlog_q[s->backlog_head++]);
 	}
+	s->backlog_head = s->backlog_n = 0;
 }
 
+/* With the hash the header claims, by which the artifact is known. */
 static void log_verdict(const vd_copy *c, const vd_job *j)
 {
+	vd_log_fields f = { .path = c->relpath, .code = vd_code_name(j->verdict.code),
+		.run = vd_run_name(c->run), .content_hash = j->hdr.code == VD_OK ?
+		j->hdr.content_hash : j->verdict.content_hash[0] ? j->verdict.content_hash : NULL };
+
 	if (j->verdict.code == VD_OK)
-		log_info("verified %s: %s (%llu tensors, %llu bytes, %.3f s)", c->relpath,
+		vd_logf(VD_LOG_INFO, &f, "verified %s: %s (%llu tensors, %llu bytes, %.3f s)", c->relpath,
 		    j->verdict.content_hash, (unsigned long long)j->verdict.tensors,
 		    (unsigned long long)j->verdict.bytes, j->duration);
 	else
-		log_info("verification of %s failed: %s: %s", c->relpath,
+		vd_logf(VD_LOG_INFO, &f, "verification of %s failed: %s: %s", c->relpath,
 		    vd_code_name(j->verdict.code), j->verdict.detail);
 }
 
@@ -163,6 +189,7 @@ static void persist_verdict(vd_store *s, const vd_copy *c)
 	v.bytes = c->bytes;
 	v.verified_at = c->verified_at;
 	v.duration_ms = c->duration_ms;
+	v.facts = c->facts;
 	vd_buf_init(&blob);
 	if (c->chunks != NULL && c->code == VD_OK && vd_chunkmap_serialize(c->chunks, &blob) == 0) {
 		v.chunks = blob.p;
@@ -170,6 +197,21 @@ static void persist_verdict(vd_store *s, const vd_copy *c)
 	}
 	vd_state_put_verdict(s->state, &v);
 	vd_buf_free(&blob);
+}
+
+/* The verifier's facts; a failure reached without it (the artifact
+ * could not be opened) gets its remediation here. */
+static void record_facts(vd_copy *c, const vd_verdict *verdict)
+{
+	vd_verdict v;
+
+	if (verdict->code == VD_OK || verdict->facts.remediation[0] != '\0') {
+		vd_copy_facts(c, &verdict->facts);
+		return;
+	}
+	v = *verdict;
+	vd_verdict_remediate(&v);
+	vd_copy_facts(c, &v.facts);
 }
 
 static void record_verdict(vd_copy *c, const vd_job *j)
@@ -183,6 +225,7 @@ static void record_verdict(vd_copy *c, const vd_job *j)
 	c->verified_at = j->started + j->duration;
 	c->duration_ms = j->duration * 1000.0;
 	c->verdict_fp = j->fp_before;
+	record_facts(c, &j->verdict);
 }
 
 /* Run c once more: for a booked request (again), or because its bytes
@@ -197,10 +240,8 @@ static void follow_up(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t gen)
 			gen = c->again_gen;
 		c->again = 0;
 	}
-	if (submit(s, c, kind, gen) < 0 && !c->backlog) {
-		c->backlog = 1;
-		s->backlog++;
-	}
+	if (submit(s, c, kind, gen) < 0 && !c->backlog)
+		backlog_add(s, c);
 }
 
 /* The worker read header.json too: a directory adopted before any scan,
@@ -232,6 +273,7 @@ static void on_job_done(vd_job *j, void *arg)
 		return;
 	}
 	c->inflight = NULL;
+	vd_model_touch(&s->model, c);
 	if (j->rechecked) {
 		log_info("re-checked %s chunk by chunk: unchanged (%.3f s)", c->relpath, j->duration);
 		c->verdict_fp = j->fp_before;
@@ -266,6 +308,9 @@ static void on_job_done(vd_job *j, void *arg)
 	} else {
 		c->done_gen = j->gen;
 		persist_verdict(s, c);
+		/* A scrub is news only when it finds a copy failed. */
+		if (j->kind != VD_JOB_SCRUB || c->code != VD_OK)
+			vd_events_verdict(s->events, c);
 		if (c->again)
 			follow_up(s, c, c->again_kind, c->again_gen);
 	}
@@ -306,6 +351,13 @@ static vd_retained *retained_put(vd_store *s, const vd_retained *src)
 		retained_free(r);
 		return NULL;
 	}
+	/* Indexed by parent too: a change there reaches the chains that pass
+	 * through r once its directory is gone. */
+	if (r->has_parent) {
+		r->next_child = vd_map_get(&s->retained_children, r->parent);
+		if (vd_map_put(&s->retained_children, r->parent, r) < 0)
+			r->next_child = NULL;
+	}
 	return r;
 }
 
@@ -319,33 +371,44 @@ static void load_retained(const vd_retained *r, void *arg)
 
 /* An artifact verified and committed is remembered (once), so that its
  * descendants' chains pass through it after its directory is removed. */
+static void retain_group(vd_store *s, const vd_group *g)
+{
+	const vd_copy *c = NULL;
+	vd_retained r;
+	size_t i;
+
+	if (!g->committed || vd_map_get(&s->retained, g->hash) != NULL)
+		return;
+	for (i = 0; i < g->n && c == NULL; i++)
+		if (vd_copy_settled(g->copies[i]) == VD_AS_VERIFIED)
+			c = g->copies[i];
+	if (c == NULL)
+		return;
+	memset(&r, 0, sizeof(r));
+	memcpy(r.hash, g->hash, sizeof(r.hash));
+	r.run = c->run;
+	r.round_index = g->round_index;
+	r.has_parent = g->has_parent;
+	memcpy(r.parent, g->parent, sizeof(r.parent));
+	r.verified_at = c->verified_at;
+	if (retained_put(s, &r) != NULL && s->state != NULL)
+		vd_state_retain(s->state, &r);
+}
+
+/* Of the groups the last refresh recomputed. */
 static void retain_committed(vd_store *s)
 {
 	const char *k;
 	void *v;
 	size_t it = 0, i;
-	vd_retained r;
 
-	while (vd_map_next(&s->model.groups, &it, &k, &v)) {
-		vd_group *g = v;
-		const vd_copy *c = NULL;
-		if (!g->committed || vd_map_get(&s->retained, g->hash) != NULL)
-			continue;
-		for (i = 0; i < g->n && c == NULL; i++)
-			if (vd_copy_settled(g->copies[i]) == VD_AS_VERIFIED)
-				c = g->copies[i];
-		if (c == NULL)
-			continue;
-		memset(&r, 0, sizeof(r));
-		memcpy(r.hash, g->hash, sizeof(r.hash));
-		r.run = c->run;
-		r.round_index = g->round_index;
-		r.has_parent = g->has_parent;
-		memcpy(r.parent, g->parent, sizeof(r.parent));
-		r.verified_at = c->verified_at;
-		if (retained_put(s, &r) != NULL && s->state != NULL)
-			vd_state_retain(s->state, &r);
+	if (!s->lineage.whole) {
+		for (i = 0; i < s->lineage.n_touched; i++)
+			retain_group(s, s->lineage.touched[i]);
+		return;
 	}
+	while (vd_map_next(&s->model.groups, &it, &k, &v))
+		retain_group(s, v);
 }
 
 /* The last copy of a hash went away: a remembered artifact is pruned (an
@@ -367,7 +430,8 @@ static void remove_copy(vd_store *s, vd_copy *c)
 	int64_t round = c->hdr.round_index;
 	int indexed = c->hdr.code == VD_OK;
 
-	log_info("artifact directory %s is gone", c->relpath);
+	log_info("%s %s is gone", c->kind == VD_KIND_TAR ? "tar artifact" : "artifact directory",
+	    c->relpath);
 	if (s->state)
 		vd_state_forget_verdict(s->state, c->relpath);
 	if (c->backlog)
@@ -383,6 +447,7 @@ static void remove_copy(vd_store *s, vd_copy *c)
 typedef struct stored {
 	vd_stored_verdict v;
 	vd_chunkmap *chunks;
+	vd_facts *facts;            /* its own copy of v's, or NULL: most have none */
 } stored;
 
 static void free_stored(void *p)
@@ -391,6 +456,7 @@ static void free_stored(void *p)
 
 	if (st != NULL) {
 		vd_chunkmap_free(st->chunks);
+		free(st->facts);
 		free(st);
 	}
 }
@@ -416,6 +482,7 @@ static void adopt_stored(vd_store *s, vd_copy *c)
 		c->bytes = v->bytes;
 		c->verified_at = v->verified_at;
 		c->duration_ms = v->duration_ms;
+		vd_copy_facts(c, st->facts);
 		memcpy(c->verdict_fp.digest, v->fingerprint, sizeof(c->verdict_fp.digest));
 		c->verdict_fp.ok = 1;
 		if (vd_fingerprint_eq(&c->verdict_fp, &c->fp))
@@ -435,12 +502,18 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 	if (c == NULL) {
 		if ((c = vd_model_add_copy(&s->model, a->relpath, a->run)) == NULL)
 			return;
-		log_debug("found artifact directory %s", a->relpath);
-	} else if (vd_fingerprint_eq(&c->fp, &a->fp) && c->hdr.code == a->hdr.code) {
+		log_debug("found %s %s", a->kind == VD_KIND_TAR ? "tar artifact" : "artifact directory",
+		    a->relpath);
+	} else if (vd_fingerprint_eq(&c->fp, &a->fp) && c->hdr.code == a->hdr.code &&
+	    c->kind == a->kind) {
 		c->seen = 1;
 		return;
 	}
 	c->seen = 1;
+	/* A path that changed kind (a directory replaced by a tar of it, or
+	 * the reverse) has a fingerprint of the other kind: it is verified
+	 * again like any change. */
+	c->kind = a->kind;
 	/* Written through another link, a file changes without an event in
 	 * this directory: only the periodic rescan (ctime) sees it. */
 	if (a->fp.linked > 0 && c->fp.linked == 0)
@@ -459,6 +532,17 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 
 /* A directory that cannot be opened: a known artifact stays listed, failed
  * with io_error, until it can be read again; each is reported once. */
+/* An unreadable copy was not judged: the remediation says so. */
+static void unreadable_facts(vd_copy *c)
+{
+	vd_verdict v;
+
+	memset(&v, 0, sizeof(v));
+	v.code = VD_IO_ERROR;
+	vd_verdict_remediate(&v);
+	vd_copy_facts(c, &v.facts);
+}
+
 static void merge_unreadable(vd_store *s, vd_scan_result *r)
 {
 	const char *k;
@@ -476,14 +560,17 @@ static void merge_unreadable(vd_store *s, vd_scan_result *r)
 		rel[nl - r->unreadable[i]] = '\0';
 		vd_map_put(&now, rel, (void *)1);
 		if (vd_map_get(&s->unreadable, rel) == NULL)
-			log_warn("cannot read the directory %s: %s", rel, nl + 1);
+			log_warn("cannot read %s: %s", rel, nl + 1);
 		if ((c = vd_model_copy(&s->model, rel)) == NULL)
 			continue;
 		c->seen = 1;
+		vd_model_touch(&s->model, c);
 		c->has_verdict = 1;
 		c->code = VD_IO_ERROR;
-		snprintf(why, sizeof(why), "cannot read the artifact directory: %s", nl + 1);
+		snprintf(why, sizeof(why), "cannot read the %s: %s",
+		    c->kind == VD_KIND_TAR ? "archive" : "artifact directory", nl + 1);
 		vd_copy_text(&c->detail, why);
+		unreadable_facts(c);
 		/* This verdict describes no contents: once readable the
 		 * directory is verified again, changed or not. */
 		c->fp.ok = 0;
@@ -491,7 +578,7 @@ static void merge_unreadable(vd_store *s, vd_scan_result *r)
 	}
 	while (vd_map_next(&s->unreadable, &it, &k, &v))
 		if (vd_map_get(&now, k) == NULL)
-			log_info("the directory %s is readable again", k);
+			log_info("%s is readable again", k);
 	vd_map_free(&s->unreadable);
 	s->unreadable = now;
 }
@@ -785,11 +872,16 @@ static const env_eval *envelope_eval(vd_store *s, const vd_scan_envelope *e)
 	ev->keys_gen = s->keys_gen;
 	ev->reason = evaluate(s, e, ev, why, sizeof(why));
 	if (ev->reason != VD_ENV_OK) {
-		log_warn("signed statement %s refused (%s): %s", e->relpath,
-		    vd_env_reason_name(ev->reason), why);
+		vd_logf(VD_LOG_WARN, &(vd_log_fields){ .path = e->relpath, .run = vd_run_name(e->run),
+		    .code = vd_env_reason_name(ev->reason) }, "signed statement %s refused (%s): %s",
+		    e->relpath, vd_env_reason_name(ev->reason), why);
 		vd_metrics_envelope_rejected(s->metrics, ev->reason);
 	} else {
-		log_info("signed statement %s accepted: key %s", e->relpath, ev->stmt.key_id);
+		vd_logf(VD_LOG_INFO, &(vd_log_fields){ .path = e->relpath, .run = vd_run_name(e->run),
+		    .content_hash = ev->stmt.st.kind == VD_STMT_ROUNDCLOSE ? ev->stmt.st.hash : NULL },
+		    "signed statement %s accepted: key %s", e->relpath, ev->stmt.key_id);
+		vd_state_audit_signed(s->state, &ev->stmt.st, ev->stmt.run, ev->stmt.key_id, NULL,
+		    e->relpath);
 	}
 	return ev;
 }
@@ -857,7 +949,10 @@ void vd_store_set_keys(vd_store *s, vd_keyring *keys)
 	s->keys = keys ? vd_keyring_ref(keys) : NULL;
 	s->keys_gen++;
 	vd_store_refresh(s);
-	vd_store_scan(s);
+	/* Envelopes are judged when a scan is merged: only those of a merge
+	 * already done are judged again (at start the first is under way). */
+	if (s->scanned_once)
+		vd_store_scan(s);
 }
 
 static void merge_ledgers(vd_store *s, vd_scan_result *r)
@@ -872,6 +967,16 @@ static void merge_ledgers(vd_store *s, vd_scan_result *r)
 	s->n_ledgers = r->n_ledgers;
 	r->ledgers = NULL;
 	r->n_ledgers = r->cap_ledgers = 0;
+	/* Remembered now: the entries of an intact ledger are the memory's
+	 * records; those of a broken one show where it broke (/chain). */
+	for (i = 0; i < s->n_ledgers; i++) {
+		vd_scan_ledger *l = &s->ledgers[i];
+		if (l->read_ok && l->result.brk == VD_LEDGER_INTACT) {
+			free(l->entries);
+			l->entries = NULL;
+			l->n_entries = l->cap_entries = 0;
+		}
+	}
 }
 
 static void sweep(vd_store *s)
@@ -935,8 +1040,75 @@ static void scan_done(vd_store *s)
 	}
 }
 
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n-- > 0)
+		h = (h ^ *b++) * 0x100000001b3ULL;
+	return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *str)
+{
+	return fnv(h, str, strlen(str) + 1);
+}
+
+static uint64_t mem_sig(const vd_ledger_mem *m)
+{
+	uint64_t h = fnv_str(0xcbf29ce484222325ULL, m->relpath);
+	size_t i;
+
+	h = fnv(h, &m->n, sizeof(m->n));
+	h = fnv(h, &m->rewritten, sizeof(m->rewritten));
+	h = fnv_str(h, m->detail);
+	if (m->n > 0)
+		h = fnv_str(h, m->recs[m->n - 1].record_hash);
+	for (i = 0; i < m->n_diverged; i++) {
+		h = fnv(h, &m->diverged[i].round_index, sizeof(m->diverged[i].round_index));
+		h = fnv_str(h, m->diverged[i].hash);
+	}
+	return h;
+}
+
+/* What the commitment sources a scan reads (ledgers, their memory, signed
+ * statements) say: when a scan leaves it as it was, lineage catches up
+ * with the artifacts alone, without a whole pass. */
+static uint64_t commit_sources_sig(const vd_store *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL, mems = 0;
+	const char *k;
+	void *v;
+	size_t i, it = 0;
+
+	for (i = 0; i < s->n_ledgers; i++) {
+		const vd_scan_ledger *l = &s->ledgers[i];
+		h = fnv_str(h, l->relpath);
+		h = fnv(h, &l->read_ok, sizeof(l->read_ok));
+		h = fnv(h, &l->result.brk, sizeof(l->result.brk));
+		h = fnv_str(h, l->read_error);
+		h = fnv_str(h, l->result.break_detail);
+	}
+	while (vd_map_next(&s->mems, &it, &k, &v))
+		mems ^= mem_sig(v);       /* in any order */
+	h = fnv(h, &mems, sizeof(mems));
+	for (i = 0; i < s->n_stmts; i++) {
+		const vd_signed_stmt *st = &s->stmts[i];
+		h = fnv_str(h, st->where);
+		h = fnv_str(h, st->key_id);
+		h = fnv_str(h, st->run);
+		h = fnv(h, &st->st.kind, sizeof(st->st.kind));
+		h = fnv(h, &st->st.round_index, sizeof(st->st.round_index));
+		h = fnv_str(h, st->st.hash);
+		h = fnv(h, &st->st.records, sizeof(st->st.records));
+		h = fnv_str(h, st->st.head_record_hash);
+	}
+	return h;
+}
+
 static void finish_merge(vd_store *s)
 {
+	uint64_t sig;
 	vd_scan_result *r = &s->scan_result;
 
 	merge_unreadable(s, r);
@@ -952,9 +1124,17 @@ static void finish_merge(vd_store *s)
 	 * rescan_interval. */
 	if (vd_watch_sync(&s->watch, r->dirs, r->n_dirs) > 0 && s->scanned_once)
 		s->scan_again = 1;
+	/* Merged: freed before lineage catches up, whose first whole pass
+	 * allocates as much again. */
+	vd_scan_result_free(r);
+	malloc_trim(0);
 	s->last_scan = vd_wall_now();
 	s->scanned_once = 1;
-	vd_store_refresh(s);
+	if ((sig = commit_sources_sig(s)) != s->commit_sig) {
+		s->commit_sig = sig;
+		s->commits_dirty = 1;
+	}
+	refresh_now(s, 0);
 	check_waiters(s);
 	scan_done(s);
 }
@@ -1177,7 +1357,7 @@ void vd_store_wait_cancel(vd_waiter *w)
 	waiter_unlink(w);
 }
 
-vd_copy *vd_store_adopt(vd_store *s, const char *relpath)
+vd_copy *vd_store_adopt(vd_store *s, const char *relpath, vd_artifact_kind kind)
 {
 	vd_copy *c = vd_model_copy(&s->model, relpath);
 	const char *slash;
@@ -1191,8 +1371,10 @@ vd_copy *vd_store_adopt(vd_store *s, const char *relpath)
 		return NULL;
 	c = vd_model_add_copy(&s->model, relpath, run);
 	free(run);
-	if (c != NULL)
+	if (c != NULL) {
 		c->seen = 1;
+		c->kind = kind;
+	}
 	vd_store_scan(s);           /* fills in its header */
 	return c;
 }
@@ -1276,8 +1458,11 @@ static void load_verdict(const vd_stored_verdict *v, void *arg)
 		return;
 	copy->v = *v;
 	copy->v.chunks = NULL;
+	copy->v.facts = NULL;
 	if (v->chunks != NULL && v->code == VD_OK)
 		copy->chunks = vd_chunkmap_parse(v->chunks, v->chunks_len);
+	if (v->facts != NULL && (copy->facts = malloc(sizeof(*copy->facts))) != NULL)
+		*copy->facts = *v->facts;
 	free_stored(vd_map_del(&s->stored, v->relpath));
 	if (vd_map_put(&s->stored, v->relpath, copy) < 0)
 		free_stored(copy);
@@ -1335,6 +1520,7 @@ int vd_store_attach_state(vd_store *s, vd_state *st)
 		return -1;
 	log_info("state: %zu stored verdicts, %zu posted commitments, %zu posted checkpoints, %zu remembered ledgers",
 	    s->stored.count, s->n_posted, s->n_posted_stmts, s->mems.count);
+	s->events = vd_events_new(s->loop, s->cfg, st);
 	vd_store_scan(s);
 	return 0;
 }
@@ -1424,16 +1610,10 @@ int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *ke
 	return rc;
 }
 
-/* Lineage is recomputed whole, so after a verdict it is recomputed at
- * most once per REFRESH_DUTY times its own cost: a stream of verdicts on a
- * large store then costs the loop a bounded share, not a full pass each.
- * Readers and waiters catch it up when it is stale (vd_store_sync). */
-#define REFRESH_DUTY 10
-
-static uint64_t refresh_delay_ms(const vd_store *s)
-{
-	return (s->refresh_cost_ns * REFRESH_DUTY) / 1000000u;
-}
+/* After a verdict, lineage catches up this long after, so that the
+ * verdicts of one burst are looked at together. Readers and waiters catch
+ * it up at once (vd_store_sync). */
+#define REFRESH_DELAY_MS 10
 
 static void on_refresh_timer(uv_timer_t *t)
 {
@@ -1463,14 +1643,12 @@ void vd_store_touch(vd_store *s)
 {
 	s->lineage_dirty = 1;
 	if (!s->closing && !uv_is_active((uv_handle_t *)&s->refresh_timer))
-		uv_timer_start(&s->refresh_timer, on_refresh_timer, refresh_delay_ms(s), 0);
+		uv_timer_start(&s->refresh_timer, on_refresh_timer, REFRESH_DELAY_MS, 0);
 }
 
 void vd_store_sync(vd_store *s)
 {
-	uint64_t now = uv_hrtime();
-
-	if (s->lineage_dirty && now - s->refreshed_at >= s->refresh_cost_ns * REFRESH_DUTY)
+	if (s->lineage_dirty)
 		refresh_now(s, 0);
 }
 
@@ -1480,10 +1658,24 @@ void vd_store_refresh(vd_store *s)
 }
 
 
+/* While verdicts stream in, the hashers' short-lived buffers and the
+ * store's long-lived records interleave in the heap: what is freed between
+ * them stays resident unless handed back now and then. */
+#define TRIM_INTERVAL_MS 1000
+
+static void trim_heap(vd_store *s)
+{
+	uint64_t now = uv_now(s->loop);
+
+	if (now - s->trimmed_at >= TRIM_INTERVAL_MS) {
+		s->trimmed_at = now;
+		malloc_trim(0);
+	}
+}
+
 static void refresh_now(vd_store *s, int commits)
 {
 	vd_lineage_input in;
-	uint64_t start = uv_hrtime();
 
 	memset(&in, 0, sizeof(in));
 	in.model = &s->model;
@@ -1499,13 +1691,18 @@ static void refresh_now(vd_store *s, int commits)
 	in.stmts = s->stmts;
 	in.n_stmts = s->n_stmts;
 	in.state = s->state;
+	in.scanned = s->scanned_once;
+	in.events = s->events;
 	in.retained = &s->retained;
+	in.retained_children = &s->retained_children;
 	vd_lineage_refresh(&s->lineage, &in, commits || s->commits_dirty);
+	vd_events_lineage(s->events, &s->lineage, &s->model, s->cfg,
+	    commits || s->commits_dirty, s->scanned_once);
 	retain_committed(s);
+	vd_model_clear_dirty(&s->model);
 	s->lineage_dirty = s->commits_dirty = 0;
 	uv_timer_stop(&s->refresh_timer);
-	s->refreshed_at = uv_hrtime();
-	s->refresh_cost_ns = s->refreshed_at - start;
+	trim_heap(s);
 }
 
 /* ---- life cycle ------------------------------------------------------- */
@@ -1557,7 +1754,8 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	vd_map_init(&s->stored);
 	vd_map_init(&s->unreadable);
 	vd_map_init(&s->runs);
-	vd_map_init(&s->retained);
+	vd_map_init_borrowed(&s->retained);
+	vd_map_init_borrowed(&s->retained_children);
 	if ((s->root = strdup(cfg->store)) == NULL)
 		return -ENOMEM;
 	rc = vd_pool_new(loop, cfg->workers ? cfg->workers : default_workers(), s->root,
@@ -1595,6 +1793,7 @@ void vd_store_set_config(vd_store *s, const vd_config *cfg)
 	uv_timer_start(&s->rescan, on_rescan, (uint64_t)cfg->rescan_interval * 1000,
 	    (uint64_t)cfg->rescan_interval * 1000);
 	arm_scrub(s);
+	vd_events_set_config(s->events, cfg);
 	vd_store_refresh(s);         /* the pinned genesis may have changed */
 }
 
@@ -1631,11 +1830,15 @@ static void free_all(vd_store *s)
 	while (vd_map_next(&s->retained, &it, &k, &v))
 		retained_free(v);
 	vd_map_free(&s->retained);
+	vd_map_free(&s->retained_children);
 	free(s->posted);
 	free(s->equivs);
 	for (i = 0; i < s->scrub_n; i++)
 		free(s->scrub_list[i]);
 	free(s->scrub_list);
+	for (i = s->backlog_head; i < s->backlog_n; i++)
+		free(s->backlog_q[i]);
+	free(s->backlog_q);
 }
 
 /* The store is freed once its timers are closed and no scan runs. */
@@ -1660,6 +1863,8 @@ void vd_store_close(vd_store *s, void (*done)(void *), void *arg)
 	s->closing = 1;
 	s->on_closed = done;
 	s->closed_arg = arg;
+	vd_events_close(s->events);  /* its streams end as the HTTP server stops */
+	s->events = NULL;
 	while ((w = s->waiters) != NULL)
 		waiter_fire(w, 1);
 	vd_pool_stop(s->pool, s->cfg->shutdown_grace * 1000);

@@ -1,10 +1,10 @@
 /*
  * The store as the daemon knows it, owned by the event loop thread: every
- * artifact directory (a "copy") with its header and latest verdict, the
- * copies grouped by the content hash their headers claim, the ledgers,
- * and the clients waiting for verifications. Scans run on libuv's
- * threadpool and hashing on the hasher pool; both hand plain results back
- * here.
+ * artifact (a "copy": a directory or a tar) with its header and latest
+ * verdict, the copies grouped by the content hash their headers claim,
+ * the ledgers, and the clients waiting for verifications. Scans run on
+ * libuv's threadpool and hashing on the hasher pool; both hand plain
+ * results back here.
  */
 #ifndef VD_STORE_H
 #define VD_STORE_H
@@ -57,10 +57,12 @@ typedef struct vd_store {
 	int root_ok;
 	vd_waiter *waiters;
 	vd_state *state;               /* durable state; NULL: memory only */
+	struct vd_events *events;      /* GET /events, once the state is attached */
 	vd_map stored;                 /* relpath -> stored verdict, from the last run */
 	vd_map unreadable;             /* directories reported unreadable */
 	vd_map runs;                   /* directories that can be runs, from the last scan */
 	vd_map retained;               /* hash -> vd_retained: verified and committed */
+	vd_map retained_children;      /* parent hash -> first vd_retained naming it */
 	vd_commitment *posted;         /* RoundClose commitments posted */
 	size_t n_posted, cap_posted;
 	vd_commitment *equivs;         /* conflicting posts refused */
@@ -71,14 +73,16 @@ typedef struct vd_store {
 	/* Lineage recomputation after verdicts, bounded in loop share. */
 	uv_timer_t refresh_timer;
 	int lineage_dirty, commits_dirty;
-	uint64_t refreshed_at, refresh_cost_ns;   /* uv_hrtime */
+	uint64_t commit_sig;           /* what the last scan's commitment sources said */
+	uint64_t trimmed_at;           /* uv_now of the last malloc_trim */
 	/* Scrub: one pass re-hashes every verified artifact, one at a time. */
 	uv_timer_t scrub_timer;
 	char **scrub_list;
 	size_t scrub_n, scrub_next;
 	int scrubbing;
 	size_t backlog;
-	size_t backlog_cursor;      /* where the last backlog search stopped */
+	char **backlog_q;           /* their relpaths, in order (backlog_head on) */
+	size_t backlog_head, backlog_n, backlog_cap;
 	int closing;
 	unsigned handles_open;
 	void (*on_closed)(void *arg);
@@ -97,8 +101,9 @@ vd_copy *vd_store_copy(vd_store *s, const char *relpath);
 /* Queue a verification that bypasses the cached verdict. Returns 0 and the
  * generation whose completion answers it, or -EAGAIN (queue full). */
 int vd_store_verify_now(vd_store *s, vd_copy *c, uint64_t *gen);
-/* Register a directory a client named that no scan has seen yet. */
-vd_copy *vd_store_adopt(vd_store *s, const char *relpath);
+/* Register an artifact (a directory or a tar) a client named that no scan
+ * has seen yet. */
+vd_copy *vd_store_adopt(vd_store *s, const char *relpath, vd_artifact_kind kind);
 
 /* Call fn once every copy reached its generation (or vanished), or after
  * timeout_ms with timed_out set. A waiter is freed after fn returns;

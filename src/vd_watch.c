@@ -47,8 +47,10 @@ static void handle_event(vd_watch *w, const struct inotify_event *ev)
 	dir = vd_map_get(&w->by_wd, key);
 	if (dir == NULL)
 		return;
-	/* A save in progress (".round-00005.tmp-*") is not the store's business
-	 * until it is renamed into place. */
+	/* A save in progress (".round-00005.tmp-*", ".round-00005.tar") is not
+	 * the store's business until it is renamed into place. A file's events
+	 * come with its name in its directory's watch: a tar renamed or
+	 * written into a run directory is seen like a directory. */
 	if (ev->len > 0 && ev->name[0] == '.')
 		return;
 	w->fn(w->arg, dir, ev->len > 0 ? ev->name : "", 0);

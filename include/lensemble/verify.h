@@ -5,6 +5,17 @@
  * artifact directory (header.json + safetensors weights) and the verdict of
  * checking it, exactly as the Lensemble reference implementation defines it.
  *
+ * An artifact may also come as an uncompressed tar of its directory
+ * (ustar, pax or GNU, as GNU tar and Python's tarfile write them): the
+ * files at the archive's top level, or all in one directory. It is
+ * verified in place, never extracted, and gives the very verdict and hash
+ * the directory gives. Every function below that takes an artifact
+ * directory takes a path to (or an fd of) such a tar as well: a regular
+ * file is read as a tar. An archive that is not one of these (links,
+ * devices, absolute or ".." names, files in two directories or deeper
+ * than one, a name twice, bad checksums, anything cut short or after the
+ * end marker) is VD_ARTIFACT_INVALID.
+ *
  * A verdict is never "could not check, so ok": every path that does not end
  * in a recomputed hash equal to the claimed one carries a failure code.
  */
@@ -20,6 +31,8 @@ extern "C" {
 
 #define VD_HASH_HEX_LEN 64
 #define VD_DETAIL_MAX 256
+#define VD_NAME_MAX 256         /* a tensor or file name in vd_facts, with its NUL */
+#define VD_REMEDIATION_MAX 256
 
 /* The reference implementation's error codes, plus VD_IO_ERROR for an
  * artifact that could not be read (permissions, I/O failure, memory): it is
@@ -33,6 +46,31 @@ typedef enum vd_code {
 	VD_IO_ERROR
 } vd_code;
 
+/*
+ * The facts behind a failed verdict, each only where it applies: a string
+ * that does not apply is "", a number 0 (file_schema_version: when
+ * has_file_schema_version is 0). All empty when the verdict is VD_OK.
+ * A name longer than VD_NAME_MAX - 1 bytes is cut at a UTF-8 character
+ * boundary.
+ */
+typedef struct vd_facts {
+	/* VD_CHECKPOINT_INTEGRITY from a hash comparison: the hash the artifact
+	 * must have (header.json's content_hash, or vd_options.expected_hash
+	 * when that is the one that differs) and the hash its bytes have. */
+	char expected_hash[VD_HASH_HEX_LEN + 1];
+	char recomputed_hash[VD_HASH_HEX_LEN + 1];
+	/* VD_SCHEMA_VERSION_MISMATCH: header.json's schema_version, when it is
+	 * an integer, and the newest version this library reads. */
+	int has_file_schema_version;
+	int64_t file_schema_version;
+	int64_t reader_max_version;
+	char tensor[VD_NAME_MAX];          /* the tensor at fault: dtype, residency,
+	                                    * groups, index, manifest, a tensor twice */
+	char file[VD_NAME_MAX];            /* the weight file at fault, as header.json
+	                                    * weight_files names it */
+	char remediation[VD_REMEDIATION_MAX]; /* what to do, one sentence; "" only when ok */
+} vd_facts;
+
 typedef struct vd_verdict {
 	vd_code code;
 	char detail[VD_DETAIL_MAX];        /* one sentence; "" when ok */
@@ -45,7 +83,32 @@ typedef struct vd_verdict {
 	char parent_hash[VD_HASH_HEX_LEN + 1];
 	uint64_t tensors;                  /* tensors hashed */
 	uint64_t bytes;                    /* tensor data bytes hashed */
+	/* Appended after the first release: see "The size of vd_verdict". */
+	vd_facts facts;
+	/* have_header, and schema_version is older than the newest this library
+	 * reads: header.json was read through the migration chain (the hash
+	 * binds the version on disk, so the artifact verifies as written). */
+	int legacy;
+	int64_t migrated_from;             /* that schema_version when legacy; 0 otherwise */
 } vd_verdict;
+
+/*
+ * The size of vd_verdict.
+ *
+ * vd_verdict grows at its end from one version to the next; the library
+ * fills it and the caller allocates it. So that a program built against
+ * an earlier header keeps working with a later library, the functions
+ * below that fill a vd_verdict are macros naming entry points of the size
+ * this header declares (vd_verify_artifact is vd_verify_artifact_v2), and
+ * the library keeps the earlier entry points, which fill only the fields
+ * the earlier vd_verdict has: rebuild to get the new ones. Never rely on
+ * sizeof(vd_verdict) across versions: do not store one as bytes, nor pass
+ * one between programs built against different versions of this header.
+ */
+#define vd_verify_artifact vd_verify_artifact_v2
+#define vd_verify_artifact_at vd_verify_artifact_at_v2
+#define vd_load_verified vd_load_verified_v2
+#define vd_load_verified_at vd_load_verified_at_v2
 
 /* Called while hashing; a nonzero return cancels the verification, which
  * then fails with VD_IO_ERROR. */
@@ -66,8 +129,9 @@ typedef struct vd_options {
 /*
  * Truncated files and SIGBUS.
  *
- * vd_verify_artifact and vd_verify_artifact_at map the weight files while
- * they hash them. A file that another process truncates meanwhile makes
+ * vd_verify_artifact and vd_verify_artifact_at map the weight files (or the
+ * whole tar) while they hash them. A file that another process truncates
+ * meanwhile makes
  * the lost pages fault with SIGBUS, which would end the calling program.
  * The library catches it itself: before its first mapping it installs a
  * SIGBUS handler (sigaction, SA_SIGINFO) in front of the handler the
@@ -88,11 +152,12 @@ typedef struct vd_options {
  * thread alone.
  */
 
-/* Verify the artifact directory at path. Fills *out and returns out->code. */
+/* Verify the artifact directory (or tar) at path. Fills *out and returns
+ * out->code. */
 vd_code vd_verify_artifact(const char *path, const vd_options *opt,
     vd_verdict *out);
 
-/* The same for a directory already open as dirfd (not closed). */
+/* The same for a directory (or a tar) already open as dirfd (not closed). */
 vd_code vd_verify_artifact_at(int dirfd, const vd_options *opt,
     vd_verdict *out);
 
@@ -109,7 +174,8 @@ const char *vd_code_name(vd_code code);
  * with the same codes over exactly those bytes. Nothing is mapped: a later
  * change to a file cannot reach the buffers, and a truncated file cannot
  * fault. Files are opened relative to the artifact directory, never through
- * a symbolic link, with the same name rules as vd_verify_artifact.
+ * a symbolic link, with the same name rules as vd_verify_artifact. A tar
+ * is read with pread() alone, its headers as well as its members.
  *
  * On VD_OK the caller uses loaded->files[i].data or loaded->tensors[i].data
  * (the very bytes hashed) and frees everything with vd_loaded_free. On any
@@ -149,10 +215,11 @@ typedef struct vd_loaded {
 	struct vd_loaded_store *store; /* internal: owns names and shapes */
 } vd_loaded;
 
-/* Read the artifact directory at path into memory, verify those bytes and
- * fill *out (as vd_verify_artifact does) and, on VD_OK only, *loaded.
- * max_bytes bounds header.json plus the weight files (0: the default
- * above); a larger artifact is refused before it is read, with VD_IO_ERROR:
+/* Read the artifact directory (or tar) at path into memory, verify those
+ * bytes and fill *out (as vd_verify_artifact does) and, on VD_OK only,
+ * *loaded. max_bytes bounds header.json plus the weight files (0: the
+ * default above; a tar's headers and other members do not count); a
+ * larger artifact is refused before it is read, with VD_IO_ERROR:
  * it was not judged. (A parameter rather than a vd_options field, so that
  * programs built against the earlier vd_options keep working.) A file that
  * changes while it is read is VD_IO_ERROR too, worth a retry.
@@ -161,7 +228,7 @@ typedef struct vd_loaded {
 vd_code vd_load_verified(const char *path, const vd_options *opt,
     uint64_t max_bytes, vd_loaded *loaded, vd_verdict *out);
 
-/* The same for a directory already open as dirfd (not closed). */
+/* The same for a directory (or a tar) already open as dirfd (not closed). */
 vd_code vd_load_verified_at(int dirfd, const vd_options *opt,
     uint64_t max_bytes, vd_loaded *loaded, vd_verdict *out);
 

@@ -31,10 +31,10 @@ get /artifact/{hash}/attestation 500
 get /key 500"
 
 # --- the document itself ----------------------------------------------------
-if jq -e '.openapi == "3.0.3" and (.paths | length) == 11' "$DOC" > /dev/null; then
-	ok "openapi.json is an OpenAPI 3.0.3 document with the eleven routes"
+if jq -e '.openapi == "3.0.3" and (.paths | length) == 14' "$DOC" > /dev/null; then
+	ok "openapi.json is an OpenAPI 3.0.3 document with the fourteen routes"
 else
-	not_ok "openapi.json is an OpenAPI 3.0.3 document with the eleven routes"
+	not_ok "openapi.json is an OpenAPI 3.0.3 document with the fourteen routes"
 fi
 if python3 -c 'import yaml' 2> /dev/null; then
 	if python3 - "$YAML" "$DOC" <<'EOF'
@@ -146,13 +146,14 @@ field() { jq -r "$1" "$WORK/body"; }
 # --- the checker catches what it must (else every pass below means nothing) --
 cat > "$WORK/good" <<EOF
 {"content_hash":"$H4","state":"verified","code":null,"detail":null,
- "copies":[{"path":"round-00004","state":"verified","code":null,"detail":null,
+ "copies":[{"path":"round-00004","kind":"dir","state":"verified","code":null,"detail":null,
             "verified_at":"2026-01-01T00:00:00.000Z","duration_ms":1.5,"trusted":true}],
  "header":{"schema_version":2,"round_index":4,"parent_hash":"$H3","wmcp_version":"w",
            "config_hash":"c","param_groups":["encoder"],"created_at":"t"},
  "tensors":4,"bytes":352,
  "commitment":{"round_index":3,"source":"ledger","where":"ledger.jsonl","line":4,"global_model_hash":"$H4","matches":true,"signed":false},
- "chain":{"status":"intact","length":5,"pruned":0,"root":"$H0","breaks":[]},"trusted":true}
+ "chain":{"status":"intact","length":5,"pruned":0,"root":"$H0","breaks":[]},"trusted":true,
+ "legacy":false}
 EOF
 check "checker: a conforming status object passes" "" "$(schema_errors '/artifact/{hash}' get 200 "$WORK/good")"
 mutant() {
@@ -179,6 +180,9 @@ mutant "a key id that is not hex" '.commitment.key_id = "k1"' '\$.commitment.key
 mutant "a copy without its own trusted" 'del(.copies[0].trusted)' '\$.copies\[0\]: missing required property "trusted"'
 mutant "a chain without pruned" 'del(.chain.pruned)' '\$.chain: missing required property "pruned"'
 mutant "a negative pruned count" '.chain.pruned = -1' '\$.chain.pruned: -1 is below the minimum'
+mutant "a status object without legacy" 'del(.legacy)' 'missing required property "legacy"'
+mutant "an untrusted_reason no daemon gives" '.untrusted_reason = "tired"' '\$.untrusted_reason: "tired" is not one of'
+mutant "a remediation that is not a string" '.copies[0].remediation = 1' '\$.copies\[0\].remediation: expected string'
 printf '[]' > "$WORK/mutant"
 if schema_errors /artifacts get 200 "$WORK/mutant" | grep -q 'expected object'; then
 	ok "checker: an array for the list object is caught"
@@ -232,6 +236,10 @@ wait_for $((10 * SLOW)) settled > /dev/null || not_ok "store-basic verified"
 # --- operations ---------------------------------------------------------------
 call "GET /healthz" 200 GET /healthz /healthz
 call "GET /readyz once ready" 200 GET /readyz /readyz
+# A stream never ends by itself: its headers, then curl gives up.
+call "GET /events" 200 GET /events /events --max-time 1
+check "HEAD /events" 200 "$(curl -s -o /dev/null -I -w '%{http_code}' "$(url /events)")"
+call "GET /events, a Last-Event-ID that is not a number" 400 GET /events /events -H 'Last-Event-ID: x'
 call "GET /metrics" 200 GET /metrics /metrics
 check "metrics come in text format 0.0.4" "text/plain; version=0.0.4; charset=utf-8" \
 	"$(sed -n 's/^Content-Type: //p' "$WORK/h")"
@@ -517,7 +525,7 @@ if wait_for $((3 * SLOW)) relearned > /dev/null; then ok "the ledger is learned 
 # --- 405 on every route -----------------------------------------------------------
 for r in "/artifact/{hash} /artifact/$H4" "/artifact/{hash}/attestation /artifact/$H4/attestation" \
 	"/key /key" "/artifacts /artifacts" "/chain /chain" "/metrics /metrics" "/healthz /healthz" \
-	"/readyz /readyz"; do
+	"/readyz /readyz" "/events /events" "/alerts /alerts" "/commitments /commitments"; do
 	DOCM=get; call "DELETE ${r% *}" 405 DELETE "${r% *}" "${r#* }"; DOCM=
 	check "DELETE ${r% *}: Allow" "GET, HEAD" "$(sed -n 's/^Allow: //p' "$WORK/h")"
 done
@@ -576,6 +584,27 @@ call "POST /verify, path form, the failed artifact" 200 POST /verify '/verify?wa
 check "verdict fail" fail "$(field .verdict)"
 call "GET /artifacts?state=failed with a failed artifact" 200 GET /artifacts '/artifacts?state=failed'
 call "GET /chain with a failed artifact" 200 GET /chain /chain
+
+# --- GET /alerts and GET /commitments: histories -------------------------------------
+call "GET /alerts" 200 GET /alerts /alerts
+check "the failed round 3 is in the history, still raised" "artifact_failed null" \
+	"$(field '.alerts[] | select(.subject == "round-00003") | "\(.kind) \(.cleared_at)"')"
+call "GET /alerts?active=1&limit=1" 200 GET /alerts '/alerts?active=1&limit=1'
+check "one alert and a cursor" "1 true" "$(field '"\(.alerts | length) \(.next == .alerts[0].id)"')"
+call "GET /alerts?active=0" 200 GET /alerts '/alerts?active=0'
+call "GET /alerts?active=yes" 400 GET /alerts '/alerts?active=yes'
+call "GET /alerts?limit=0" 400 GET /alerts '/alerts?limit=0'
+call "GET /alerts?after=0" 400 GET /alerts '/alerts?after=0'
+call "GET /commitments" 200 GET /commitments /commitments
+check "the ledger's records, the token posts, the signed post and checkpoint" "ledger:4 roundclose:3 signed:2" \
+	"$(field '[.commitments[] | .source] | group_by(.) | map("\(.[0]):\(length)") | join(" ")')"
+check "a token post: the operator's, from this client" "operator post 127.0.0.1" \
+	"$(field '[.commitments[] | select(.source == "roundclose")][0] | "\(.by) \(.via) \(.from)"')"
+call "GET /commitments?run=other" 200 GET /commitments '/commitments?run=other'
+check "only that run's" "other" "$(field '[.commitments[].run] | unique | join(" ")')"
+call "GET /commitments?run=.&limit=2&after=" 200 GET /commitments "/commitments?run=.&limit=2&after=$(get '/commitments?limit=1' | jq .next)"
+call "GET /commitments?run= outside the store" 400 GET /commitments '/commitments?run=../x'
+call "GET /commitments?after=x" 400 GET /commitments '/commitments?after=x'
 
 # --- a committed round removed: a pruned link ------------------------------------------
 # Round 1 is verified and committed: remembered, its removal is no break.
@@ -637,7 +666,10 @@ get /chain 503
 get /artifacts 503
 post /verify 503
 post /roundclose 503
-delete /ledger 503"
+delete /ledger 503
+get /events 503
+get /alerts 503
+get /commitments 503"
 # Under valgrind the holders race the daemon's slower start of each
 # connection; the phase runs in the other tiers.
 if [ "${VD_VALGRIND:-0}" != 1 ] && curl -s -o /dev/null --max-time 5 --interface 127.0.0.2 "$(url /healthz)"; then
@@ -665,6 +697,9 @@ if [ "${VD_VALGRIND:-0}" != 1 ] && curl -s -o /dev/null --max-time 5 --interface
 	call "POST /verify on a reserved connection" 503 POST /verify /verify -H "$JSON" -d "{\"content_hash\":\"$H4\"}"
 	call "POST /roundclose on a reserved connection" 503 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" -d "$rc5"
 	call "DELETE /ledger on a reserved connection" 503 DELETE /ledger '/ledger?path=ledger.jsonl' -H "$AUTH"
+	call "GET /events on a reserved connection" 503 GET /events /events
+	call "GET /alerts on a reserved connection" 503 GET /alerts /alerts
+	call "GET /commitments on a reserved connection" 503 GET /commitments /commitments
 	# shellcheck disable=SC2086
 	kill $HOLDERS 2>/dev/null
 	exec 9>&-

@@ -127,10 +127,12 @@ static const struct {
 	{ "trusted_keys", "/etc/vd/keys" },
 	{ "signing_key", "/etc/vd/signing.key" },
 	{ "commitment_policy", "ledger" },
+	{ "legacy_policy", "untrusted" },
 	{ "user", "verifyd" },
 	{ "tls_cert", "/etc/vd/cert.pem" },
 	{ "tls_key", "/etc/vd/key.pem" },
 	{ "log_level", "debug" },
+	{ "log_format", "json" },
 	{ "workers", "8" },
 	{ "queue_max", "10" },
 	{ "scan_depth", "2" },
@@ -149,6 +151,10 @@ static const struct {
 	{ "scrub_interval", "0" },
 	{ "scrub_rate", "2097152" },
 	{ "shutdown_grace", "10" },
+	{ "event_history", "500" },
+	{ "max_event_streams", "8" },
+	{ "event_keepalive", "2" },
+	{ "alert_retention", "7d" },
 };
 
 static void test_every_key(void **state)
@@ -192,6 +198,7 @@ static void test_every_key(void **state)
 	assert_string_equal(c.trusted_keys, "/etc/vd/keys");
 	assert_string_equal(c.signing_key, "/etc/vd/signing.key");
 	assert_int_equal(vd_config_policy(&c), VD_POLICY_LEDGER);
+	assert_int_equal(c.legacy_policy, VD_LEGACY_UNTRUSTED);
 	assert_string_equal(c.user, "verifyd");
 	assert_string_equal(c.tls_cert, "/etc/vd/cert.pem");
 	assert_string_equal(c.tls_key, "/etc/vd/key.pem");
@@ -214,6 +221,11 @@ static void test_every_key(void **state)
 	assert_int_equal(c.scrub_interval, 0);
 	assert_int_equal(c.scrub_rate, 2097152);
 	assert_int_equal(c.shutdown_grace, 10);
+	assert_int_equal(c.event_history, 500);
+	assert_int_equal(c.max_event_streams, 8);
+	assert_int_equal(c.event_keepalive, 2);
+	assert_int_equal(c.log_format, VD_LOG_JSON);
+	assert_int_equal(c.alert_retention, 7 * 86400);
 }
 
 /* Pins per run: [RUN:]HEX lists, anchors, tokens per run. */
@@ -260,6 +272,25 @@ static void test_policy(void **state)
 	refused("store = /s\ntrusted_keys = keys\n", 2, "absolute");
 }
 
+/* legacy_policy: accept by default, untrusted on request, nothing else. */
+static void test_legacy_policy(void **state)
+{
+	(void)state;
+	vd_config c;
+
+	vd_config_defaults(&c);
+	assert_int_equal(c.legacy_policy, VD_LEGACY_ACCEPT);
+	assert_string_equal(vd_legacy_policy_name(c.legacy_policy), "accept");
+	parse_ok("legacy_policy = untrusted\n", &c);
+	assert_int_equal(c.legacy_policy, VD_LEGACY_UNTRUSTED);
+	assert_string_equal(vd_legacy_policy_name(c.legacy_policy), "untrusted");
+	parse_ok("legacy_policy = accept\n", &c);
+	assert_int_equal(c.legacy_policy, VD_LEGACY_ACCEPT);
+	refused("legacy_policy = refuse\n", 1, "legacy_policy must be accept or untrusted");
+	refused("legacy_policy = Untrusted\n", 1, "legacy_policy");
+	refused("store = /s\nlegacy_policy =\n", 2, "legacy_policy");
+}
+
 static void test_log_levels(void **state)
 {
 	(void)state;
@@ -281,6 +312,48 @@ static void test_log_levels(void **state)
 	refused("log_level = warn\n", 1, "log_level");
 	refused("log_level = 3\n", 1, "log_level");
 	refused("log_level =\n", 1, "log_level");
+}
+
+/* log_format, and durations (alert_retention): seconds, m, h or d. */
+static void test_format_and_durations(void **state)
+{
+	(void)state;
+	static const struct { const char *text; uint64_t seconds; } good[] = {
+		{ "0", 0 }, { "90", 90 }, { "90s", 90 }, { "5m", 300 }, { "12h", 43200 },
+		{ "90d", 7776000 }, { "0d", 0 }, { "007h", 25200 },
+	};
+	static const char *const bad[] = {
+		"", "d", "-1", "1.5h", "1w", "1H", " 1d", "1d ", "1dd", "h1", "1 d", "+1",
+		"18446744073709551616", "213503982334602d",
+	};
+	uint64_t v;
+	vd_config c;
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		if (vd_config_parse_duration(good[i].text, &v) != 0)
+			fail_msg("refused the duration \"%s\"", good[i].text);
+		assert_int_equal(v, good[i].seconds);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (vd_config_parse_duration(bad[i], &v) == 0)
+			fail_msg("accepted the duration \"%s\"", bad[i]);
+
+	vd_config_defaults(&c);
+	assert_int_equal(c.alert_retention, 90 * 86400);
+	assert_int_equal(c.log_format, VD_LOG_TEXT);
+	parse_ok("alert_retention = 0\n", &c);
+	assert_int_equal(c.alert_retention, 0);
+	parse_ok("alert_retention = 3650d\n", &c);
+	assert_int_equal(c.alert_retention, 3650 * 86400);
+	refused("alert_retention = 3651d\n", 1, "duration");
+	refused("alert_retention = 2w\n", 1, "alert_retention");
+	parse_ok("log_format = text\n", &c);
+	assert_int_equal(c.log_format, VD_LOG_TEXT);
+	parse_ok("log_format = json\n", &c);
+	assert_int_equal(c.log_format, VD_LOG_JSON);
+	refused("log_format = JSON\n", 1, "log_format");
+	refused("log_format = syslog\n", 1, "text or json");
 }
 
 static void test_syntax(void **state)
@@ -717,8 +790,10 @@ int main(void)
 		cmocka_unit_test(test_key_table),
 		cmocka_unit_test(test_every_key),
 		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_legacy_policy),
 		cmocka_unit_test(test_pins),
 		cmocka_unit_test(test_log_levels),
+		cmocka_unit_test(test_format_and_durations),
 		cmocka_unit_test(test_syntax),
 		cmocka_unit_test(test_line_numbers),
 		cmocka_unit_test(test_unknown_key),

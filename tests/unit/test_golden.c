@@ -94,6 +94,94 @@ static void test_cases(void **state)
 	free(buf);
 }
 
+/* What each case's verdict says beyond its code: the facts behind a
+ * failure (NULL, or -1 for a version: the fact does not apply) and the
+ * legacy label (migrated_from 0: not legacy). */
+static const struct case_facts {
+	const char *name;
+	const char *expected_hash, *recomputed_hash;
+	int64_t file_schema_version, reader_max_version;
+	const char *tensor, *file;
+	const char *remediation;
+	int64_t migrated_from;
+} case_facts[] = {
+	{ "round-00000", NULL, NULL, -1, -1, NULL, NULL, NULL, 0 },
+	{ "round-00000-sharded", NULL, NULL, -1, -1, NULL, NULL, NULL, 0 },
+	{ "round-00001", NULL, NULL, -1, -1, NULL, NULL, NULL, 0 },
+	{ "round-00002", NULL, NULL, -1, -1, NULL, NULL, NULL, 0 },
+	{ "scalar-and-empty", NULL, NULL, -1, -1, NULL, NULL, NULL, 0 },
+	{ "schema-v1", NULL, NULL, -1, -1, NULL, NULL, NULL, 1 },
+	{ "tamper-weight-byte",
+	  "4d7ed7dee40f9a70cd8c3601c869bcfbbce35ff92723da1ddd4937b6d8fcc753",
+	  "0ec7edcd9ade216a8598e20fe6f0b52602168a453ea59775d182baedd584cd85", -1, -1, NULL, NULL,
+	  "re-download round-00000 from the coordinator; do not load it", 0 },
+	{ "tamper-header-hash",
+	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	  "4d7ed7dee40f9a70cd8c3601c869bcfbbce35ff92723da1ddd4937b6d8fcc753", -1, -1, NULL, NULL,
+	  "re-download round-00000 from the coordinator; do not load it", 0 },
+	{ "pickle-payload", NULL, NULL, -1, -1, NULL, "weights.safetensors",
+	  "re-download round-00000 from the coordinator; do not load it", 0 },
+	{ "schema-too-new", NULL, NULL, 999, 2, NULL, NULL,
+	  "upgrade the verifier: this artifact uses schema version 999, newer than the 2 it reads", 0 },
+	{ "action-head", NULL, NULL, -1, -1, "action_head.so101.weight", "weights.safetensors",
+	  "do not load or share it: round-00000 holds weights outside the shared encoder and predictor groups; export it again with those groups only", 0 },
+	{ "header-missing-field", NULL, NULL, -1, -1, NULL, NULL,
+	  "do not load it: re-download the artifact from the coordinator, and have it exported again if that copy is invalid too", 0 },
+	{ "weight-file-escapes", NULL, NULL, -1, -1, NULL, NULL,
+	  "do not load it: re-download the artifact from the coordinator, and have it exported again if that copy is invalid too", 0 },
+};
+
+static void assert_fact(const char *name, const char *what, const char *got, const char *want)
+{
+	if (want == NULL ? got[0] != '\0' : strcmp(got, want) != 0)
+		fail_msg("%s: %s is \"%s\", expected \"%s\"", name, what, got, want ? want : "");
+}
+
+static void check_facts(const struct case_facts *w, const vd_verdict *v)
+{
+	const vd_facts *f = &v->facts;
+
+	assert_fact(w->name, "expected_hash", f->expected_hash, w->expected_hash);
+	assert_fact(w->name, "recomputed_hash", f->recomputed_hash, w->recomputed_hash);
+	assert_int_equal(f->has_file_schema_version, w->file_schema_version >= 0);
+	if (f->has_file_schema_version)
+		assert_int_equal(f->file_schema_version, w->file_schema_version);
+	assert_int_equal(f->reader_max_version, w->reader_max_version >= 0 ? w->reader_max_version : 0);
+	assert_fact(w->name, "tensor", f->tensor, w->tensor);
+	assert_fact(w->name, "file", f->file, w->file);
+	assert_fact(w->name, "remediation", f->remediation, w->remediation);
+	assert_int_equal(v->legacy, w->migrated_from > 0);
+	assert_int_equal(v->migrated_from, w->migrated_from);
+}
+
+/* Every golden case's facts, and every case has a row. */
+static void test_case_facts(void **state)
+{
+	char path[4200];
+	vd_jdoc doc;
+	size_t len, i, n = 0;
+	char *buf, err[128];
+	const vd_jval *c;
+
+	snprintf(path, sizeof(path), "%s/golden-cases/cases.json", datadir());
+	buf = read_file(path, &len);
+	assert_int_equal(vd_json_parse((uint8_t *)buf, len, NULL, &doc, err, sizeof(err)), 0);
+	for (c = vd_json_get(doc.root, "cases")->child; c != NULL; c = c->next, n++) {
+		vd_verdict v;
+		for (i = 0; i < sizeof(case_facts) / sizeof(case_facts[0]); i++)
+			if (strcmp(case_facts[i].name, jstr(c, "name")) == 0)
+				break;
+		if (i == sizeof(case_facts) / sizeof(case_facts[0]))
+			fail_msg("no facts listed for the case %s", jstr(c, "name"));
+		snprintf(path, sizeof(path), "%s/golden-cases/%s", datadir(), jstr(c, "path"));
+		vd_verify_artifact(path, NULL, &v);
+		check_facts(&case_facts[i], &v);
+	}
+	assert_int_equal(n, sizeof(case_facts) / sizeof(case_facts[0]));
+	vd_jdoc_free(&doc);
+	free(buf);
+}
+
 /* The expected hash given by a caller must match too. */
 static void test_expected_hash(void **state)
 {
@@ -107,6 +195,11 @@ static void test_expected_hash(void **state)
 	opt.expected_hash = "4d7ed7dee40f9a70cd8c3601c869bcfbbce35ff92723da1ddd4937b6d8fcc753";
 	assert_int_equal(vd_verify_artifact(path, &opt, &v), VD_CHECKPOINT_INTEGRITY);
 	assert_non_null(strstr(v.detail, "committed"));
+	assert_string_equal(v.facts.expected_hash, opt.expected_hash);
+	assert_string_equal(v.facts.recomputed_hash,
+	    "a9cad4759c6eb63aa18ec57db6cffbcf6fe9614908908057194fc7077fe58c5d");
+	assert_string_equal(v.facts.remediation,
+	    "re-download round-00001 from the coordinator; do not load it");
 }
 
 static void test_store_basic_artifacts(void **state)
@@ -256,6 +349,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
+		cmocka_unit_test(test_case_facts),
 		cmocka_unit_test(test_expected_hash),
 		cmocka_unit_test(test_store_basic_artifacts),
 		cmocka_unit_test(test_ledger_intact),

@@ -135,6 +135,16 @@ static void assert_same_verdict(const vd_verdict *a, const vd_verdict *b)
 	assert_string_equal(a->parent_hash, b->parent_hash);
 	assert_int_equal(a->tensors, b->tensors);
 	assert_int_equal(a->bytes, b->bytes);
+	assert_string_equal(a->facts.expected_hash, b->facts.expected_hash);
+	assert_string_equal(a->facts.recomputed_hash, b->facts.recomputed_hash);
+	assert_int_equal(a->facts.has_file_schema_version, b->facts.has_file_schema_version);
+	assert_int_equal(a->facts.file_schema_version, b->facts.file_schema_version);
+	assert_int_equal(a->facts.reader_max_version, b->facts.reader_max_version);
+	assert_string_equal(a->facts.tensor, b->facts.tensor);
+	assert_string_equal(a->facts.file, b->facts.file);
+	assert_string_equal(a->facts.remediation, b->facts.remediation);
+	assert_int_equal(a->legacy, b->legacy);
+	assert_int_equal(a->migrated_from, b->migrated_from);
 }
 
 /* The buffers are the files' bytes, and the tensors tile their data. */
@@ -425,6 +435,44 @@ static void test_at_and_ownership(void **state)
 	close(fd);
 }
 
+/* A program built before vd_verdict grew calls the plain names with the
+ * smaller struct: it gets its fields, and nothing past them is written. */
+#undef vd_verify_artifact
+#undef vd_load_verified
+vd_code vd_verify_artifact(const char *path, const vd_options *opt, void *out);
+vd_code vd_load_verified(const char *path, const vd_options *opt, uint64_t max_bytes,
+    vd_loaded *loaded, void *out);
+
+#define FIRST_LAYOUT offsetof(vd_verdict, facts)
+#define CANARY 0x5a
+
+static void test_first_layout(void **state)
+{
+	unsigned char buf[sizeof(vd_verdict)];
+	vd_verdict whole, first;
+	vd_loaded l;
+	size_t i;
+
+	vd_verify_artifact_v2(golden("tamper-weight-byte"), NULL, &whole);
+	memset(buf, CANARY, sizeof(buf));
+	assert_int_equal(vd_verify_artifact(golden("tamper-weight-byte"), NULL, buf),
+	    VD_CHECKPOINT_INTEGRITY);
+	for (i = FIRST_LAYOUT; i < sizeof(buf); i++)
+		assert_int_equal(buf[i], CANARY);
+	memcpy(&first, buf, FIRST_LAYOUT);
+	assert_string_equal(first.detail, whole.detail);
+	assert_string_equal(first.content_hash, whole.content_hash);
+	assert_int_equal(first.bytes, whole.bytes);
+
+	memset(buf, CANARY, sizeof(buf));
+	assert_int_equal(vd_load_verified(golden("round-00000"), NULL, 0, &l, buf), VD_OK);
+	for (i = FIRST_LAYOUT; i < sizeof(buf); i++)
+		assert_int_equal(buf[i], CANARY);
+	memcpy(&first, buf, FIRST_LAYOUT);
+	assert_string_equal(first.content_hash, ROUND0_HASH);
+	vd_loaded_free(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +485,7 @@ int main(void)
 		cmocka_unit_test(test_symlink_refused),
 		cmocka_unit_test(test_short_files),
 		cmocka_unit_test(test_at_and_ownership),
+		cmocka_unit_test(test_first_layout),
 	};
 
 	return cmocka_run_group_tests_name("loaded", tests, NULL, NULL);

@@ -365,9 +365,12 @@ static void expect_(struct fx *f, const vd_options *opt, vd_code want,
 		    v.detail);
 	if (want == VD_OK) {
 		assert_string_equal(v.detail, "");
+		assert_string_equal(v.facts.remediation, "");
 		return;
 	}
 	assert_sentence(v.detail);
+	/* Every failure says what to do about it. */
+	assert_sentence(v.facts.remediation);
 	va_start(ap, needle);
 	for (; needle != NULL; needle = va_arg(ap, const char *)) {
 		if (strstr(v.detail, needle) == NULL) {
@@ -1389,6 +1392,254 @@ static void test_header_created_at_impossible_date(void **state)
 	EXPECT(f, NULL, VD_ARTIFACT_INVALID, "created_at");
 }
 
+/* ---- the facts behind a failure ------------------------------------------ */
+
+/* The verdict on f's artifact, which must have code want. */
+static void verdict_of(struct fx *f, const vd_options *opt, vd_code want, vd_verdict *v)
+{
+	vd_verify_artifact(f->dir, opt, v);
+	print_message("  %-24s %s (%s)\n", vd_code_name(v->code), v->detail, v->facts.remediation);
+	if (v->code != want)
+		fail_msg("expected %s, got %s: %s", vd_code_name(want), vd_code_name(v->code), v->detail);
+}
+
+/* A string fact: want NULL means it does not apply, so it is "". */
+static void assert_fact(const char *what, const char *got, const char *want)
+{
+	if (want == NULL ? got[0] != '\0' : strcmp(got, want) != 0)
+		fail_msg("%s is \"%s\", expected \"%s\"", what, got, want ? want : "");
+}
+
+/* A failure that names a tensor and a file (NULL: none) and nothing else. */
+static void expect_names(struct fx *f, vd_code want, const char *tensor, const char *file)
+{
+	vd_verdict v;
+
+	verdict_of(f, NULL, want, &v);
+	assert_fact("tensor", v.facts.tensor, tensor);
+	assert_fact("file", v.facts.file, file);
+	assert_fact("expected_hash", v.facts.expected_hash, NULL);
+	assert_fact("recomputed_hash", v.facts.recomputed_hash, NULL);
+	assert_int_equal(v.facts.has_file_schema_version, 0);
+	assert_int_equal(v.facts.reader_max_version, 0);
+	assert_sentence(v.facts.remediation);
+}
+
+static void test_facts_dtype(void **state)
+{
+	struct fx *f = *state;
+	struct hdr h = hdr_base();
+
+	put_st(f, "weights.safetensors",
+	    "{" T("encoder.norm.bias", "I64", "[2]", 0, 16) "," PATCH(16, 64) ","
+	    PROJ(64, 128) "}", pool, BASE_DATA_LEN);
+	put_header(f, &h);
+	expect_names(f, VD_ARTIFACT_INVALID, "encoder.norm.bias", "weights.safetensors");
+}
+
+static void test_facts_residency(void **state)
+{
+	struct fx *f = *state;
+	struct hdr h = hdr_base();
+	vd_verdict v;
+
+	put_st(f, "weights.safetensors", "{" BIAS(0, 16) "," PATCH(16, 64) ","
+	    T("head.fc.weight", "F32", "[2]", 128, 136) "," PROJ(64, 128) "}",
+	    pool, 136);
+	put_header(f, &h);
+	expect_names(f, VD_RESIDENCY_VIOLATION, "head.fc.weight", "weights.safetensors");
+	verdict_of(f, NULL, VD_RESIDENCY_VIOLATION, &v);
+	assert_non_null(strstr(v.facts.remediation, "round-00000"));
+	assert_non_null(strstr(v.facts.remediation, "encoder and predictor"));
+}
+
+/* A group at fault names a tensor of it when the weights hold one. */
+static void test_facts_residency_group(void **state)
+{
+	struct fx *f = *state;
+	struct hdr h = hdr_base();
+
+	base_weights(f);
+	h.v[H_GROUPS] = "[\"action_head\", \"encoder\", \"predictor\"]";
+	put_header(f, &h);
+	expect_names(f, VD_RESIDENCY_VIOLATION, NULL, NULL);
+	put_st(f, "weights.safetensors", "{" BIAS(0, 16) "," PATCH(16, 64) ","
+	    T("action_head.fc", "F32", "[2]", 128, 136) "," PROJ(64, 128) "}", pool, 136);
+	expect_names(f, VD_RESIDENCY_VIOLATION, "action_head.fc", "weights.safetensors");
+}
+
+/* The second file that stores a tensor is the one at fault. */
+static void test_facts_two_shards(void **state)
+{
+	struct fx *f = *state;
+	struct hdr h = hdr_base();
+	uint8_t data[80];
+
+	memcpy(data, pool, 16);
+	memcpy(data + 16, pool + 64, 64);
+	put_st(f, SHARD0, "{" BIAS(0, 16) "," PATCH(16, 64) "}", pool, 64);
+	put_st(f, SHARD1, "{" BIAS(0, 16) "," PROJ(16, 80) "}", data, sizeof(data));
+	h.v[H_FILES] = "[\"" SHARD0 "\", \"" SHARD1 "\"]";
+	put_header(f, &h);
+	expect_names(f, VD_CHECKPOINT_INTEGRITY, "encoder.norm.bias", SHARD1);
+}
+
+static void test_facts_files(void **state)
+{
+	struct fx *f = *state;
+	struct hdr h = hdr_base();
+
+	put_st(f, "weights.safetensors", ST_BASE, pool, BASE_DATA_LEN - 10);
+	put_header(f, &h);
+	expect_names(f, VD_CHECKPOINT_INTEGRITY, NULL, "weights.safetensors");
+	base_weights(f);
+	h.v[H_FILES] = "[\"weights.safetensors\", \"weights-extra.safetensors\"]";
+	put_header(f, &h);
+	expect_names(f, VD_CHECKPOINT_INTEGRITY, NULL, "weights-extra.safetensors");
+}
+
+static void test_facts_index_and_manifest(void **state)
+{
+	struct fx *f = *state;
+	struct hdr h = hdr_base();
+
+	sharded_artifact(f);
+	put_index(f, "{\"encoder.norm.bias\": \"" SHARD0 "\", "
+	    "\"encoder.patch_embed.weight\": \"" SHARD0 "\", "
+	    "\"predictor.proj.weight\": \"" SHARD0 "\"}");
+	/* The file that does hold the tensor the index places elsewhere. */
+	expect_names(f, VD_CHECKPOINT_INTEGRITY, "predictor.proj.weight", SHARD1);
+	put_index(f, "{\"encoder.norm.bias\": \"" SHARD0 "\", "
+	    "\"encoder.patch_embed.weight\": \"" SHARD0 "\", \"encoder.gone\": \"" SHARD0 "\"}");
+	expect_names(f, VD_CHECKPOINT_INTEGRITY, "encoder.gone", NULL);
+	assert_int_equal(unlink(at(f, "weights.index.json")), 0);
+	h.v[H_FILES] = "[\"" SHARD0 "\", \"" SHARD1 "\"]";
+	h.v[H_MANIFEST] = "[" M("encoder.norm.bias", "encoder", "float16", "[4]") ","
+	    M_PATCH "," M_PROJ "]";
+	put_header(f, &h);
+	expect_names(f, VD_CHECKPOINT_INTEGRITY, "encoder.norm.bias", SHARD0);
+}
+
+static void test_facts_hashes(void **state)
+{
+	struct fx *f = *state;
+	struct hdr h = hdr_base();
+	uint8_t data[BASE_DATA_LEN];
+	vd_options opt = { 0 };
+	vd_verdict v;
+
+	memcpy(data, pool, sizeof(data));
+	data[100] ^= 0x01;
+	put_st(f, "weights.safetensors", ST_BASE, data, sizeof(data));
+	put_header(f, &h);
+	verdict_of(f, NULL, VD_CHECKPOINT_INTEGRITY, &v);
+	assert_string_equal(v.facts.expected_hash, GOLDEN_HASH);
+	assert_string_equal(v.facts.recomputed_hash, v.content_hash);
+	assert_string_not_equal(v.facts.recomputed_hash, GOLDEN_HASH);
+	assert_fact("tensor", v.facts.tensor, NULL);
+	assert_fact("file", v.facts.file, NULL);
+	assert_string_equal(v.facts.remediation,
+	    "re-download round-00000 from the coordinator; do not load it");
+
+	/* Consistent in itself, but not the committed artifact: the
+	 * commitment is the hash it must have. */
+	seal(f, &h);
+	opt.expected_hash = GOLDEN_HASH;
+	verdict_of(f, &opt, VD_CHECKPOINT_INTEGRITY, &v);
+	assert_string_equal(v.facts.expected_hash, GOLDEN_HASH);
+	assert_string_equal(v.facts.recomputed_hash, v.content_hash);
+	assert_memory_equal(v.facts.recomputed_hash, f->hash_json + 1, VD_HASH_HEX_LEN);
+}
+
+static void schema_facts(struct fx *f, const char *value, int has, int64_t version,
+    const char *needle)
+{
+	struct hdr h = hdr_base();
+	vd_verdict v;
+
+	base_weights(f);
+	h.v[H_SCHEMA] = value;
+	put_header(f, &h);
+	verdict_of(f, NULL, VD_SCHEMA_VERSION_MISMATCH, &v);
+	assert_int_equal(v.facts.has_file_schema_version, has);
+	assert_int_equal(v.facts.file_schema_version, version);
+	assert_int_equal(v.facts.reader_max_version, 2);
+	assert_fact("tensor", v.facts.tensor, NULL);
+	assert_fact("file", v.facts.file, NULL);
+	assert_fact("expected_hash", v.facts.expected_hash, NULL);
+	assert_sentence(v.facts.remediation);
+	if (strstr(v.facts.remediation, needle) == NULL)
+		fail_msg("remediation \"%s\" does not mention \"%s\"", v.facts.remediation, needle);
+	assert_int_equal(v.legacy, 0);
+}
+
+static void test_facts_schema(void **state)
+{
+	struct fx *f = *state;
+
+	schema_facts(f, "3", 1, 3,
+	    "upgrade the verifier: this artifact uses schema version 3, newer than the 2 it reads");
+	schema_facts(f, "0", 1, 0, "older than any");
+	schema_facts(f, "-7", 1, -7, "older than any");
+	schema_facts(f, "\"2\"", 0, 0, "no integer schema_version");
+	schema_facts(f, NULL, 0, 0, "no integer schema_version");
+	schema_facts(f, "18446744073709551616", 0, 0, "no integer schema_version");
+}
+
+/* An older schema_version verifies through the migration, and says so. */
+static void test_facts_legacy(void **state)
+{
+	struct fx *f = *state;
+	struct hdr h = hdr_base();
+	vd_verdict v;
+
+	base_weights(f);
+	h.v[H_SCHEMA] = "1";
+	h.v[H_ARCH] = NULL;
+	seal(f, &h);
+	verdict_of(f, NULL, VD_OK, &v);
+	assert_int_equal(v.legacy, 1);
+	assert_int_equal(v.migrated_from, 1);
+	assert_int_equal(v.schema_version, 1);
+	assert_string_equal(v.facts.remediation, "");
+
+	/* Legacy or not is told of failures too, once the header was read. */
+	h.v[H_HASH] = "\"" GOLDEN_HASH "\"";
+	put_header(f, &h);
+	verdict_of(f, NULL, VD_CHECKPOINT_INTEGRITY, &v);
+	assert_int_equal(v.legacy, 1);
+	assert_int_equal(v.migrated_from, 1);
+
+	h = hdr_base();
+	put_header(f, &h);
+	verdict_of(f, NULL, VD_OK, &v);
+	assert_int_equal(v.legacy, 0);
+	assert_int_equal(v.migrated_from, 0);
+}
+
+/* A name longer than a fact holds is cut before a character, not inside
+ * one: "\xc3\xa9" straddles the cut here. */
+static void test_facts_long_name(void **state)
+{
+	struct fx *f = *state;
+	struct hdr h = hdr_base();
+	char name[300], json[1024], want[VD_NAME_MAX];
+	vd_verdict v;
+
+	memcpy(name, "head.", 5);
+	memset(name + 5, 'a', 249);
+	snprintf(name + 254, sizeof(name) - 254, "\xc3\xa9tail");
+	snprintf(json, sizeof(json), "{" BIAS(0, 16) "," PATCH(16, 64) ","
+	    "\"%s\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[128,136]},"
+	    PROJ(64, 128) "}", name);
+	put_st(f, "weights.safetensors", json, pool, 136);
+	put_header(f, &h);
+	verdict_of(f, NULL, VD_RESIDENCY_VIOLATION, &v);
+	memcpy(want, name, 254);
+	want[254] = '\0';
+	assert_string_equal(v.facts.tensor, want);
+}
+
 #define CASE(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1479,6 +1730,16 @@ int main(void)
 		CASE(test_valid_sealed_dtypes),
 		CASE(test_valid_zero_dim_with_huge_dim),
 		CASE(test_header_created_at_impossible_date),
+		CASE(test_facts_dtype),
+		CASE(test_facts_residency),
+		CASE(test_facts_residency_group),
+		CASE(test_facts_two_shards),
+		CASE(test_facts_files),
+		CASE(test_facts_index_and_manifest),
+		CASE(test_facts_hashes),
+		CASE(test_facts_schema),
+		CASE(test_facts_legacy),
+		CASE(test_facts_long_name),
 	};
 
 	return cmocka_run_group_tests_name("malformed", tests, group_setup, group_teardown);

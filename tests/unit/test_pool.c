@@ -2,13 +2,16 @@
  * The hasher pool: a re-check spread over every thread reports the first
  * differing chunk in file order, whichever thread digested it, run after
  * run; and stopping never blocks the event loop, yet gives a running job
- * its grace before cancelling it.
+ * its grace before cancelling it. Beneath it, the queue: urgent items
+ * ahead of the rest and past the bound, tasks each run and folded once.
  */
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -31,6 +34,7 @@
 
 #include "vd_chunks.h"
 #include "vd_pool.h"
+#include "vd_queue.h"
 
 #define THREADS 4
 #define SMALL_CHUNK 4096u            /* about 770 items: every thread gets some */
@@ -334,6 +338,232 @@ static void test_stop_idle(void **state)
 	assert_int_equal(uv_loop_close(&h.loop), 0);
 }
 
+/* ---- the queue beneath ------------------------------------------------ */
+
+#define Q_ITEMS 8
+#define Q_MAX 2                      /* the bound in the lane tests */
+#define Q_TASKS 1000
+
+typedef struct qitem {
+	vd_queue_item item;
+	int id;
+	int tasks;                   /* > 0: posts this many tasks and waits */
+	int help;
+	size_t ran, folded, dropped; /* its tasks' runs, folds and drops */
+} qitem;
+
+typedef struct qtask {
+	vd_task task;
+	int runs;
+} qtask;
+
+typedef struct qset {
+	vd_taskset set;
+	size_t ran, folded, dropped;
+} qset;
+
+/* The first item holds its thread until the test opens the gate. */
+typedef struct qrun {
+	uv_loop_t loop;
+	vd_queue *q;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int open;
+	int order[Q_ITEMS], n_done, want, discarded;
+} qrun;
+
+#define QITEM_OF(it) ((qitem *)((char *)(it) - offsetof(qitem, item)))
+#define QTASK_OF(t) ((qtask *)((char *)(t) - offsetof(qtask, task)))
+#define QSET_OF(s) ((qset *)((char *)(s) - offsetof(qset, set)))
+
+static void qtask_run(vd_task *t)
+{
+	QTASK_OF(t)->runs++;
+}
+
+/* Under the queue's mutex: plain counters suffice. */
+static void qtask_fold(vd_task *t)
+{
+	qset *s = QSET_OF(t->set);
+
+	s->folded++;
+	s->ran += (size_t)QTASK_OF(t)->runs;
+	s->dropped += t->dropped;
+}
+
+static void qitem_tasks(vd_queue *q, qitem *x)
+{
+	qtask *ts = calloc((size_t)x->tasks, sizeof(*ts));
+	qset s;
+	int i;
+
+	assert_non_null(ts);
+	memset(&s, 0, sizeof(s));
+	s.set.run = qtask_run;
+	s.set.fold = qtask_fold;
+	for (i = 0; i + 1 < x->tasks; i++)
+		ts[i].task.next = &ts[i + 1].task;
+	vd_queue_post(q, &s.set, &ts[0].task);
+	vd_queue_finish(q, &s.set, x->help);
+	x->ran = s.ran;
+	x->folded = s.folded;
+	x->dropped = s.dropped;
+	free(ts);
+}
+
+static void qitem_run(vd_queue *q, vd_queue_item *it, void *arg)
+{
+	qitem *x = QITEM_OF(it);
+	qrun *r = arg;
+
+	if (x->tasks > 0) {
+		qitem_tasks(q, x);
+		return;
+	}
+	pthread_mutex_lock(&r->mu);
+	while (!r->open)
+		pthread_cond_wait(&r->cv, &r->mu);
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void qitem_done(vd_queue_item *it, void *arg)
+{
+	qrun *r = arg;
+
+	r->order[r->n_done++] = QITEM_OF(it)->id;
+	if (r->n_done == r->want)
+		uv_stop(&r->loop);
+}
+
+static void qitem_discard(vd_queue_item *it, void *arg)
+{
+	((qrun *)arg)->discarded++;
+}
+
+static const vd_queue_ops qops = { "test", qitem_run, qitem_done, qitem_discard, NULL };
+
+static void qrun_start(qrun *r, unsigned threads)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	assert_int_equal(uv_loop_init(&r->loop), 0);
+	assert_int_equal(vd_queue_new(&r->loop, threads, &qops, r, &r->q), 0);
+}
+
+static void qrun_open(qrun *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->open = 1;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void qrun_finish(qrun *r)
+{
+	vd_queue_stop(r->q, 0);
+	assert_int_equal(uv_run(&r->loop, UV_RUN_DEFAULT), 0);
+	assert_int_equal(uv_loop_close(&r->loop), 0);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+}
+
+/* Until the one thread holds the first item. */
+static void wait_busy(vd_queue *q)
+{
+	struct timespec ts = { 0, 1000000 };
+	int i;
+
+	for (i = 0; i < 5000 && vd_queue_busy(q) == 0; i++)
+		nanosleep(&ts, NULL);
+	assert_int_equal(vd_queue_busy(q), 1);
+}
+
+/* With the one thread held: the rest is refused at the bound, urgent
+ * items at twice it; urgent ones run first, each lane in order. */
+static void test_queue_lanes(void **state)
+{
+	qitem x[Q_ITEMS];
+	qrun r;
+	int i, want[] = { 0, 3, 4, 1, 2 };
+
+	memset(x, 0, sizeof(x));
+	for (i = 0; i < Q_ITEMS; i++)
+		x[i].id = i;
+	qrun_start(&r, 1);
+	assert_int_equal(vd_queue_submit(r.q, &x[0].item, Q_MAX), 0);
+	wait_busy(r.q);
+	assert_int_equal(vd_queue_submit(r.q, &x[1].item, Q_MAX), 0);
+	assert_int_equal(vd_queue_submit(r.q, &x[2].item, Q_MAX), 0);
+	assert_int_equal(vd_queue_submit(r.q, &x[5].item, Q_MAX), -EAGAIN);
+	x[3].item.urgent = x[4].item.urgent = x[6].item.urgent = 1;
+	assert_int_equal(vd_queue_submit(r.q, &x[3].item, Q_MAX), 0);
+	assert_int_equal(vd_queue_submit(r.q, &x[4].item, Q_MAX), 0);
+	assert_int_equal(vd_queue_submit(r.q, &x[6].item, Q_MAX), -EAGAIN);
+	assert_int_equal(vd_queue_queued(r.q), 4);
+	assert_int_equal(vd_queue_idle(r.q), 0);
+	r.want = 5;
+	qrun_open(&r);
+	uv_run(&r.loop, UV_RUN_DEFAULT);
+	assert_int_equal(r.n_done, 5);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(r.order[i], want[i]);
+	qrun_finish(&r);
+	assert_int_equal(r.discarded, 0);
+}
+
+/* Stopping discards what waits, and never hands it to done. */
+static void test_queue_stop_discards(void **state)
+{
+	qitem x[3];
+	qrun r;
+	int i;
+
+	memset(x, 0, sizeof(x));
+	qrun_start(&r, 1);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(vd_queue_submit(r.q, &x[i].item, Q_MAX * 2), 0);
+	wait_busy(r.q);
+	vd_queue_stop(r.q, 0);
+	assert_int_equal(r.discarded, 2);
+	qrun_open(&r);
+	assert_int_equal(uv_run(&r.loop, UV_RUN_DEFAULT), 0);
+	assert_int_equal(uv_loop_close(&r.loop), 0);
+	assert_int_equal(r.n_done, 0);
+	assert_int_equal(r.discarded, 3);
+	pthread_mutex_destroy(&r.mu);
+	pthread_cond_destroy(&r.cv);
+}
+
+/* Every task runs once and is folded once, however many threads took
+ * some; with no help and no other thread, every one is dropped. */
+static void test_queue_tasks(void **state)
+{
+	qitem x[2];
+	qrun r;
+
+	memset(x, 0, sizeof(x));
+	x[0].tasks = x[1].tasks = Q_TASKS;
+	x[0].help = 1;
+	qrun_start(&r, THREADS);
+	r.want = 1;
+	assert_int_equal(vd_queue_submit(r.q, &x[0].item, Q_MAX), 0);
+	uv_run(&r.loop, UV_RUN_DEFAULT);
+	qrun_finish(&r);
+	assert_int_equal(x[0].folded, Q_TASKS);
+	assert_int_equal(x[0].ran, Q_TASKS);
+	assert_int_equal(x[0].dropped, 0);
+
+	qrun_start(&r, 1);
+	r.want = 1;
+	assert_int_equal(vd_queue_submit(r.q, &x[1].item, Q_MAX), 0);
+	uv_run(&r.loop, UV_RUN_DEFAULT);
+	qrun_finish(&r);
+	assert_int_equal(x[1].folded, Q_TASKS);
+	assert_int_equal(x[1].ran, 0);
+	assert_int_equal(x[1].dropped, Q_TASKS);
+}
+
 /* ---- lowering the hashers' priority ----------------------------------- */
 
 /* setpriority and sched_setscheduler fail with EPERM, as under a unit
@@ -435,6 +665,9 @@ int main(void)
 		cmocka_unit_test(test_stop_does_not_block),
 		cmocka_unit_test(test_stop_without_grace),
 		cmocka_unit_test(test_stop_idle),
+		cmocka_unit_test(test_queue_lanes),
+		cmocka_unit_test(test_queue_stop_discards),
+		cmocka_unit_test(test_queue_tasks),
 	};
 
 	if (getenv("top_builddir") == NULL) {

@@ -335,7 +335,8 @@ int main(void)
 	check(shrank(&v), "a weight file cut by another thread while hashed: the verification fails");
 	check(v.code == VD_CHECKPOINT_INTEGRITY, "with checkpoint_integrity");
 	check(strstr(v.detail, "shrank") != NULL, "the detail says the file shrank");
-	printf("# %s: %s\n", vd_code_name(v.code), v.detail);
+	check(strstr(v.facts.file, ".safetensors") != NULL, "and the verdict names which file");
+	printf("# %s: %s (%s)\n", vd_code_name(v.code), v.detail, v.facts.file);
 
 	verify_truncated(big2, 1, &v);
 	check(shrank(&v), "a weight file cut by another process while hashed: the verification fails");

@@ -20,9 +20,10 @@ from . import _daemon
 from ._errors import (ARTIFACT_INVALID, CHECKPOINT_INTEGRITY, CODES, IO_ERROR,
                       RESIDENCY_VIOLATION, SCHEMA_VERSION_MISMATCH, UNTRUSTED,
                       VerificationError)
+from ._events import wait_for_head
 from ._verify import DTYPE_TOKEN, Artifact
 
-__all__ = ["load_verified", "LoadedArtifact", "VerificationError",
+__all__ = ["load_verified", "wait_for_head", "LoadedArtifact", "VerificationError",
            "bfloat16_to_float32", "CODES", "SCHEMA_VERSION_MISMATCH", "ARTIFACT_INVALID",
            "RESIDENCY_VIOLATION", "CHECKPOINT_INTEGRITY", "UNTRUSTED", "IO_ERROR"]
 __version__ = "0.1.0"

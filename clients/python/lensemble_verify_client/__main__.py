@@ -1,9 +1,10 @@
 """python3 -m lensemble_verify_client [--expect HASH] [--daemon URL
-[--public-key PEM]] ARTIFACT_DIR...
+[--public-key PEM]] ARTIFACT...
 
-Verifies each artifact as load_verified does (framework=None) and prints
-one JSON object per artifact, like ``lensemble-verify --json``. Exit 0 when
-every artifact verified, 1 when one did not, 2 on a usage error.
+Verifies each artifact (a directory, or an uncompressed tar of one) as
+load_verified does (framework=None) and prints one JSON object per
+artifact, like ``lensemble-verify --json``. Exit 0 when every artifact
+verified, 1 when one did not, 2 on a usage error.
 """
 
 import argparse
@@ -21,7 +22,8 @@ def main(argv=None):
     p.add_argument("--daemon", metavar="URL", help="lensemble-verifyd base URL")
     p.add_argument("--public-key", metavar="PEM", help="the daemon's Ed25519 public key")
     p.add_argument("--timeout", type=float, default=30.0, help="HTTP timeout in seconds")
-    p.add_argument("paths", nargs="+", metavar="ARTIFACT_DIR")
+    p.add_argument("paths", nargs="+", metavar="ARTIFACT",
+                   help="an artifact directory, or an uncompressed tar of one")
     a = p.parse_args(argv)
     failed = 0
     for path in a.paths:

@@ -86,6 +86,8 @@ def _why_not(obj):
     """A few words on why a status or verdict is not trusted."""
     parts = []
     if isinstance(obj, dict):
+        if obj.get("untrusted_reason") is not None:
+            parts.append("untrusted_reason %s" % obj.get("untrusted_reason"))
         if obj.get("state") is not None:
             parts.append("state %s" % obj.get("state"))
         if obj.get("code"):

@@ -2,6 +2,10 @@
 src/vd_header.c, src/vd_safetensors.c), in its order and with its codes,
 over bytes read once into memory.
 
+An artifact is a directory, or a regular file read as an uncompressed tar
+of one (src/vd_tar.c, here _tar.py): its headers give each member's data
+range, and each weight file is read from there, in place, never extracted.
+
 Every file is read exactly once. header.json and weights.index.json are
 read whole (they are small and bounded); each weight file is read into one
 buffer of its size, its safetensors header first, then the data, which a
@@ -20,7 +24,7 @@ import struct
 import sys
 import threading
 
-from . import _json
+from . import _json, _tar
 from ._errors import (ARTIFACT_INVALID, CHECKPOINT_INTEGRITY, IO_ERROR,
                       RESIDENCY_VIOLATION, SCHEMA_VERSION_MISMATCH, VerificationError)
 
@@ -54,6 +58,8 @@ MMAP_MIN = 1 << 20            # buffers from this size on are anonymous maps
 
 _O_OPEN = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | \
     getattr(os, "O_CLOEXEC", 0)
+# The artifact itself: followed through a symbolic link, as a directory is.
+_O_TAR = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _U64_MAX = (1 << 64) - 1
 _NOT_ST = "not a safetensors artifact: "
 
@@ -475,14 +481,16 @@ def _alloc(size):
 
 
 class WeightFile:
-    __slots__ = ("name", "fd", "st", "size", "buf", "mv", "data_start", "data_len",
-                 "tensors", "filled", "first_need", "populate")
+    __slots__ = ("name", "fd", "own_fd", "base", "st", "size", "buf", "mv", "data_start",
+                 "data_len", "tensors", "filled", "first_need", "populate")
 
-    def __init__(self, name, fd, st):
+    def __init__(self, name, fd, st, base=0, size=None):
         self.name = name
         self.fd = fd
+        self.own_fd = size is None      # a tar member reads the archive's fd
+        self.base = base                # where the file starts in fd
         self.st = st
-        self.size = st.st_size
+        self.size = st.st_size if size is None else size
         self.buf = None
         self.mv = None
         self.tensors = []
@@ -528,7 +536,7 @@ def _read_into(w, end):
         if w.populate:
             _populate(w, w.filled, n)
         try:
-            got = _pread_into(w.fd, w.mv[w.filled:w.filled + n], w.filled)
+            got = _pread_into(w.fd, w.mv[w.filled:w.filled + n], w.base + w.filled)
         except OSError as e:
             raise _io(w.name, "read", e) from None
         if got == 0:
@@ -565,7 +573,7 @@ class Reader:
         try:
             for w in self.files:
                 try:
-                    os.posix_fadvise(w.fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+                    os.posix_fadvise(w.fd, w.base, w.size, os.POSIX_FADV_SEQUENTIAL)
                 except (AttributeError, OSError):
                     pass
                 while w.filled < w.size and not self.stop:
@@ -620,23 +628,82 @@ class Verified:
         return w.mv[start:start + t.nbytes]
 
 
+def _cannot_open(path, e):
+    code = ARTIFACT_INVALID if e.errno in (errno.ENOENT, errno.ENOTDIR) else IO_ERROR
+    return VerificationError(code, "cannot open the artifact %s: %s" % (path, e.strerror))
+
+
 class Artifact:
-    """One verification of one artifact directory. Use as a context manager:
-    the directory and files are closed on exit, the buffers kept."""
+    """One verification of one artifact, a directory or a tar of one. Use as
+    a context manager: the directory (or tar) and files are closed on exit,
+    the buffers kept."""
 
     def __init__(self, path):
         self.path = os.fspath(path)
         self.dirfd = None
+        self.tarfd = None
+        self.tar_st = None
+        self.tar = None                 # {name (bytes): (offset, size)} of a tar
         self.header = None
         self.files = []
         self.reader = None
+        # Checked before it is opened: a device or a FIFO is never opened.
         try:
-            self.dirfd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY |
-                                 getattr(os, "O_CLOEXEC", 0))
+            pre = os.stat(self.path)
         except OSError as e:
-            code = ARTIFACT_INVALID if e.errno in (errno.ENOENT, errno.ENOTDIR) else IO_ERROR
-            raise VerificationError(code, "cannot open the artifact directory %s: %s"
-                                    % (self.path, e.strerror)) from None
+            raise _cannot_open(self.path, e) from None
+        if stat.S_ISREG(pre.st_mode):
+            self._open_tar(pre)
+        elif not stat.S_ISDIR(pre.st_mode):
+            _invalid("%s is neither a directory nor a tar file", self.path)
+        else:
+            try:
+                self.dirfd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY |
+                                     getattr(os, "O_CLOEXEC", 0))
+            except OSError as e:
+                raise _cannot_open(self.path, e) from None
+
+    def _open_tar(self, pre):
+        try:
+            self.tarfd = os.open(self.path, _O_TAR)
+            self.tar_st = os.fstat(self.tarfd)
+        except OSError as e:
+            self.close()
+            raise _cannot_open(self.path, e) from None
+        if (self.tar_st.st_dev, self.tar_st.st_ino) != (pre.st_dev, pre.st_ino):
+            self.close()
+            _fail(IO_ERROR, "%s changed while it was opened", self.path)
+        try:
+            self.tar = _tar.parse(self._read_tar, self.tar_st.st_size)
+        except BaseException:
+            self.close()
+            raise
+
+    def _read_tar(self, off, n):
+        """n bytes of the tar at off; a tar that shrinks fails as a weight
+        file that shrinks does."""
+        parts, got = [], 0
+        while got < n:
+            try:
+                b = os.pread(self.tarfd, n - got, off + got)
+            except OSError as e:
+                raise _io("the archive", "read", e) from None
+            if not b:
+                _fail(CHECKPOINT_INTEGRITY, "the file shrank while it was being read")
+            parts.append(b)
+            got += len(b)
+        return b"".join(parts)
+
+    def _read_small(self, name, missing_code):
+        """header.json or the index, from the directory or the tar."""
+        if self.tar is None:
+            return read_small(self.dirfd, name, missing_code)
+        m = self.tar.get(name.encode("utf-8"))
+        if m is None:
+            _fail(missing_code, "%s is missing", name)
+        if m[1] > HEADER_MAX_BYTES:
+            _invalid("%s is %d bytes, above the limit of %d", name, m[1], HEADER_MAX_BYTES)
+        return self._read_tar(m[0], m[1])
 
     def __enter__(self):
         return self
@@ -649,18 +716,21 @@ class Artifact:
             self.reader.close()
             self.reader = None
         for w in self.files:
-            if w.fd is not None:
+            if w.fd is not None and w.own_fd:
                 os.close(w.fd)
-                w.fd = None
+            w.fd = None
         if self.dirfd is not None:
             os.close(self.dirfd)
             self.dirfd = None
+        if self.tarfd is not None:
+            os.close(self.tarfd)
+            self.tarfd = None
 
     # step 1
     def load_header(self):
         """Read and check header.json; the header it claims."""
         if self.header is None:
-            data = read_small(self.dirfd, HEADER_FILE, ARTIFACT_INVALID)
+            data = self._read_small(HEADER_FILE, ARTIFACT_INVALID)
             self.header = parse_header(data)
         return self.header
 
@@ -694,8 +764,14 @@ class Artifact:
             _invalid("header.json lists %d weight files, above the limit of %d",
                      len(h.weight_files), MAX_FILES)
         for name in h.weight_files:
-            fd, st = open_member(self.dirfd, name, CHECKPOINT_INTEGRITY)
-            self.files.append(WeightFile(name, fd, st))
+            if self.tar is None:
+                fd, st = open_member(self.dirfd, name, CHECKPOINT_INTEGRITY)
+                self.files.append(WeightFile(name, fd, st))
+                continue
+            m = self.tar.get(name.encode("utf-8"))
+            if m is None:
+                _fail(CHECKPOINT_INTEGRITY, "%s is missing", name)
+            self.files.append(WeightFile(name, self.tarfd, self.tar_st, m[0], m[1]))
 
     # step 3: the safetensors header of each file, read into its buffer
     def _check_structure(self):
@@ -756,13 +832,17 @@ class Artifact:
 
     # step 8
     def _check_index(self, ordered):
-        try:
-            os.stat(INDEX_FILE, dir_fd=self.dirfd, follow_symlinks=False)
-        except FileNotFoundError:
-            return
-        except OSError:
-            pass
-        data = read_small(self.dirfd, INDEX_FILE, CHECKPOINT_INTEGRITY)
+        if self.tar is not None:
+            if INDEX_FILE.encode("utf-8") not in self.tar:
+                return
+        else:
+            try:
+                os.stat(INDEX_FILE, dir_fd=self.dirfd, follow_symlinks=False)
+            except FileNotFoundError:
+                return
+            except OSError:
+                pass
+        data = self._read_small(INDEX_FILE, CHECKPOINT_INTEGRITY)
         try:
             root = _json.loads(data)
         except _json.JSONError as e:
@@ -850,6 +930,15 @@ class Artifact:
 
     # step 11: a file rewritten while it was read may be half old, half new
     def _check_unchanged(self):
+        if self.tar is not None:
+            try:
+                st = os.fstat(self.tarfd)
+            except OSError as e:
+                raise _io("the archive", "stat", e) from None
+            if _identity(st) != _identity(self.tar_st) or \
+                    any(w.filled != w.size for w in self.files):
+                _fail(IO_ERROR, "the archive changed while it was being verified")
+            return
         for w in self.files:
             try:
                 st = os.fstat(w.fd)

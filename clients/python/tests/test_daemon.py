@@ -166,6 +166,13 @@ class Status(DaemonTest):
         e = self.refused()
         self.assertIn("not committed", e.detail)
 
+    def test_legacy_untrusted(self):
+        st = status_object(self.h, trusted=False)
+        st["legacy"], st["migrated_from"], st["untrusted_reason"] = True, 1, "legacy"
+        self.route("/artifact/" + self.h, 200, st)
+        e = self.refused()
+        self.assertIn("untrusted_reason legacy", e.detail)
+
     def test_failed_verdict(self):
         self.route("/artifact/" + self.h, 200,
                    status_object(self.h, trusted=False, state="failed"))

@@ -1,0 +1,452 @@
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "vd_log.h"
+#include "vd_queue.h"
+
+struct vd_queue {
+	uv_loop_t *loop;
+	uv_async_t async;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;         /* an item or a task arrived, or stopping */
+	pthread_cond_t task_cv;    /* a task was folded */
+	uv_timer_t grace;          /* stopping: when running items are cancelled */
+	uv_work_t reap;            /* stopping: joins the threads off the loop */
+	int handles_open;
+	pthread_t *threads;
+	unsigned nthreads;         /* grows under mu as threads start */
+	unsigned exited;           /* stopping: threads out of their loop */
+	int reaping;
+	vd_queue_item *urgent_head, *urgent_tail;
+	vd_queue_item *head, *tail;
+	vd_queue_item *done_head, *done_tail;
+	vd_task *task_head;
+	unsigned queued, busy;
+	int stopping;
+	atomic_int cancel;          /* running items give up */
+	vd_queue_ops ops;
+	void *arg;
+};
+
+/* ---- lanes (q->mu held) ----------------------------------------------- */
+
+static void append(vd_queue_item **head, vd_queue_item **tail, vd_queue_item *it)
+{
+	it->next = NULL;
+	if (*tail)
+		(*tail)->next = it;
+	else
+		*head = it;
+	*tail = it;
+}
+
+static vd_queue_item *pop(vd_queue *q)
+{
+	vd_queue_item *it = q->urgent_head;
+
+	if (it != NULL) {
+		if ((q->urgent_head = it->next) == NULL)
+			q->urgent_tail = NULL;
+	} else if ((it = q->head) != NULL) {
+		if ((q->head = it->next) == NULL)
+			q->tail = NULL;
+	}
+	if (it != NULL) {
+		it->next = NULL;
+		q->queued--;
+	}
+	return it;
+}
+
+/* ---- tasks (q->mu held where noted) ------------------------------------- */
+
+/* q->mu held: the first task of only (any set when NULL). */
+static vd_task *pop_task(vd_queue *q, const vd_taskset *only)
+{
+	vd_task **pp, *t;
+
+	for (pp = &q->task_head; (t = *pp) != NULL; pp = &t->next) {
+		if (only == NULL || t->set == only) {
+			*pp = t->next;
+			t->next = NULL;
+			t->set->unclaimed--;
+			t->set->unclaimed_cost -= t->cost;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+/* q->mu held: a task is done; wake whoever waits for its set. */
+static void task_done(vd_queue *q, vd_task *t)
+{
+	t->set->fold(t);
+	t->set->pending--;
+	pthread_cond_broadcast(&q->task_cv);
+}
+
+void vd_queue_post(vd_queue *q, vd_taskset *set, vd_task *first)
+{
+	vd_task *t, *last = NULL;
+	size_t n = 0;
+	uint64_t cost = 0;
+
+	for (t = first; t != NULL; t = t->next) {
+		t->set = set;
+		n++;
+		cost += t->cost;
+		last = t;
+	}
+	pthread_mutex_lock(&q->mu);
+	set->pending = set->unclaimed = n;
+	set->unclaimed_cost = cost;
+	if (last != NULL) {
+		last->next = q->task_head;
+		q->task_head = first;
+	}
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+}
+
+void vd_queue_unclaimed(vd_queue *q, const vd_taskset *set, size_t *n, uint64_t *cost)
+{
+	pthread_mutex_lock(&q->mu);
+	*n = set->unclaimed;
+	*cost = set->unclaimed_cost;
+	pthread_mutex_unlock(&q->mu);
+}
+
+void vd_queue_finish(vd_queue *q, vd_taskset *set, int help)
+{
+	vd_task *t;
+
+	pthread_mutex_lock(&q->mu);
+	while ((t = pop_task(q, set)) != NULL) {
+		if (!help || q->cancel) {
+			t->dropped = 1;
+			task_done(q, t);
+			continue;
+		}
+		pthread_mutex_unlock(&q->mu);
+		set->run(t);
+		pthread_mutex_lock(&q->mu);
+		task_done(q, t);
+	}
+	while (set->pending > 0)
+		pthread_cond_wait(&q->task_cv, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+/* Queued work is throughput work; answering clients is latency work.
+ * Worker threads yield the CPU to the event loop thread. A system-call
+ * filter that forbids this (a unit without setpriority) would leave them
+ * contending with the loop at its priority: say so, once. */
+static void lower_priority(const vd_queue *q)
+{
+	static atomic_flag warned = ATOMIC_FLAG_INIT;
+	struct sched_param sp = { 0 };
+	const char *what = "pthread_setschedparam(SCHED_BATCH)";
+	int err;
+
+	err = pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), VD_WORKER_NICE) < 0) {
+		err = errno;
+		what = "setpriority";
+	}
+	if (err != 0 && !atomic_flag_test_and_set(&warned))
+		log_warn("%s threads keep the event loop's priority: %s failed: %s",
+		    q->ops.name, what, strerror(err));
+}
+
+/* q->mu held on entry and return. */
+static void run_item(vd_queue *q, vd_queue_item *it)
+{
+	q->busy++;
+	pthread_mutex_unlock(&q->mu);
+	q->ops.run(q, it, q->arg);
+	pthread_mutex_lock(&q->mu);
+	q->busy--;
+	append(&q->done_head, &q->done_tail, it);
+	uv_async_send(&q->async);
+}
+
+static void *worker(void *arg)
+{
+	vd_queue *q = arg;
+	vd_queue_item *it;
+
+	lower_priority(q);
+	pthread_mutex_lock(&q->mu);
+	for (;;) {
+		vd_task *t = NULL;
+		/* Items first; tasks only when no item waits. */
+		while (!q->stopping && (it = pop(q)) == NULL && (t = pop_task(q, NULL)) == NULL)
+			pthread_cond_wait(&q->cv, &q->mu);
+		if (q->stopping)
+			break;
+		if (it != NULL) {
+			run_item(q, it);
+			continue;
+		}
+		pthread_mutex_unlock(&q->mu);
+		t->set->run(t);
+		pthread_mutex_lock(&q->mu);
+		task_done(q, t);
+	}
+	/* Stopping: the last thread out wakes the loop, which joins them all. */
+	q->exited++;
+	uv_async_send(&q->async);
+	pthread_mutex_unlock(&q->mu);
+	return NULL;
+}
+
+/* ---- the loop side ------------------------------------------------------ */
+
+static void discard_list(vd_queue *q, vd_queue_item *it)
+{
+	vd_queue_item *next;
+
+	for (; it != NULL; it = next) {
+		next = it->next;
+		it->next = NULL;
+		q->ops.discard(it, q->arg);
+	}
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	vd_queue *q = h->data;
+
+	if (--q->handles_open > 0)
+		return;
+	pthread_mutex_destroy(&q->mu);
+	pthread_cond_destroy(&q->cv);
+	pthread_cond_destroy(&q->task_cv);
+	if (q->ops.closed != NULL)
+		q->ops.closed(q->arg);
+	free(q->threads);
+	free(q);
+}
+
+/* libuv's thread pool: every thread has left its loop, so the joins are
+ * short; but a worker at nice 10 may wait long for the CPU to return, and
+ * the event loop must not wait with it. */
+static void join_threads(uv_work_t *w)
+{
+	vd_queue *q = w->data;
+	unsigned i;
+
+	for (i = 0; i < q->nthreads; i++)
+		pthread_join(q->threads[i], NULL);
+}
+
+static void on_joined(uv_work_t *w, int status)
+{
+	vd_queue *q = w->data;
+	vd_queue_item *done = q->done_head;
+
+	(void)status;
+	q->done_head = q->done_tail = NULL;
+	discard_list(q, done);
+	uv_close((uv_handle_t *)&q->grace, on_closed);
+	uv_close((uv_handle_t *)&q->async, on_closed);
+}
+
+/* Loop thread, stopping, every thread out of its loop. */
+static void reap(vd_queue *q)
+{
+	if (q->reaping)
+		return;
+	q->reaping = 1;
+	uv_timer_stop(&q->grace);
+	q->reap.data = q;
+	uv_queue_work(q->loop, &q->reap, join_threads, on_joined);
+}
+
+/* Loop thread: hand finished items to the owner. */
+static void on_async(uv_async_t *h)
+{
+	vd_queue *q = h->data;
+	vd_queue_item *it, *next;
+	int all_out;
+
+	pthread_mutex_lock(&q->mu);
+	it = q->done_head;
+	q->done_head = q->done_tail = NULL;
+	all_out = q->stopping && q->exited == q->nthreads;
+	pthread_mutex_unlock(&q->mu);
+	for (; it != NULL; it = next) {
+		next = it->next;
+		it->next = NULL;
+		if (q->stopping)
+			q->ops.discard(it, q->arg);
+		else
+			q->ops.done(it, q->arg);
+	}
+	if (all_out)
+		reap(q);
+}
+
+/* The grace is over: running items give up at their next step. */
+static void on_grace(uv_timer_t *t)
+{
+	vd_queue *q = t->data;
+
+	q->cancel = 1;
+}
+
+/* Signals belong to the loop thread; SIGBUS is synchronous and stays. */
+static int start_threads(vd_queue *q, unsigned threads)
+{
+	sigset_t all, old;
+	unsigned i;
+	int rc = 0;
+
+	sigfillset(&all);
+	sigdelset(&all, SIGBUS);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (i = 0; i < threads; i++) {
+		if ((rc = pthread_create(&q->threads[i], NULL, worker, q)) != 0)
+			break;
+		/* Under the mutex: the threads already running read it. */
+		pthread_mutex_lock(&q->mu);
+		q->nthreads++;
+		pthread_mutex_unlock(&q->mu);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+int vd_queue_new(uv_loop_t *loop, unsigned threads, const vd_queue_ops *ops, void *arg,
+    vd_queue **out)
+{
+	vd_queue *q = calloc(1, sizeof(*q));
+	int rc;
+
+	if (q == NULL)
+		return -ENOMEM;
+	q->loop = loop;
+	q->ops = *ops;
+	q->arg = arg;
+	if ((q->threads = calloc(threads, sizeof(*q->threads))) == NULL)
+		goto fail_alloc;
+	if (uv_async_init(loop, &q->async, on_async) < 0)
+		goto fail_alloc;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv, NULL);
+	pthread_cond_init(&q->task_cv, NULL);
+	uv_timer_init(loop, &q->grace);
+	q->async.data = q->grace.data = q;
+	q->handles_open = 2;
+	rc = start_threads(q, threads);
+	if (q->nthreads == 0) {
+		q->ops.closed = NULL;   /* the caller hears of it now, not later */
+		vd_queue_stop(q, 0);
+		return rc ? -rc : -EINVAL;
+	}
+	*out = q;
+	return 0;
+
+fail_alloc:
+	free(q->threads);
+	free(q);
+	return -ENOMEM;
+}
+
+int vd_queue_submit(vd_queue *q, vd_queue_item *it, unsigned max)
+{
+	pthread_mutex_lock(&q->mu);
+	/* Urgent items may exceed the bound a little: they are few and
+	 * someone waits on them; the rest is what the bound sheds. */
+	if ((q->queued >= max && !it->urgent) || q->queued >= max * 2) {
+		pthread_mutex_unlock(&q->mu);
+		return -EAGAIN;
+	}
+	if (it->urgent)
+		append(&q->urgent_head, &q->urgent_tail, it);
+	else
+		append(&q->head, &q->tail, it);
+	q->queued++;
+	pthread_cond_signal(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	return 0;
+}
+
+static unsigned read_locked(vd_queue *q, const unsigned *field)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&q->mu);
+	n = *field;
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}
+
+unsigned vd_queue_queued(vd_queue *q)
+{
+	return read_locked(q, &q->queued);
+}
+
+unsigned vd_queue_busy(vd_queue *q)
+{
+	return read_locked(q, &q->busy);
+}
+
+unsigned vd_queue_threads(vd_queue *q)
+{
+	return read_locked(q, &q->nthreads);
+}
+
+unsigned vd_queue_idle(vd_queue *q)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&q->mu);
+	n = q->nthreads - q->busy;
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}
+
+int vd_queue_cancelled(const vd_queue *q)
+{
+	return q->cancel;
+}
+
+/* Nothing here waits: idle threads leave at once, running items get
+ * grace_ms (the timer) before they are cancelled, and the last thread out
+ * wakes on_async, which has them joined off the loop. */
+void vd_queue_stop(vd_queue *q, unsigned grace_ms)
+{
+	vd_queue_item *urgent, *rest;
+	int all_out;
+
+	pthread_mutex_lock(&q->mu);
+	q->stopping = 1;
+	urgent = q->urgent_head;
+	rest = q->head;
+	q->urgent_head = q->urgent_tail = q->head = q->tail = NULL;
+	q->queued = 0;
+	pthread_cond_broadcast(&q->cv);
+	all_out = q->exited == q->nthreads;
+	pthread_mutex_unlock(&q->mu);
+	discard_list(q, urgent);
+	discard_list(q, rest);
+	if (grace_ms == 0)
+		q->cancel = 1;
+	else
+		uv_timer_start(&q->grace, on_grace, grace_ms, 0);
+	if (all_out)
+		reap(q);
+}

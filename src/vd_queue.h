@@ -1,0 +1,95 @@
+/*
+ * A bounded work queue served by dedicated threads (libuv's shared
+ * threadpool stays free for file-system calls). Items wait in two lanes,
+ * urgent ahead of the rest; each runs on a worker thread and goes back to
+ * the event loop thread through a uv_async_t. Idle workers also take
+ * tasks: small pieces of work a running item splits off and waits for.
+ */
+#ifndef VD_QUEUE_H
+#define VD_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#define VD_WORKER_NICE 10         /* the loop gets ~90% of a core workers contend for */
+
+typedef struct vd_queue vd_queue;
+
+/* Embedded in whatever the owner queues. */
+typedef struct vd_queue_item {
+	struct vd_queue_item *next;
+	int urgent;                /* ahead of the rest, and may exceed the bound */
+} vd_queue_item;
+
+typedef struct vd_queue_ops {
+	const char *name;          /* what the threads are called in the log */
+	/* A worker thread, no lock held. */
+	void (*run)(vd_queue *q, vd_queue_item *it, void *arg);
+	/* The loop thread: the item is the owner's again. */
+	void (*done)(vd_queue_item *it, void *arg);
+	/* An item never run or never handed back, once stopping. */
+	void (*discard)(vd_queue_item *it, void *arg);
+	/* The loop thread: the queue is gone, arg may go too. May be NULL. */
+	void (*closed)(void *arg);
+} vd_queue_ops;
+
+/* 0, or -errno when no thread could start (nothing to free then: what
+ * was opened closes on the loop, without calling closed). */
+int vd_queue_new(uv_loop_t *loop, unsigned threads, const vd_queue_ops *ops, void *arg,
+    vd_queue **out);
+/* 0, or -EAGAIN when max items already wait (2 * max for an urgent one);
+ * the item stays the caller's then. */
+int vd_queue_submit(vd_queue *q, vd_queue_item *it, unsigned max);
+unsigned vd_queue_queued(vd_queue *q);
+unsigned vd_queue_busy(vd_queue *q);
+unsigned vd_queue_threads(vd_queue *q);
+/* Threads not running an item. */
+unsigned vd_queue_idle(vd_queue *q);
+/* Set once the grace of a stop is over: running items should give up. */
+int vd_queue_cancelled(const vd_queue *q);
+/* Stop without blocking the loop: discard waiting items, let running
+ * ones finish for up to grace_ms (a timer) and cancel them then; once
+ * every thread has left, join them on libuv's thread pool and close the
+ * queue's handles, then call closed. The loop must run on (the handles
+ * keep it alive); finished items are discarded, never handed to done,
+ * from this call on. */
+void vd_queue_stop(vd_queue *q, unsigned grace_ms);
+
+/* ---- tasks ------------------------------------------------------------ */
+
+typedef struct vd_task vd_task;
+typedef struct vd_taskset vd_taskset;
+
+/* Embedded in the owner's piece of work. */
+struct vd_task {
+	vd_task *next;
+	vd_taskset *set;
+	uint64_t cost;             /* in the owner's unit (bytes, say) */
+	int dropped;               /* given up undone: cancelled, or not helped */
+};
+
+/* The tasks one item posts and waits for. Counters are the queue's,
+ * under its mutex. */
+struct vd_taskset {
+	/* Any thread, no lock held: works on t alone. */
+	void (*run)(vd_task *t);
+	/* Under the queue's mutex: t's result into the set, so that results
+	 * from several threads are combined in one place. */
+	void (*fold)(vd_task *t);
+	size_t pending;            /* posted, not yet folded */
+	size_t unclaimed;          /* posted, not yet taken by a thread */
+	uint64_t unclaimed_cost;
+};
+
+/* Queue the tasks linked from first (through next) for idle workers,
+ * ahead of any posted before. */
+void vd_queue_post(vd_queue *q, vd_taskset *set, vd_task *first);
+/* How much of set no thread has taken yet. */
+void vd_queue_unclaimed(vd_queue *q, const vd_taskset *set, size_t *n, uint64_t *cost);
+/* Run set's tasks no thread has taken (help; else drop them), then wait
+ * for the ones others took. Every task is folded when it returns. */
+void vd_queue_finish(vd_queue *q, vd_taskset *set, int help);
+
+#endif
