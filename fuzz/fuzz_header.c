@@ -57,6 +57,30 @@ static void check_frame(const vd_buf *frame)
 	vd_jdoc_free(&doc);
 }
 
+/* Within tight bounds the parse accepts what it accepted without, or
+ * refuses it naming a bound; it never spends past the budget, and gives
+ * back all it charged. */
+static void check_bounded(const uint8_t *data, size_t size, vd_code unbounded)
+{
+	vd_budget budget;
+	vd_parse_bounds b = { 1 + size % 5, 0, &budget };
+	vd_err err = { 0 };
+	vd_header h;
+	vd_code rc;
+
+	vd_budget_init(&budget, 4096 + (size % 64) * 1024);
+	rc = vd_header_parse(data, size, &b, &h, &err);
+	if (rc == VD_OK) {
+		if (unbounded != VD_OK || h.n_manifest > b.max_tensors)
+			abort();
+		vd_header_free(&h);
+	} else if (rc != unbounded && rc != VD_ARTIFACT_INVALID) {
+		abort();
+	}
+	if (budget.used != 0 || budget.peak > budget.limit)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	vd_err err = { 0 };
@@ -64,7 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	vd_buf frame;
 	vd_code rc;
 
-	rc = vd_header_parse(data, size, &h, &err);
+	rc = vd_header_parse(data, size, NULL, &h, &err);
+	check_bounded(data, size, rc);
 	if (rc != VD_OK) {
 		if (err.code != rc || err.msg[0] == '\0')
 			abort();

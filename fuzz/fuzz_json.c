@@ -77,13 +77,42 @@ static void canonical(const vd_jval *v, vd_jw_mode mode, vd_buf *out)
 	vd_jdoc_free(&again);
 }
 
+/* Within a budget and a count the parse accepts what it accepted
+ * without, or refuses it for the one or the other; it never spends past
+ * the budget, and gives back all it charged. */
+static void check_bounded(const uint8_t *data, size_t size, int unbounded)
+{
+	vd_budget budget;
+	vd_json_bounds b = { .budget = &budget, .max_items = 1 + size % 4,
+	    .items_key = size % 2 ? "a" : NULL };
+	vd_jdoc doc;
+	char msg[128];
+	int rc;
+
+	vd_budget_init(&budget, 1024 + (size % 32) * 1024);
+	rc = vd_json_parse_bounded(data, size, NULL, &b, &doc, msg, sizeof(msg));
+	if (rc == 0) {
+		if (unbounded != 0 || budget.used == 0)
+			abort();
+		vd_jdoc_free(&doc);
+	} else if (rc != unbounded && rc != VD_JSON_EITEMS &&
+	    !(rc == VD_JSON_EMEMORY && budget.exhausted)) {
+		abort();
+	}
+	if (budget.used != 0 || budget.peak > budget.limit)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	vd_jdoc doc, from_utf8;
 	vd_buf ascii, utf8, cross;
 	char msg[128];
+	int rc;
 
-	if (vd_json_parse(data, size, NULL, &doc, msg, sizeof(msg)) < 0) {
+	rc = vd_json_parse(data, size, NULL, &doc, msg, sizeof(msg));
+	check_bounded(data, size, rc);
+	if (rc < 0) {
 		if (memchr(msg, '\0', sizeof(msg)) == NULL || msg[0] == '\0')
 			abort();    /* a refusal must say why */
 		return 0;

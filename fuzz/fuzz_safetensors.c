@@ -54,6 +54,33 @@ static void check_tensors(const vd_st_file *f, const uint8_t *data, size_t size)
 	(void)sink;
 }
 
+/* Within tight bounds the parse accepts what it accepted without, or
+ * refuses it naming a bound; it never spends past the budget, and gives
+ * back all it charged. */
+static void check_bounded(const uint8_t *header, size_t hlen, uint64_t data_len,
+    vd_code unbounded)
+{
+	vd_budget budget;
+	vd_parse_bounds b = { 1 + hlen % 7, hlen % 3, &budget };
+	vd_err err = { 0 };
+	vd_st_file f;
+	vd_code rc;
+
+	vd_budget_init(&budget, 4096 + (hlen % 64) * 1024);
+	rc = vd_st_parse(header, hlen, data_len, 0, &b, &f, &err);
+	if (rc == VD_OK) {
+		if (unbounded != VD_OK || f.count + b.tensors_before > b.max_tensors)
+			abort();
+		vd_st_free(&f);
+	} else if (rc != unbounded && rc != VD_ARTIFACT_INVALID) {
+		abort();
+	} else if (rc == VD_ARTIFACT_INVALID && strstr(err.msg, "(max_") == NULL) {
+		abort();        /* a bound's refusal names it */
+	}
+	if (budget.used != 0 || budget.peak > budget.limit)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	vd_err err = { 0 };
@@ -75,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(header, data + VD_ST_PREFIX_LEN, (size_t)hlen);
 	memset(&err, 0, sizeof(err));
 	rc = vd_st_parse(header, (size_t)hlen, size - VD_ST_PREFIX_LEN - hlen, 0,
-	    &f, &err);
+	    NULL, &f, &err);
 	if (rc == VD_OK) {
 		if (err.code != VD_OK)
 			abort();
@@ -84,6 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (err.code != rc || err.msg[0] == '\0') {
 		abort();        /* a failure must carry its code and a sentence */
 	}
+	check_bounded(header, (size_t)hlen, size - VD_ST_PREFIX_LEN - hlen, rc);
 	free(header);
 	return 0;
 }

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,10 +25,8 @@
 #include "vd_jsonw.h"
 #include "vd_keys.h"
 #include "vd_ledger.h"
+#include "vd_limits.h"
 #include "vd_util.h"
-
-#define PROGRESS_MIN_BYTES (256u << 20)   /* show progress above this size */
-#define LEDGER_MAX_BYTES (256u << 20)
 
 static const char usage_text[] =
 "Usage: lensemble-verify [--json] [--expect HASH] ARTIFACT...\n"
@@ -73,7 +70,7 @@ static int progress(uint64_t done, uint64_t total, void *arg)
 	static int last = -1;
 	int pct;
 
-	if (total < PROGRESS_MIN_BYTES)
+	if (total < VD_PROGRESS_MIN_BYTES)
 		return 0;
 	pct = (int)(done * 100 / total);
 	if (pct == last && done != total)
@@ -243,40 +240,27 @@ static void report_ledger(const struct cli *cli, const char *path,
 	print_json(o);
 }
 
+static int read_ledger(const char *path, vd_buf *b, char *err, size_t n);
+
+/* Read, not mapped: a ledger truncated under a mapping would end the
+ * program with SIGBUS, and it is small (VD_LEDGER_MAX_BYTES). */
 static int verify_ledger(const struct cli *cli, const char *path)
 {
 	vd_ledger_result r;
 	char err[VD_DETAIL_MAX];
-	struct stat st;
-	void *map = NULL;
-	int fd;
+	vd_buf b;
 
 	memset(&r, 0, sizeof(r));
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size > LEDGER_MAX_BYTES) {
-		snprintf(err, sizeof(err), "cannot read the ledger: %s",
-		    fd < 0 || errno ? strerror(errno) : "not a regular file of at most 256 MiB");
-		goto fail;
+	vd_buf_init(&b);
+	if (read_ledger(path, &b, err, sizeof(err)) < 0) {
+		vd_buf_free(&b);
+		report_ledger(cli, path, &r, err);
+		return 1;
 	}
-	if (st.st_size > 0) {
-		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map == MAP_FAILED) {
-			snprintf(err, sizeof(err), "cannot map the ledger: %s", strerror(errno));
-			goto fail;
-		}
-	}
-	vd_ledger_verify(map, (size_t)st.st_size, NULL, NULL, &r);
-	if (map)
-		munmap(map, (size_t)st.st_size);
-	close(fd);
+	vd_ledger_verify(b.p, b.len, NULL, NULL, &r);
+	vd_buf_free(&b);
 	report_ledger(cli, path, &r, NULL);
 	return r.brk == VD_LEDGER_INTACT ? 0 : 1;
-fail:
-	if (fd >= 0)
-		close(fd);
-	report_ledger(cli, path, &r, err);
-	return 1;
 }
 
 static int usage_error(const char *msg)
@@ -959,7 +943,6 @@ out:
  * payload, and a fixed arena. */
 #define ATTEST_PAYLOAD_MAX_BYTES (VD_DSSE_MAX_BYTES / 4 * 3)
 #define ATTEST_MAX_DEPTH VD_DSSE_MAX_DEPTH
-#define ATTEST_JSON_MEMORY (4u << 20)
 #define ATTEST_TIME_MAX 40              /* bytes in verified_at or issued_at */
 #define ATTEST_STATE_MAX 32             /* bytes of predicate.state worth quoting */
 
@@ -1071,7 +1054,7 @@ static int check_subjects(const vd_jval *root, struct verdict *out, char *why, s
 static int check_verdict(const uint8_t *p, size_t len, const char *expect,
     struct verdict *out, char *why, size_t n)
 {
-	vd_json_opts opts = { ATTEST_MAX_DEPTH, ATTEST_JSON_MEMORY };
+	vd_json_opts opts = { ATTEST_MAX_DEPTH, VD_ATTEST_JSON_MEMORY };
 	const vd_jval *pred, *trusted, *state, *vat, *iat;
 	char msg[128];
 	vd_jdoc doc;

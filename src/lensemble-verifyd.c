@@ -26,6 +26,7 @@
 #include "vd_artifact.h"
 #include "vd_config.h"
 #include "vd_http.h"
+#include "vd_limits.h"
 #include "vd_log.h"
 #include "vd_metrics.h"
 #include "vd_notify.h"
@@ -38,10 +39,8 @@
 #endif
 #define DEFAULT_CONFIG SYSCONFDIR "/lensemble-verifyd.conf"
 #define MAX_OVERRIDES 16
-#define STATUS_INTERVAL_MS 10000
-#define LOOP_STALL_NS (20 * 1000000ull)   /* a loop turn busier than this is logged */
-#define STALL_LOG_GAP_NS (1000000000ull)  /* at most one such line a second */
 #define MALLOC_ARENAS 1                    /* see main() */
+#define MALLOC_MMAP_THRESHOLD (128 * 1024)  /* glibc's default, kept fixed */
 
 typedef struct daemon_opts {
 	int foreground, check;
@@ -271,6 +270,9 @@ static void shutdown_daemon(vd_daemon *d, const char *why)
 	uv_timer_stop(&d->watchdog);
 	/* Stop accepting first; waiting clients get their 202 from the store. */
 	vd_store_close(&d->store, on_store_closed, d);
+	/* Answers lookups still on the thread pool: libmicrohttpd must not
+	 * be stopped with a connection suspended. */
+	vd_api_stop(&d->api);
 	d->api.http = NULL;
 	vd_http_stop(d->http);
 }
@@ -334,7 +336,7 @@ static int drop_privileges(const vd_config *c)
 }
 
 /* Each turn of the loop, its busy time (the turn less the time it waited
- * in poll) goes to loop_stall_seconds; a turn over LOOP_STALL_NS is a stall
+ * in poll) goes to loop_stall_seconds; a turn over VD_LOOP_STALL_NS is a stall
  * that delays every client, and is logged with its length. */
 static void on_prepare(uv_prepare_t *h)
 {
@@ -345,9 +347,9 @@ static void on_prepare(uv_prepare_t *h)
 	d->turn_start = now;
 	d->turn_idle = idle;
 	vd_histogram_observe(&d->metrics.loop_stall, (double)busy / 1e9);
-	if (busy < LOOP_STALL_NS)
+	if (busy < VD_LOOP_STALL_NS)
 		return;
-	if (now - d->stall_logged_at < STALL_LOG_GAP_NS) {
+	if (now - d->stall_logged_at < VD_STALL_LOG_GAP_NS) {
 		d->stalls_unlogged++;
 		return;
 	}
@@ -373,7 +375,7 @@ static void start_timers(vd_daemon *d)
 	uv_timer_init(&d->loop, &d->status);
 	uv_timer_init(&d->loop, &d->watchdog);
 	d->status.data = d->watchdog.data = d;
-	uv_timer_start(&d->status, on_status, STATUS_INTERVAL_MS, STATUS_INTERVAL_MS);
+	uv_timer_start(&d->status, on_status, VD_STATUS_INTERVAL_MS, VD_STATUS_INTERVAL_MS);
 	if (wd > 0)
 		uv_timer_start(&d->watchdog, on_watchdog, 0, wd / 2000);
 }
@@ -507,6 +509,10 @@ int main(int argc, char **argv)
 	 * arena each, memory freed in one is not reused by another and stays
 	 * resident. */
 	mallopt(M_ARENA_MAX, MALLOC_ARENAS);
+	/* A fixed threshold: glibc would raise it to the size of each large
+	 * block freed (a request body, a scan result), and the next ones
+	 * would stay on the heap, resident, after they are freed. */
+	mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD);
 	if (parse_args(argc, argv, &d.opts) < 0) {
 		fprintf(stderr, "lensemble-verifyd: bad arguments\nTry 'lensemble-verifyd --help'.\n");
 		return 2;

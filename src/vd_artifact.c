@@ -2,23 +2,19 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 #include "vd_artifact.h"
 #include "vd_hash.h"
 #include "vd_header.h"
 #include "vd_json.h"
+#include "vd_mapping.h"
 #include "vd_safetensors.h"
 #include "vd_tar.h"
 #include "vd_util.h"
@@ -58,13 +54,22 @@ typedef struct byte_source {
 	int maps;                   /* reads mappings: needs the SIGBUS guard */
 } byte_source;
 
+/* A small member's bytes (header.json, the index), NUL-terminated:
+ * charged to the parse budget, and mapped on their own when large
+ * (vd_mem_alloc), so that a big one leaves nothing behind on the heap. */
+typedef struct small_file {
+	uint8_t *p;
+	size_t len;
+	size_t size;                /* allocated and charged: len + 1 */
+} small_file;
+
 /* Where the member files live: a directory, or a tar read in place. The
  * checks are the same; only finding and reading the members differ. */
 typedef struct member_store {
 	vd_code (*prepare)(verify_ctx *c);
 	vd_code (*open_weight)(verify_ctx *c, weight_file *w);
 	vd_code (*read_small)(verify_ctx *c, const char *name, size_t cap,
-	    vd_code missing_code, vd_buf *b);
+	    vd_code missing_code, small_file *b);
 	int (*has)(verify_ctx *c, const char *name);
 	vd_code (*unchanged)(verify_ctx *c);
 } member_store;
@@ -91,6 +96,8 @@ struct verify_ctx {
 	vd_loaded *loaded;          /* filled on success when reading into memory */
 	vd_buf header_bytes;        /* kept only for loaded */
 	const vd_options *opt;
+	vd_bounds bounds;           /* every field set (defaults filled in) */
+	vd_budget budget;           /* parse memory, max_job_memory */
 	vd_verdict *out;
 	vd_file_ids *ids;
 	vd_err err;
@@ -99,6 +106,7 @@ struct verify_ctx {
 	weight_file *files;
 	size_t nfiles;
 	const vd_st_tensor **sorted;   /* every tensor, by name */
+	size_t sorted_size;         /* bytes, charged to budget */
 	size_t ntensors;
 	vd_hasher *hasher;
 	const vd_chunk_sink *sink;
@@ -107,136 +115,21 @@ struct verify_ctx {
 	uint64_t page;              /* the page size, for madvise and mincore */
 };
 
-/* A mapped file truncated by another process faults on access (SIGBUS).
- * A thread reading mappings sets a guard naming them; a fault inside them
- * jumps back to the guard, whose verification fails. Any other SIGBUS
- * (another thread, another address, a sent signal) goes on to the handler
- * the process had before, so that the library, linked into any program,
- * neither kills it on a truncated file nor swallows its own faults. */
-typedef struct bus_guard {
-	sigjmp_buf jb;
-	const verify_ctx *c;        /* the weight files c maps, or */
-	uintptr_t lo, hi;           /* the range [lo, hi) */
-	const void *volatile fault; /* where it faulted: which file shrank */
-} bus_guard;
-
-static __thread bus_guard *bus_top;
-static struct sigaction bus_prev;   /* changed only while on_sigbus is not installed */
-static pthread_mutex_t bus_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
-
-static int in_range(uintptr_t a, const void *p, size_t n)
+/* The SIGBUS guard of a verification covers every mapping c reads: the
+ * archive, or each weight file. Async-signal context: reads only. */
+static int ctx_covers(const void *arg, const void *addr)
 {
-	return p != NULL && a >= (uintptr_t)p && a - (uintptr_t)p < n;
-}
-
-/* Async-signal context: reads only. */
-static int guarded(const bus_guard *g, const void *addr)
-{
-	uintptr_t a = (uintptr_t)addr;
+	const verify_ctx *c = arg;
 	size_t i;
 
-	if (g->c == NULL)
-		return a >= g->lo && a < g->hi;
-	if (in_range(a, g->c->tar_map, g->c->tar_len))
+	if (vd_bus_in_range(addr, c->tar_map, c->tar_len))
 		return 1;
-	if (g->c->files == NULL)
+	if (c->files == NULL)
 		return 0;
-	for (i = 0; i < g->c->nfiles; i++)
-		if (in_range(a, g->c->files[i].bytes, g->c->files[i].len))
+	for (i = 0; i < c->nfiles; i++)
+		if (vd_bus_in_range(addr, c->files[i].bytes, c->files[i].len))
 			return 1;
 	return 0;
-}
-
-/* What the process would have done without on_sigbus. */
-static void chain_sigbus(int sig, siginfo_t *si, void *uctx)
-{
-	void (*h)(int) = bus_prev.sa_handler;
-
-	if (h != SIG_DFL && h != SIG_IGN) {
-		if (bus_prev.sa_flags & SA_SIGINFO)
-			bus_prev.sa_sigaction(sig, si, uctx);
-		else
-			h(sig);
-		return;
-	}
-	/* A sent SIGBUS that was ignored stays ignored. Otherwise the default
-	 * action: a fault repeats on return and ends the process where it
-	 * happened (the kernel does not let a fault be ignored either); a
-	 * sent signal is sent again. */
-	if (h == SIG_IGN && si->si_code <= 0)
-		return;
-	signal(SIGBUS, SIG_DFL);
-	if (si->si_code <= 0)
-		raise(SIGBUS);
-}
-
-static void on_sigbus(int sig, siginfo_t *si, void *uctx)
-{
-	bus_guard *g = bus_top;
-
-	if (g != NULL && si->si_code > 0 && guarded(g, si->si_addr)) {
-		g->fault = si->si_addr;
-		siglongjmp(g->jb, 1);
-	}
-	chain_sigbus(sig, si, uctx);
-}
-
-/* Put on_sigbus in front of the current SIGBUS handler, unless it is. */
-static int install_sigbus(void)
-{
-	struct sigaction sa, cur;
-	int rc = 0;
-
-	pthread_mutex_lock(&bus_mu);
-	if (sigaction(SIGBUS, NULL, &cur) < 0) {
-		rc = -1;
-	} else if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigbus) {
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = on_sigbus;
-		/* SA_NODEFER: a fault in a chained handler is not blocked. */
-		sa.sa_flags = SA_SIGINFO | SA_NODEFER | (cur.sa_flags & SA_ONSTACK);
-		sigemptyset(&sa.sa_mask);
-		bus_prev = cur;
-		rc = sigaction(SIGBUS, &sa, NULL);
-	}
-	pthread_mutex_unlock(&bus_mu);
-	return rc;
-}
-
-static void install_sigbus_once(void)
-{
-	install_sigbus();
-}
-
-/* Before the first mapping is read: a program linking the library need
- * not know about SIGBUS. Later handlers are the program's business. */
-static void guard_lazily(void)
-{
-	pthread_once(&bus_once, install_sigbus_once);
-}
-
-int vd_artifact_guard_sigbus(void)
-{
-	guard_lazily();
-	return install_sigbus();
-}
-
-/* Make g the thread's guard (the caller then sets g->jb with sigsetjmp);
- * guard_pop(the result) restores the one before, guards nest. */
-static bus_guard *guard_push(bus_guard *g)
-{
-	bus_guard *prev = bus_top;
-
-	bus_top = g;
-	atomic_signal_fence(memory_order_seq_cst);
-	return prev;
-}
-
-static void guard_pop(bus_guard *prev)
-{
-	atomic_signal_fence(memory_order_seq_cst);
-	bus_top = prev;
 }
 
 static const char *const code_names[] = {
@@ -316,7 +209,7 @@ static void note_fault(verify_ctx *c, const void *addr)
 	size_t i;
 
 	for (i = 0; addr != NULL && c->files != NULL && i < c->nfiles; i++)
-		if (in_range((uintptr_t)addr, c->files[i].bytes, c->files[i].len)) {
+		if (vd_bus_in_range(addr, c->files[i].bytes, c->files[i].len)) {
 			note_file(c, c->files[i].name);
 			return;
 		}
@@ -433,12 +326,64 @@ static vd_code open_member(verify_ctx *c, const char *name, vd_code missing_code
 	return VD_OK;
 }
 
+/* A parse allocation failed: past max_job_memory (what names the
+ * document), or the system is out of memory. */
+static vd_code no_memory(verify_ctx *c, const char *what)
+{
+	if (c->budget.exhausted)
+		return vd_fail(&c->err, VD_ARTIFACT_INVALID,
+		    "%s needs more than %zu bytes to parse (max_job_memory)", what,
+		    c->budget.limit);
+	return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+}
+
+/* Room in b for a small member of size bytes, charged to the parse
+ * budget before it is allocated; give_small returns it. */
+static vd_code take_small(verify_ctx *c, const char *name, uint64_t size, small_file *b)
+{
+	memset(b, 0, sizeof(*b));
+	if ((b->p = vd_budget_alloc(&c->budget, (size_t)size + 1)) == NULL)
+		return c->budget.exhausted ? no_memory(c, name) :
+		    vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	b->size = (size_t)size + 1;
+	return VD_OK;
+}
+
+static void give_small(verify_ctx *c, small_file *b)
+{
+	vd_budget_free(&c->budget, b->p, b->size);
+	memset(b, 0, sizeof(*b));
+}
+
+/* All n bytes of fd, and nothing after them: a file that grows or
+ * shrinks while it is read is refused. */
+static vd_code read_whole(verify_ctx *c, int fd, const char *name, uint8_t *dst, size_t n)
+{
+	size_t off = 0;
+	uint8_t extra;
+	ssize_t got;
+
+	for (;;) {
+		got = off < n ? pread(fd, dst + off, n - off, (off_t)off) :
+		    pread(fd, &extra, 1, (off_t)off);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return io_fail(c, name, "read");
+		if (off == n && got == 0)
+			return VD_OK;
+		if (got == 0 || off == n)
+			return vd_fail(&c->err, VD_IO_ERROR, "%s changed while it was being read", name);
+		off += (size_t)got;
+	}
+}
+
 static vd_code read_small(verify_ctx *c, const char *name, size_t cap,
-    vd_code missing_code, vd_buf *b)
+    vd_code missing_code, small_file *b)
 {
 	struct stat st;
 	vd_code rc;
-	int fd, err;
+	int fd;
 
 	if ((rc = open_member(c, name, missing_code, &fd, &st)) != VD_OK)
 		return rc;
@@ -448,11 +393,11 @@ static vd_code read_small(verify_ctx *c, const char *name, size_t cap,
 		    "%s is %lld bytes, above the limit of %zu", name,
 		    (long long)st.st_size, cap);
 	}
-	if ((err = vd_read_all(fd, cap, b)) < 0) {
-		errno = -err;
-		rc = io_fail(c, name, "read");
-	} else if (record_id(c, name, &st) < 0) {
-		rc = vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	rc = take_small(c, name, (uint64_t)st.st_size, b);
+	if (rc == VD_OK && (rc = read_whole(c, fd, name, b->p, (size_t)st.st_size)) == VD_OK) {
+		b->len = (size_t)st.st_size;
+		if (record_id(c, name, &st) < 0)
+			rc = vd_fail(&c->err, VD_IO_ERROR, "out of memory");
 	}
 	close(fd);
 	return rc;
@@ -472,22 +417,24 @@ static void note_schema(verify_ctx *c)
 static vd_code load_header(verify_ctx *c)
 {
 	vd_verdict *o = c->out;
-	vd_buf b;
+	small_file b = { 0 };
 	vd_code rc;
 
-	vd_buf_init(&b);
 	rc = c->store->read_small(c, HEADER_FILE, VD_HEADER_MAX_BYTES, VD_ARTIFACT_INVALID, &b);
 	if (rc == VD_OK) {
-		SHA256(b.p ? b.p : (const uint8_t *)"", b.len, c->meta.header);
-		rc = vd_header_parse(b.p ? b.p : (const uint8_t *)"", b.len, &c->hdr, &c->err);
+		SHA256(b.p, b.len, c->meta.header);
+		rc = vd_header_parse(b.p, b.len,
+		    &(vd_parse_bounds){ .max_tensors = c->bounds.max_tensors, .budget = &c->budget },
+		    &c->hdr, &c->err);
 		if (rc == VD_SCHEMA_VERSION_MISMATCH)
 			note_schema(c);
 	}
-	if (rc == VD_OK && c->loaded != NULL) {
-		c->header_bytes = b;    /* the caller gets the very bytes parsed */
-		vd_buf_init(&b);
-	}
-	vd_buf_free(&b);
+	/* The caller gets the very bytes parsed, in memory of its own. */
+	if (rc == VD_OK && c->loaded != NULL &&
+	    (vd_buf_reserve(&c->header_bytes, b.len) < 0 ||
+	    vd_buf_put(&c->header_bytes, b.p, b.len) < 0))
+		rc = vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+	give_small(c, &b);
 	if (rc != VD_OK)
 		return rc;
 	c->have_hdr = 1;
@@ -500,6 +447,24 @@ static vd_code load_header(verify_ctx *c)
 	/* Read through the migration chain: told, never refused for it. */
 	if ((o->legacy = c->hdr.schema_version < VD_HEADER_SCHEMA_MAX))
 		o->migrated_from = c->hdr.schema_version;
+	return VD_OK;
+}
+
+/* Refuse, before a byte of them is read, weights larger than an artifact
+ * may be: a sparse file claims terabytes that cost nothing to store and
+ * hours to hash. */
+static vd_code check_artifact_bytes(verify_ctx *c)
+{
+	uint64_t total = 0;
+	size_t i;
+
+	for (i = 0; i < c->nfiles; i++)
+		if (vd_add_u64(total, (uint64_t)c->files[i].st.st_size, &total) < 0)
+			total = UINT64_MAX;
+	if (total > c->bounds.max_artifact_bytes)
+		return vd_fail(&c->err, VD_ARTIFACT_INVALID,
+		    "the weight files hold %llu bytes, more than %llu (max_artifact_bytes)",
+		    (unsigned long long)total, (unsigned long long)c->bounds.max_artifact_bytes);
 	return VD_OK;
 }
 
@@ -542,6 +507,8 @@ static vd_code open_weights(verify_ctx *c)
 			return rc;
 		}
 	}
+	if ((rc = check_artifact_bytes(c)) != VD_OK)
+		return rc;
 	return check_budget(c);
 }
 
@@ -731,7 +698,7 @@ static vd_code tar_open_weight(verify_ctx *c, weight_file *w)
 /* header.json or the index: read with pread in both sources, as a
  * directory's are read with read(). */
 static vd_code tar_read_small(verify_ctx *c, const char *name, size_t cap,
-    vd_code missing_code, vd_buf *b)
+    vd_code missing_code, small_file *b)
 {
 	const vd_tar_member *m = vd_tar_find(&c->tar, name);
 	vd_code rc;
@@ -742,10 +709,8 @@ static vd_code tar_read_small(verify_ctx *c, const char *name, size_t cap,
 		return vd_fail(&c->err, VD_ARTIFACT_INVALID,
 		    "%s is %llu bytes, above the limit of %zu", name,
 		    (unsigned long long)m->size, cap);
-	vd_buf_free(b);
-	if ((b->p = malloc((size_t)m->size + 1)) == NULL)
-		return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
-	b->cap = (size_t)m->size + 1;
+	if ((rc = take_small(c, name, m->size, b)) != VD_OK)
+		return rc;
 	if ((rc = read_at(c, c->tarfd, b->p, (size_t)m->size, m->offset)) != VD_OK)
 		return rc;
 	b->len = (size_t)m->size;
@@ -772,8 +737,11 @@ static vd_code tar_unchanged(verify_ctx *c)
 	return VD_OK;
 }
 
-static vd_code parse_file(verify_ctx *c, weight_file *w, uint32_t index)
+/* before: the tensors the files parsed so far declare, which count
+ * against the artifact's max_tensors with this file's. */
+static vd_code parse_file(verify_ctx *c, weight_file *w, uint32_t index, uint64_t before)
 {
+	vd_parse_bounds b = { c->bounds.max_tensors, before, &c->budget };
 	uint64_t hlen;
 	vd_code rc;
 
@@ -782,30 +750,35 @@ static vd_code parse_file(verify_ctx *c, weight_file *w, uint32_t index)
 	if (rc != VD_OK)
 		return rc;
 	return vd_st_parse(w->bytes + VD_ST_PREFIX_LEN, (size_t)hlen,
-	    w->len - VD_ST_PREFIX_LEN - hlen, index, &w->sf, &c->err);
+	    w->len - VD_ST_PREFIX_LEN - hlen, index, &b, &w->sf, &c->err);
 }
 
-static vd_code acquire_and_parse(verify_ctx *c, weight_file *w, uint32_t index)
+static vd_code acquire_and_parse(verify_ctx *c, weight_file *w, uint32_t index,
+    uint64_t before)
 {
 	vd_code rc = c->src->acquire(c, w);
 
-	return rc != VD_OK ? rc : parse_file(c, w, index);
+	return rc != VD_OK ? rc : parse_file(c, w, index, before);
 }
 
 static vd_code check_structure(verify_ctx *c)
 {
 	char msg[VD_DETAIL_MAX];
+	uint64_t declared = 0;
 	size_t i;
 	vd_code rc;
 
 	for (i = 0; i < c->nfiles; i++) {
-		if ((rc = acquire_and_parse(c, &c->files[i], (uint32_t)i)) != VD_OK) {
-			/* Name the file: a sharded artifact has several. */
-			snprintf(msg, sizeof(msg), "%s: %s", c->files[i].name.p, c->err.msg);
+		if ((rc = acquire_and_parse(c, &c->files[i], (uint32_t)i, declared)) != VD_OK) {
+			/* Name the file: a sharded artifact has several. A bound's
+			 * message is a predicate for the name (vd_st_parse). */
+			snprintf(msg, sizeof(msg), "%s%s%s", c->files[i].name.p,
+			    rc == VD_ARTIFACT_INVALID ? " " : ": ", c->err.msg);
 			memcpy(c->err.msg, msg, sizeof(msg));
 			note_file(c, c->files[i].name);
 			return rc;
 		}
+		declared += c->files[i].sf.count;
 	}
 	return VD_OK;
 }
@@ -939,9 +912,10 @@ static vd_code merge_tensors(verify_ctx *c)
 
 	for (i = 0; i < c->nfiles; i++)
 		n += c->files[i].sf.count;
-	c->sorted = malloc((n ? n : 1) * sizeof(*c->sorted));
+	c->sorted_size = (n ? n : 1) * sizeof(*c->sorted);
+	c->sorted = vd_budget_alloc(&c->budget, c->sorted_size);
 	if (c->sorted == NULL)
-		return vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+		return no_memory(c, "the list of the weight files' tensors");
 	for (i = 0; i < c->nfiles; i++)
 		for (j = 0; j < c->files[i].sf.count; j++)
 			c->sorted[c->ntensors++] = &c->files[i].sf.tensors[j];
@@ -1016,27 +990,35 @@ static vd_code check_index_map(verify_ctx *c, const vd_jval *map)
 	return VD_OK;
 }
 
+/* The index as a JSON document, within the parse budget. */
+static vd_code parse_index(verify_ctx *c, const small_file *b, vd_jdoc *doc)
+{
+	vd_json_bounds jb = { .budget = &c->budget };
+	char msg[128];
+
+	if (vd_json_parse_bounded(b->p, b->len, NULL, &jb, doc, msg, sizeof(msg)) == 0)
+		return VD_OK;
+	if (c->budget.exhausted)
+		return no_memory(c, INDEX_FILE);
+	return vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY, INDEX_FILE " is not valid JSON (%s)", msg);
+}
+
 static vd_code check_index(verify_ctx *c)
 {
 	const vd_jval *root, *k;
-	char msg[128];
 	vd_jdoc doc;
-	vd_buf b;
+	small_file b = { 0 };
 	vd_code rc;
 
 	if (!c->store->has(c, INDEX_FILE))
 		return VD_OK;
-	vd_buf_init(&b);
 	rc = c->store->read_small(c, INDEX_FILE, VD_HEADER_MAX_BYTES, VD_CHECKPOINT_INTEGRITY, &b);
 	if (rc != VD_OK)
 		goto out;
 	c->meta.has_index = 1;
-	SHA256(b.p ? b.p : (const uint8_t *)"", b.len, c->meta.index);
-	if (vd_json_parse(b.p ? b.p : (const uint8_t *)"", b.len, NULL, &doc, msg, sizeof(msg)) < 0) {
-		rc = vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
-		    INDEX_FILE " is not valid JSON (%s)", msg);
+	SHA256(b.p, b.len, c->meta.index);
+	if ((rc = parse_index(c, &b, &doc)) != VD_OK)
 		goto out;
-	}
 	root = doc.root;
 	if (root->type != VD_JOBJ) {
 		rc = vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY, INDEX_FILE " is not an object");
@@ -1050,7 +1032,7 @@ static vd_code check_index(verify_ctx *c)
 	}
 	vd_jdoc_free(&doc);
 out:
-	vd_buf_free(&b);
+	give_small(c, &b);
 	return rc;
 }
 
@@ -1102,63 +1084,11 @@ static vd_code check_manifest(verify_ctx *c)
 	return VD_OK;
 }
 
-/* Keep the disk busy while SHA-256 runs: ask for the window ahead of the
- * hash position asynchronously, so a cold read overlaps hashing instead
- * of faulting page by page. */
-static void prefetch(weight_file *w, uint64_t off)
-{
-	uint64_t want = off + VD_PREFETCH_WINDOW;
-
-	if (want > w->len)
-		want = w->len;
-	while (w->prefetched < want) {
-		uint64_t n = want - w->prefetched < VD_PREFETCH_STEP ? want - w->prefetched :
-		    VD_PREFETCH_STEP;
-		posix_fadvise(w->fd, (off_t)(w->file_off + w->prefetched), (off_t)n,
-		    POSIX_FADV_WILLNEED);
-		w->prefetched += n;
-	}
-}
-
 /* The file fd maps from its start: a weight file's own mapping, or the
  * tar that holds it. Page arithmetic is done in file offsets against it. */
 static uint8_t *file_base(const weight_file *w)
 {
 	return w->bytes - w->file_off;
-}
-
-/* The pages of the file's [off, off + n) already in the page cache, one
- * byte each. */
-static unsigned char *residency(const weight_file *w, uint64_t off, size_t n,
-    uint64_t ps, uint64_t *first_page)
-{
-	uint64_t start = off / ps * ps;
-	size_t pages = (size_t)((off + n - start + ps - 1) / ps);
-	unsigned char *vec = malloc(pages ? pages : 1);
-
-	if (vec != NULL && mincore(file_base(w) + start, (size_t)(off + n - start), vec) < 0) {
-		free(vec);
-		vec = NULL;
-	}
-	*first_page = start / ps;
-	return vec;
-}
-
-/* Evict the pages this read brought in, in runs; pages that were cached
- * before (a model someone is loading) stay. */
-static void evict_new_pages(const weight_file *w, uint64_t ps, uint64_t first_page,
-    const unsigned char *was, uint64_t off, size_t n)
-{
-	uint64_t p = first_page, end = (off + n + ps - 1) / ps;
-
-	while (p < end) {
-		uint64_t q = p;
-		while (q < end && !(was[q - first_page] & 1))
-			q++;
-		if (q > p)
-			posix_fadvise(w->fd, (off_t)(p * ps), (off_t)((q - p) * ps), POSIX_FADV_DONTNEED);
-		p = q + 1;
-	}
 }
 
 /* Hash one mapped chunk; drop it from this mapping afterwards so that
@@ -1168,24 +1098,19 @@ static int hash_mapped(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off
 {
 	int clean = c->opt && (c->opt->flags & VD_VERIFY_KEEP_CACHE_CLEAN);
 	unsigned char *was = NULL;
-	uint64_t first = 0, ps = c->page, at = w->file_off + off, a, b;
+	uint64_t first = 0, ps = c->page, at = w->file_off + off;
 	int rc;
 
 	if (clean)
-		was = residency(w, at, n, ps, &first);
+		was = vd_mapping_residency(file_base(w), at, n, ps, &first);
 	else
-		prefetch(w, off);
+		vd_mapping_prefetch(w->fd, w->file_off, w->len, off, &w->prefetched);
 	rc = vd_hasher_update(h, w->bytes + off, n);
 	if (was != NULL) {
-		evict_new_pages(w, ps, first, was, at, n);
+		vd_mapping_evict_new(w->fd, ps, first, was, at, n);
 		free(was);
 	}
-	/* Whole pages only: in a tar the pages at either end hold other
-	 * members' bytes too. */
-	a = (at + ps - 1) / ps * ps;
-	b = (at + n) / ps * ps;
-	if (b > a)
-		madvise(file_base(w) + a, (size_t)(b - a), MADV_DONTNEED);
+	vd_mapping_drop(file_base(w), at, n, ps);
 	return rc;
 }
 
@@ -1304,7 +1229,7 @@ static void release(verify_ctx *c)
 			close(w->fd);
 	}
 	free(c->files);
-	free(c->sorted);
+	vd_budget_free(&c->budget, c->sorted, c->sorted_size);
 	vd_hasher_free(c->hasher);
 	vd_buf_free(&c->header_bytes);
 	if (c->have_hdr)
@@ -1396,6 +1321,8 @@ static vd_code hand_over(verify_ctx *c)
 		l->files[i].len = w->len;
 		w->bytes = NULL;
 		l->store->sf[i] = w->sf;
+		/* The caller's now: nothing left to charge once c is gone. */
+		l->store->sf[i].doc.arena.budget = NULL;
 		memset(&w->sf, 0, sizeof(w->sf));
 	}
 	for (i = 0; i < c->ntensors; i++)
@@ -1426,9 +1353,22 @@ static void run_steps(verify_ctx *c)
 		rc = steps[i](c);
 }
 
-/* A context reading through the mapping source; NULL (and out filled)
- * when out of memory. */
-static verify_ctx *new_ctx(int dirfd, const vd_options *opt, vd_verdict *out)
+/* b, its defaults filled in, and the budget of max_job_memory. */
+static void set_bounds(verify_ctx *c, const vd_bounds *b)
+{
+	c->bounds.max_tensors = b && b->max_tensors ? b->max_tensors : VD_MAX_TENSORS_DEFAULT;
+	c->bounds.max_job_memory = b && b->max_job_memory ? b->max_job_memory :
+	    VD_MAX_JOB_MEMORY_DEFAULT;
+	c->bounds.max_artifact_bytes = b && b->max_artifact_bytes ? b->max_artifact_bytes :
+	    VD_MAX_ARTIFACT_BYTES_DEFAULT;
+	vd_budget_init(&c->budget, c->bounds.max_job_memory < SIZE_MAX ?
+	    (size_t)c->bounds.max_job_memory : SIZE_MAX);
+}
+
+/* A context reading through the mapping source within bounds (NULL: the
+ * defaults); NULL (and out filled) when out of memory. */
+static verify_ctx *new_ctx(int dirfd, const vd_options *opt, const vd_bounds *bounds,
+    vd_verdict *out)
 {
 	verify_ctx *c = calloc(1, sizeof(*c));
 
@@ -1449,6 +1389,7 @@ static verify_ctx *new_ctx(int dirfd, const vd_options *opt, vd_verdict *out)
 	c->page = (uint64_t)sysconf(_SC_PAGESIZE);
 	c->opt = opt;
 	c->out = out;
+	set_bounds(c, bounds);
 	return c;
 }
 
@@ -1456,12 +1397,12 @@ static verify_ctx *new_ctx(int dirfd, const vd_options *opt, vd_verdict *out)
 static vd_code run(verify_ctx *c)
 {
 	vd_verdict *out = c->out;
-	bus_guard g = { .c = c }, *prev;
+	vd_bus_guard g = { .covers = ctx_covers, .arg = c }, *prev;
 	vd_code rc;
 
 	if (c->src->maps)
-		guard_lazily();
-	prev = guard_push(&g);
+		vd_bus_guard_lazily();
+	prev = vd_bus_guard_push(&g);
 	if (sigsetjmp(g.jb, 1) == 0) {
 		run_steps(c);
 	} else {
@@ -1471,7 +1412,7 @@ static vd_code run(verify_ctx *c)
 		c->out->content_hash[0] = '\0';
 		note_fault(c, g.fault);
 	}
-	guard_pop(prev);
+	vd_bus_guard_pop(prev);
 	release(c);
 	rc = out->code = c->err.code;
 	if (rc != VD_OK)
@@ -1481,10 +1422,10 @@ static vd_code run(verify_ctx *c)
 	return rc;
 }
 
-vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
-    vd_file_ids *ids, const vd_chunk_sink *sink)
+vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, const vd_bounds *bounds,
+    vd_verdict *out, vd_file_ids *ids, const vd_chunk_sink *sink)
 {
-	verify_ctx *c = new_ctx(dirfd, opt, out);
+	verify_ctx *c = new_ctx(dirfd, opt, bounds, out);
 
 	if (c == NULL)
 		return out->code;
@@ -1493,10 +1434,10 @@ vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
 	return run(c);
 }
 
-vd_code vd_artifact_verify_tar_ex(int tarfd, const vd_options *opt, vd_verdict *out,
-    vd_file_ids *ids, const vd_chunk_sink *sink)
+vd_code vd_artifact_verify_tar_ex(int tarfd, const vd_options *opt,
+    const vd_bounds *bounds, vd_verdict *out, vd_file_ids *ids, const vd_chunk_sink *sink)
 {
-	verify_ctx *c = new_ctx(-1, opt, out);
+	verify_ctx *c = new_ctx(-1, opt, bounds, out);
 
 	if (c == NULL)
 		return out->code;
@@ -1522,7 +1463,7 @@ static vd_code load_verified(int fd, int tar, const vd_options *opt, uint64_t ma
 	verify_ctx *c;
 
 	memset(loaded, 0, sizeof(*loaded));
-	if ((c = new_ctx(tar ? -1 : fd, opt, out)) == NULL)
+	if ((c = new_ctx(tar ? -1 : fd, opt, NULL, out)) == NULL)
 		return out->code;
 	if (tar) {
 		c->store = &tar_store;
@@ -1581,45 +1522,6 @@ void vd_loaded_free(vd_loaded *loaded)
 	memset(loaded, 0, sizeof(*loaded));
 }
 
-int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32])
-{
-	/* Allocated outside the guard: a jump out of the digest must not
-	 * leave anything allocated behind it. */
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	bus_guard g = { .lo = (uintptr_t)p, .hi = (uintptr_t)p + n }, *prev;
-	volatile int rc = -1;
-
-	if (ctx == NULL)
-		return -1;
-	guard_lazily();
-	prev = guard_push(&g);
-	if (sigsetjmp(g.jb, 1) == 0) {
-		uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE), from, to;
-		size_t off = 0, step;
-		int ok;
-
-		ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
-		/* Each step leaves the mapping once digested (the page cache
-		 * keeps it): resident memory per hasher stays one step, however
-		 * many hashers digest at once. A range need not start on a page
-		 * (a tar member): whole pages are dropped, from the one it
-		 * starts in, which lies in the same mapping. */
-		for (; ok && off < n; off += step) {
-			step = n - off < VD_DIGEST_STEP ? n - off : VD_DIGEST_STEP;
-			ok = EVP_DigestUpdate(ctx, p + off, step) == 1;
-			from = ((uintptr_t)p + off) & ~(ps - 1);
-			to = ((uintptr_t)p + off + step) & ~(ps - 1);
-			if (to > from)
-				madvise((void *)from, to - from, MADV_DONTNEED);
-		}
-		if (ok && EVP_DigestFinal_ex(ctx, out, NULL) == 1)
-			rc = 0;
-	}
-	guard_pop(prev);
-	EVP_MD_CTX_free(ctx);
-	return rc;
-}
-
 vd_code vd_artifact_open_member(int dirfd, const char *name, int *fd,
     struct stat *st, vd_err *err)
 {
@@ -1637,23 +1539,30 @@ vd_code vd_artifact_open_member(int dirfd, const char *name, int *fd,
 vd_code vd_artifact_digest_small(int dirfd, const char *name, uint8_t out[32], vd_err *err)
 {
 	verify_ctx c;
-	vd_buf b;
+	small_file b = { 0 };
 	vd_code rc;
 
 	memset(&c, 0, sizeof(c));
 	c.dirfd = dirfd;
-	vd_buf_init(&b);
 	rc = read_small(&c, name, VD_HEADER_MAX_BYTES, VD_CHECKPOINT_INTEGRITY, &b);
 	if (rc == VD_OK)
-		SHA256(b.p ? b.p : (const uint8_t *)"", b.len, out);
+		SHA256(b.p, b.len, out);
 	else
 		*err = c.err;
-	vd_buf_free(&b);
+	give_small(&c, &b);
 	return rc;
 }
 
-vd_code vd_artifact_read_header(int dirfd, vd_header *hdr, vd_file_id *id,
-    vd_err *err)
+/* c's header, the caller's now: c's budget is not there to charge when it
+ * is freed. */
+static void take_header(verify_ctx *c, vd_header *hdr)
+{
+	*hdr = c->hdr;
+	hdr->doc.arena.budget = NULL;
+}
+
+vd_code vd_artifact_read_header(int dirfd, const vd_bounds *bounds, vd_header *hdr,
+    vd_file_id *id, vd_err *err)
 {
 	verify_ctx c;
 	vd_verdict v;
@@ -1665,9 +1574,10 @@ vd_code vd_artifact_read_header(int dirfd, vd_header *hdr, vd_file_id *id,
 	c.store = &dir_store;
 	c.out = &v;
 	c.ids = &ids;
+	set_bounds(&c, bounds);
 	rc = load_header(&c);
 	if (rc == VD_OK) {
-		*hdr = c.hdr;
+		take_header(&c, hdr);
 		if (id != NULL && ids.count > 0)
 			*id = ids.ids[0];
 	} else {
@@ -1677,8 +1587,8 @@ vd_code vd_artifact_read_header(int dirfd, vd_header *hdr, vd_file_id *id,
 	return rc;
 }
 
-vd_code vd_artifact_read_header_tar(int tarfd, vd_header *hdr, vd_file_id *id,
-    vd_err *err)
+vd_code vd_artifact_read_header_tar(int tarfd, const vd_bounds *bounds, vd_header *hdr,
+    vd_file_id *id, vd_err *err)
 {
 	verify_ctx c;
 	vd_verdict v;
@@ -1691,11 +1601,12 @@ vd_code vd_artifact_read_header_tar(int tarfd, vd_header *hdr, vd_file_id *id,
 	c.tarfd = tarfd;
 	c.out = &v;
 	c.ids = &ids;
+	set_bounds(&c, bounds);
 	rc = tar_prepare(&c);
 	if (rc == VD_OK)
 		rc = load_header(&c);
 	if (rc == VD_OK) {
-		*hdr = c.hdr;
+		take_header(&c, hdr);
 		if (id != NULL && ids.count > 0)
 			*id = ids.ids[0];
 	} else {
@@ -1712,7 +1623,7 @@ vd_code vd_artifact_read_header_tar(int tarfd, vd_header *hdr, vd_file_id *id,
 vd_code vd_verify_artifact_at(int fd, const vd_options *opt, vd_verdict *out)
 {
 	if (is_tar_fd(fd))
-		return vd_artifact_verify_tar_ex(fd, opt, out, NULL, NULL);
+		return vd_artifact_verify_tar_ex(fd, opt, NULL, out, NULL, NULL);
 	return vd_artifact_verify(fd, opt, out, NULL);
 }
 
@@ -1769,7 +1680,7 @@ vd_code vd_verify_artifact(const char *path, const vd_options *opt, vd_verdict *
 	if (fd < 0)
 		return out->code;
 	if (tar)
-		rc = vd_artifact_verify_tar_ex(fd, opt, out, NULL, NULL);
+		rc = vd_artifact_verify_tar_ex(fd, opt, NULL, out, NULL, NULL);
 	else
 		rc = vd_artifact_verify(fd, opt, out, NULL);
 	close(fd);

@@ -11,16 +11,18 @@
 
 #include "lensemble/verify.h"
 #include "vd_header.h"
+#include "vd_limits.h"
+#include "vd_mapping.h"
 #include "vd_util.h"
 
-#define VD_ARTIFACT_MAX_FILES 4096     /* weight files per artifact */
-#define VD_PREFETCH_WINDOW (64u << 20) /* read ahead of the hash position */
-#define VD_PREFETCH_STEP (8u << 20)
-#define VD_DIGEST_STEP (1u << 20)      /* resident per hasher in a range digest */
-#define VD_HASH_CHUNK (1u << 20)       /* bytes hashed between progress calls: the
-                                        * granularity of cancellation */
-#define VD_LOAD_READ_STEP (64u << 20)  /* bytes per read() when loading into memory:
-                                        * below Linux's per-call limit of 2 GiB */
+/* What one verification may spend, whatever the artifact's headers claim:
+ * over a bound the artifact is VD_ARTIFACT_INVALID, with a detail naming
+ * it. A field left 0 takes its default. */
+typedef struct vd_bounds {
+	uint64_t max_tensors;         /* over all weight files together */
+	uint64_t max_job_memory;      /* parse memory: header.json, safetensors headers */
+	uint64_t max_artifact_bytes;  /* weight bytes, all files together */
+} vd_bounds;
 
 typedef struct vd_file_id {
 	char name[256];
@@ -63,11 +65,12 @@ typedef struct vd_chunk_sink {
 	void *arg;
 } vd_chunk_sink;
 
-/* Verify dirfd; when ids is not NULL, record the identity of every file
- * read; when sink is not NULL, hand it the mapped weight files. */
-vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
-    vd_file_ids *ids, const vd_chunk_sink *sink);
-#define vd_artifact_verify(fd, opt, out, ids) vd_artifact_verify_ex(fd, opt, out, ids, NULL)
+/* Verify dirfd within bounds (NULL: the defaults); when ids is not NULL,
+ * record the identity of every file read; when sink is not NULL, hand it
+ * the mapped weight files. */
+vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, const vd_bounds *bounds,
+    vd_verdict *out, vd_file_ids *ids, const vd_chunk_sink *sink);
+#define vd_artifact_verify(fd, opt, out, ids) vd_artifact_verify_ex(fd, opt, NULL, out, ids, NULL)
 
 /* The same for an artifact packed as a tar (vd_tar.h), open as tarfd (not
  * closed), verified in place: the archive is mapped whole and each weight
@@ -77,18 +80,13 @@ vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, vd_verdict *out,
  * change is VD_IO_ERROR). The sink's files point into the archive's
  * mapping, so they start on a 512-byte boundary, not a page: what a sink
  * drops from the mapping must be whole pages inside a member. */
-vd_code vd_artifact_verify_tar_ex(int tarfd, const vd_options *opt, vd_verdict *out,
-    vd_file_ids *ids, const vd_chunk_sink *sink);
+vd_code vd_artifact_verify_tar_ex(int tarfd, const vd_options *opt,
+    const vd_bounds *bounds, vd_verdict *out, vd_file_ids *ids, const vd_chunk_sink *sink);
 
 /* Fill v->facts.remediation from its code and facts ("" when ok): for a
  * verdict reached without the verifier (a directory that cannot be
  * opened). */
 void vd_verdict_remediate(vd_verdict *v);
-
-/* SHA-256 of a mapped range, dropping each digested step
- * from the mapping; -1 if the file shrank under it (SIGBUS, caught within
- * the range only). */
-int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32]);
 
 /* Open a member file the way the verifier does (no symlink, regular file,
  * no blocking on a FIFO). */
@@ -99,21 +97,14 @@ vd_code vd_artifact_open_member(int dirfd, const char *name, int *fd,
  * VD_CHECKPOINT_INTEGRITY when absent. */
 vd_code vd_artifact_digest_small(int dirfd, const char *name, uint8_t out[32], vd_err *err);
 
-/* Route SIGBUS from a truncated mapped file back to the verification that
- * touched it (which then fails) instead of killing the process; other
- * faults go on to the handler installed before. Verifications install the
- * handler themselves on first use; this installs it now, and again if a
- * handler set since replaced it. 0 or -1 (errno). */
-int vd_artifact_guard_sigbus(void);
-
 /* Read and parse dirfd's header.json alone (what a store scan needs). On
  * success the caller owns *hdr (vd_header_free). */
-vd_code vd_artifact_read_header(int dirfd, vd_header *hdr, vd_file_id *id,
-    vd_err *err);
+vd_code vd_artifact_read_header(int dirfd, const vd_bounds *bounds, vd_header *hdr,
+    vd_file_id *id, vd_err *err);
 
 /* The same for a tar open as tarfd: the archive's headers and header.json
  * are read with pread, nothing is mapped; *id is the archive's identity. */
-vd_code vd_artifact_read_header_tar(int tarfd, vd_header *hdr, vd_file_id *id,
-    vd_err *err);
+vd_code vd_artifact_read_header_tar(int tarfd, const vd_bounds *bounds, vd_header *hdr,
+    vd_file_id *id, vd_err *err);
 
 #endif

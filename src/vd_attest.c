@@ -66,79 +66,124 @@ static json_object *get(json_object *o, const char *key)
 	return v;
 }
 
+/* Out of memory anywhere, the statement is not made: *bad is set, and
+ * what could not be added is dropped. */
+static void put(json_object *o, const char *key, json_object *v, int *bad)
+{
+	if (o == NULL || json_object_object_add(o, key, v) != 0) {
+		*bad = 1;
+		json_object_put(v);
+	}
+}
+
+/* A new value (NULL: out of memory) added under key. */
+static void put_new(json_object *o, const char *key, json_object *v, int *bad)
+{
+	if (v == NULL)
+		*bad = 1;
+	else
+		put(o, key, v, bad);
+}
+
+static void put_string(json_object *o, const char *key, const char *s, int *bad)
+{
+	put_new(o, key, json_object_new_string(s), bad);
+}
+
 /* Share a member of the status object (json-c counts references). */
-static void copy_member(json_object *dst, json_object *src, const char *key, const char *as)
+static void copy_member(json_object *dst, json_object *src, const char *key, const char *as,
+    int *bad)
 {
 	json_object *v = get(src, key);
 
-	json_object_object_add(dst, as ? as : key, v ? json_object_get(v) : NULL);
+	put(dst, as ? as : key, v ? json_object_get(v) : NULL, bad);
+}
+
+static json_object *subject(json_object *copy, const char *hash, int *bad)
+{
+	json_object *s = json_object_new_object(), *d = json_object_new_object();
+
+	put_string(d, "sha256", hash, bad);
+	put(s, "name", json_object_get(get(copy, "path")), bad);
+	put_new(s, "digest", d, bad);
+	if (s == NULL)
+		*bad = 1;
+	return s;
 }
 
 /* One subject per verified copy; the latest verification time among them. */
-static json_object *subjects(json_object *status, const char *hash, const char **verified_at)
+static json_object *subjects(json_object *status, const char *hash, const char **verified_at,
+    int *bad)
 {
 	json_object *list = json_object_new_array(), *copies = get(status, "copies");
 	size_t i, n = copies ? json_object_array_length(copies) : 0;
 
 	*verified_at = NULL;
+	if (list == NULL) {
+		*bad = 1;
+		return NULL;
+	}
 	for (i = 0; i < n; i++) {
-		json_object *c = json_object_array_get_idx(copies, i), *s, *d;
+		json_object *c = json_object_array_get_idx(copies, i), *s;
 		const char *when = json_object_get_string(get(c, "verified_at"));
 		if (strcmp(json_object_get_string(get(c, "state")), "verified") != 0)
 			continue;
-		s = json_object_new_object();
-		d = json_object_new_object();
-		json_object_object_add(s, "name", json_object_get(get(c, "path")));
-		json_object_object_add(d, "sha256", json_object_new_string(hash));
-		json_object_object_add(s, "digest", d);
-		json_object_array_add(list, s);
+		if ((s = subject(c, hash, bad)) != NULL && json_object_array_add(list, s) != 0) {
+			json_object_put(s);
+			*bad = 1;
+		}
 		if (when && (*verified_at == NULL || strcmp(when, *verified_at) > 0))
 			*verified_at = when;
 	}
 	return list;
 }
 
-static json_object *predicate(json_object *status, const char *verified_at, double now)
+static json_object *predicate(json_object *status, const char *verified_at, double now,
+    int *bad)
 {
 	json_object *p = json_object_new_object(), *chain = json_object_new_object();
 	json_object *v = json_object_new_object(), *src_chain = get(status, "chain");
 	char when[40];
 
-	copy_member(p, status, "state", NULL);
-	copy_member(p, status, "trusted", NULL);
-	copy_member(chain, src_chain, "status", NULL);
-	copy_member(chain, src_chain, "length", NULL);
-	copy_member(chain, src_chain, "root", NULL);
-	json_object_object_add(p, "chain", chain);
-	copy_member(p, status, "commitment", NULL);
-	json_object_object_add(p, "verified_at", json_object_new_string(verified_at));
+	copy_member(p, status, "state", NULL, bad);
+	copy_member(p, status, "trusted", NULL, bad);
+	copy_member(chain, src_chain, "status", NULL, bad);
+	copy_member(chain, src_chain, "length", NULL, bad);
+	copy_member(chain, src_chain, "root", NULL, bad);
+	put_new(p, "chain", chain, bad);
+	copy_member(p, status, "commitment", NULL, bad);
+	put_string(p, "verified_at", verified_at, bad);
 	vd_rfc3339(now, when, sizeof(when));
-	json_object_object_add(p, "issued_at", json_object_new_string(when));
-	json_object_object_add(v, "name", json_object_new_string(PACKAGE_NAME));
-	json_object_object_add(v, "version", json_object_new_string(PACKAGE_VERSION));
-	json_object_object_add(p, "verifier", v);
+	put_string(p, "issued_at", when, bad);
+	put_string(v, "name", PACKAGE_NAME, bad);
+	put_string(v, "version", PACKAGE_VERSION, bad);
+	put_new(p, "verifier", v, bad);
+	if (p == NULL)
+		*bad = 1;
 	return p;
 }
 
 int vd_attest_statement(json_object *status, double now, vd_buf *b)
 {
-	const char *hash = json_object_get_string(get(status, "content_hash")), *verified_at;
+	const char *hash = json_object_get_string(get(status, "content_hash")), *verified_at, *text;
 	json_object *st, *subj;
-	int rc;
+	int bad = 0, rc = -1;
 
 	if (hash == NULL)
 		return -1;
-	subj = subjects(status, hash, &verified_at);
-	if (json_object_array_length(subj) == 0 || verified_at == NULL) {
+	subj = subjects(status, hash, &verified_at, &bad);
+	if (subj == NULL || json_object_array_length(subj) == 0 || verified_at == NULL) {
 		json_object_put(subj);
 		return -1;
 	}
 	st = json_object_new_object();
-	json_object_object_add(st, "_type", json_object_new_string(VD_INTOTO_STATEMENT));
-	json_object_object_add(st, "subject", subj);
-	json_object_object_add(st, "predicateType", json_object_new_string(VD_VERDICT_PREDICATE));
-	json_object_object_add(st, "predicate", predicate(status, verified_at, now));
-	rc = vd_buf_puts(b, json_object_to_json_string_ext(st, JSON_OUT));
+	put_string(st, "_type", VD_INTOTO_STATEMENT, &bad);
+	put_new(st, "subject", subj, &bad);
+	put_string(st, "predicateType", VD_VERDICT_PREDICATE, &bad);
+	put_new(st, "predicate", predicate(status, verified_at, now, &bad), &bad);
+	if (st != NULL && !bad &&
+	    (text = json_object_to_json_string_ext(st, JSON_OUT)) != NULL)
+		rc = vd_buf_puts(b, text) < 0 || b->oom ? -1 : 0;
 	json_object_put(st);
-	return rc < 0 || b->oom ? -1 : 0;
+	return rc;
 }

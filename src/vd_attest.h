@@ -19,7 +19,7 @@
  * whole before it appears). 0, or -1 with a sentence. Never logs the key. */
 int vd_attest_key_open(const char *path, int create, vd_key **out, char *err, size_t errlen);
 
-/* The in-toto Statement for a status object (vd_api_status), one subject
+/* The in-toto Statement for a status object (vd_view_status), one subject
  * per verified copy, appended to b as compact JSON. -1 when no copy is
  * verified (nothing to attest) or out of memory. */
 int vd_attest_statement(json_object *status, double now, vd_buf *b);

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 #include "vd_artifact.h"
+#include "vd_limits.h"
 
-#define VD_CHUNK_SIZE (16u << 20)
 #define VD_CHUNKMAP_MAX_FILES VD_ARTIFACT_MAX_FILES
 #define VD_CHUNKMAP_MAGIC "VDCM\x01"
 

@@ -12,6 +12,7 @@
 #include "vd_config.h"
 #include "vd_dsse.h"
 #include "vd_json.h"
+#include "vd_limits.h"
 #include "vd_log.h"
 #include "vd_utf8.h"
 #include "vd_util.h"
@@ -89,10 +90,20 @@ static const key_spec keys[] = {
 	  "seconds a client has to send a request line and headers (the connection is closed beyond)" },
 	{ "reserved_connections", K_UINT, U(reserved_connections), 0, 1000, "4",
 	  "connections beyond max_connections kept for GET /healthz, /readyz and /metrics from 127.0.0.1 or ::1 (0: none)" },
-	{ "max_wait", K_UINT, U(max_wait), 0, 300, "300",
+	{ "max_wait", K_UINT, U(max_wait), 0, VD_API_MAX_WAIT, VD_XSTR(VD_API_MAX_WAIT),
 	  "seconds POST /verify?wait= may hold its answer" },
 	{ "max_header_len", K_U64, U(max_header_len), 2, 100000000, "100000000",
 	  "largest safetensors JSON header, bytes" },
+	{ "max_tensors", K_U64, U(max_tensors), 1, 100000000, VD_XSTR(VD_MAX_TENSORS_DEFAULT),
+	  "tensors per artifact, over all its weight files (artifact_invalid beyond)" },
+	{ "max_job_memory", K_U64, U(max_job_memory), 1048576, 1ull << 40, VD_XSTR(VD_MAX_JOB_MEMORY_DEFAULT),
+	  "memory one verification may spend parsing header.json and the safetensors headers, bytes (artifact_invalid beyond)" },
+	{ "max_artifact_bytes", K_U64, U(max_artifact_bytes), 1, UINT64_MAX, VD_XSTR(VD_MAX_ARTIFACT_BYTES_DEFAULT),
+	  "weight bytes per artifact, all files together (artifact_invalid beyond)" },
+	{ "max_verify_seconds", K_UINT, U(max_verify_seconds), 0, 31536000, "0",
+	  "seconds one verification may run before it is abandoned as io_error and retried later (0: 60 + weight bytes / verify_floor_rate)" },
+	{ "verify_floor_rate", K_U64, U(verify_floor_rate), 1048576, UINT64_MAX, "10485760",
+	  "bytes per second the automatic max_verify_seconds expects a verification to reach at least" },
 	{ "scrub_interval", K_UINT, U(scrub_interval), 0, 31536000, "86400",
 	  "seconds between re-hashes of every artifact (0: never)" },
 	{ "scrub_rate", K_U64, U(scrub_rate), 1048576, UINT64_MAX, "104857600",

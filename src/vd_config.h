@@ -12,13 +12,7 @@
 #include <stdint.h>
 
 #include "lensemble/verify.h"
-
-#define VD_CONFIG_MAX_BYTES (1u << 20)   /* a config file larger than this is refused */
-#define VD_CONFIG_PATH_MAX 1024
-#define VD_CONFIG_VALUE_MAX 4096   /* one value; lists of pins are the longest */
-#define VD_CONFIG_MAX_PINS 32      /* entries of genesis_hash, of anchor */
-#define VD_CONFIG_MAX_RUN_TOKENS 16
-#define VD_PIN_RUN_MAX 256         /* a run named in a pin or a token entry */
+#include "vd_limits.h"
 
 /* genesis_hash and anchor entries: a hash pinned for a run's round. */
 typedef struct vd_pin {
@@ -80,6 +74,11 @@ typedef struct vd_config {
 	unsigned reserved_connections;    /* beyond max_connections, for loopback probes */
 	unsigned max_wait;          /* seconds a /verify may hold its answer */
 	uint64_t max_header_len;    /* safetensors header cap, bytes */
+	uint64_t max_tensors;       /* tensors per artifact, all weight files together */
+	uint64_t max_job_memory;    /* parse memory one verification may hold, bytes */
+	uint64_t max_artifact_bytes;  /* weight bytes per artifact */
+	unsigned max_verify_seconds;  /* per job; 0: verify_grace + size / verify_floor_rate */
+	uint64_t verify_floor_rate;   /* bytes per second a job is expected to reach at least */
 	unsigned scrub_interval;    /* seconds; 0: never */
 	uint64_t scrub_rate;        /* bytes per second */
 	unsigned shutdown_grace;    /* seconds to finish work on SIGTERM */

@@ -11,13 +11,8 @@
 #include <stdint.h>
 
 #include "vd_keys.h"
+#include "vd_limits.h"
 #include "vd_util.h"
-
-#define VD_DSSE_MAX_BYTES (64u << 10)   /* an envelope larger than this is refused */
-#define VD_DSSE_MAX_SIGS 16             /* signatures in one envelope */
-#define VD_DSSE_MAX_TYPE 128            /* bytes in payloadType */
-#define VD_DSSE_MAX_DEPTH 8             /* JSON nesting in envelopes and payloads */
-#define VD_RUN_MAX 1024                 /* bytes in a run name, with its NUL */
 
 #define VD_PT_ROUNDCLOSE "application/vnd.lensemble.roundclose+json"
 #define VD_PT_CHECKPOINT "application/vnd.lensemble.ledger-checkpoint+json"

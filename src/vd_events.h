@@ -17,15 +17,11 @@
 #include <stdint.h>
 
 #include "vd_config.h"
+#include "vd_limits.h"
 #include "vd_lineage.h"
 #include "vd_model.h"
 #include "vd_util.h"
 
-#define VD_EVENTS_RING_BYTES (1u << 20)       /* frames kept in memory at most */
-#define VD_EVENTS_RING_MAX 8192               /* ... and events */
-#define VD_EVENTS_STREAM_BUFFER (256u << 10)  /* bytes a stream may lag behind */
-#define VD_EVENTS_PAGE 64                     /* events read from the database at once */
-#define VD_EVENTS_TRIM_BATCH 1024             /* events past event_history before a trim */
 #define VD_EVENTS_KEEPALIVE ": keepalive\n\n"
 
 typedef struct vd_events vd_events;

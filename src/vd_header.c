@@ -41,6 +41,17 @@ static const struct migration {
 
 #define INVALID(...) vd_fail(err, VD_ARTIFACT_INVALID, __VA_ARGS__)
 
+static const vd_parse_bounds no_bounds;
+
+/* An allocation failed: the budget ran out, or the system's memory. */
+static vd_code no_memory(const vd_parse_bounds *b, vd_err *err)
+{
+	if (b->budget != NULL && b->budget->exhausted)
+		return INVALID("header.json needs more than %zu bytes to parse (max_job_memory)",
+		    b->budget->limit);
+	return vd_fail(err, VD_IO_ERROR, "out of memory reading header.json");
+}
+
 int vd_plain_filename(vd_str s)
 {
 	if (s.len == 0 || vd_str_eq(s, ".") || vd_str_eq(s, ".."))
@@ -135,7 +146,7 @@ static const struct field_spec *field_lookup(vd_str key)
 }
 
 static vd_code parse_strings(const vd_jval *v, const char *what, vd_header *h,
-    vd_str **out, size_t *n, vd_err *err)
+    vd_str **out, size_t *n, const vd_parse_bounds *b, vd_err *err)
 {
 	const vd_jval *c;
 
@@ -144,7 +155,7 @@ static vd_code parse_strings(const vd_jval *v, const char *what, vd_header *h,
 		    vd_jtype_name(v->type));
 	*out = vd_arena_alloc(&h->doc.arena, (v->count ? v->count : 1) * sizeof(**out));
 	if (*out == NULL)
-		return vd_fail(err, VD_IO_ERROR, "out of memory reading header.json");
+		return no_memory(b, err);
 	*n = 0;
 	for (c = v->child; c != NULL; c = c->next) {
 		if (c->type != VD_JSTR)
@@ -155,13 +166,14 @@ static vd_code parse_strings(const vd_jval *v, const char *what, vd_header *h,
 	return VD_OK;
 }
 
-static vd_code parse_files(const vd_jval *v, vd_header *h, vd_err *err)
+static vd_code parse_files(const vd_jval *v, vd_header *h, const vd_parse_bounds *b,
+    vd_err *err)
 {
 	vd_code rc;
 	size_t i, j;
 
 	rc = parse_strings(v, "weight_files", h, &h->weight_files,
-	    &h->n_weight_files, err);
+	    &h->n_weight_files, b, err);
 	if (rc != VD_OK)
 		return rc;
 	if (h->n_weight_files == 0)
@@ -179,7 +191,7 @@ static vd_code parse_files(const vd_jval *v, vd_header *h, vd_err *err)
 }
 
 static vd_code parse_shape(const vd_jval *v, vd_header *h,
-    vd_manifest_entry *e, vd_err *err)
+    vd_manifest_entry *e, const vd_parse_bounds *b, vd_err *err)
 {
 	if (v->type != VD_JARR)
 		return INVALID("manifest entry \"%.64s\" shape is not an array", e->name.p);
@@ -187,7 +199,7 @@ static vd_code parse_shape(const vd_jval *v, vd_header *h,
 	case 0:
 		return VD_OK;
 	case -1:
-		return vd_fail(err, VD_IO_ERROR, "out of memory reading header.json");
+		return no_memory(b, err);
 	default:
 		return INVALID("manifest entry \"%.64s\" shape holds a value that is not a non-negative integer",
 		    e->name.p);
@@ -195,7 +207,7 @@ static vd_code parse_shape(const vd_jval *v, vd_header *h,
 }
 
 static vd_code parse_entry(const vd_jval *v, vd_header *h, vd_manifest_entry *e,
-    vd_err *err)
+    const vd_parse_bounds *b, vd_err *err)
 {
 	static const char *const names[] = { "name", "group", "dtype" };
 	vd_str *dst[] = { &e->name, &e->group, &e->dtype };
@@ -217,10 +229,11 @@ static vd_code parse_entry(const vd_jval *v, vd_header *h, vd_manifest_entry *e,
 	}
 	if ((c = vd_json_get(v, "shape")) == NULL)
 		return INVALID("manifest entry \"%.64s\" lacks \"shape\"", e->name.p);
-	return parse_shape(c, h, e, err);
+	return parse_shape(c, h, e, b, err);
 }
 
-static vd_code parse_manifest(const vd_jval *v, vd_header *h, vd_err *err)
+static vd_code parse_manifest(const vd_jval *v, vd_header *h, const vd_parse_bounds *b,
+    vd_err *err)
 {
 	const vd_jval *c;
 	vd_code rc;
@@ -231,9 +244,9 @@ static vd_code parse_manifest(const vd_jval *v, vd_header *h, vd_err *err)
 	h->manifest = vd_arena_alloc(&h->doc.arena,
 	    (v->count ? v->count : 1) * sizeof(*h->manifest));
 	if (h->manifest == NULL)
-		return vd_fail(err, VD_IO_ERROR, "out of memory reading header.json");
+		return no_memory(b, err);
 	for (c = v->child; c != NULL; c = c->next) {
-		rc = parse_entry(c, h, &h->manifest[h->n_manifest], err);
+		rc = parse_entry(c, h, &h->manifest[h->n_manifest], b, err);
 		if (rc != VD_OK)
 			return rc;
 		h->n_manifest++;
@@ -242,7 +255,7 @@ static vd_code parse_manifest(const vd_jval *v, vd_header *h, vd_err *err)
 }
 
 static vd_code parse_field(const struct field_spec *f, const vd_jval *v,
-    vd_header *h, vd_err *err)
+    vd_header *h, const vd_parse_bounds *b, vd_err *err)
 {
 	switch (f->kind) {
 	case F_INT:
@@ -272,11 +285,11 @@ static vd_code parse_field(const struct field_spec *f, const vd_jval *v,
 		*(strcmp(f->name, "wmcp_version") == 0 ? &h->wmcp_version : &h->config_hash) = v->str;
 		return VD_OK;
 	case F_STRINGS:
-		return parse_strings(v, f->name, h, &h->param_groups, &h->n_param_groups, err);
+		return parse_strings(v, f->name, h, &h->param_groups, &h->n_param_groups, b, err);
 	case F_MANIFEST:
-		return parse_manifest(v, h, err);
+		return parse_manifest(v, h, b, err);
 	case F_FILES:
-		return parse_files(v, h, err);
+		return parse_files(v, h, b, err);
 	case F_TIMESTAMP:
 		if (v->type != VD_JSTR || !vd_rfc3339_utc(v->str))
 			return INVALID("header.json created_at is not an RFC 3339 UTC timestamp");
@@ -292,7 +305,8 @@ static vd_code parse_field(const struct field_spec *f, const vd_jval *v,
 	return INVALID("header.json field %s has an unknown kind", f->name);
 }
 
-static vd_code check_fields(const vd_jval *root, vd_header *h, vd_err *err)
+static vd_code check_fields(const vd_jval *root, vd_header *h, const vd_parse_bounds *b,
+    vd_err *err)
 {
 	const struct field_spec *f;
 	const vd_jval *c;
@@ -304,7 +318,7 @@ static vd_code check_fields(const vd_jval *root, vd_header *h, vd_err *err)
 		if (f == NULL || f->since > h->schema_version)
 			return INVALID("header.json has an unknown field \"%.64s\" for schema_version %lld",
 			    c->key.p, (long long)h->schema_version);
-		if ((rc = parse_field(f, c, h, err)) != VD_OK)
+		if ((rc = parse_field(f, c, h, b, err)) != VD_OK)
 			return rc;
 	}
 	for (i = 0; i < VD_ARRAY_LEN(fields); i++)
@@ -325,10 +339,36 @@ static void migrate(vd_header *h)
 	/* Fields a migration adds read as absent (model_arch: null). */
 }
 
-vd_code vd_header_parse(const uint8_t *buf, size_t len, vd_header *out,
-    vd_err *err)
+/* The document, its manifest counted while it is read (a manifest is one
+ * entry per tensor) and every byte it takes charged to the budget. */
+static vd_code parse_json(const uint8_t *buf, size_t len, const vd_parse_bounds *b,
+    vd_header *out, vd_err *err)
 {
+	vd_json_bounds jb = { .budget = b->budget, .items_key = "tensor_manifest" };
 	char msg[128];
+
+	if (b->max_tensors > 0)
+		jb.max_items = b->max_tensors < SIZE_MAX ? (size_t)b->max_tensors : SIZE_MAX;
+	switch (vd_json_parse_bounded(buf, len, NULL, &jb, &out->doc, msg, sizeof(msg))) {
+	case 0:
+		return VD_OK;
+	case VD_JSON_EITEMS:
+		return INVALID("header.json declares more than %llu tensors (max_tensors)",
+		    (unsigned long long)b->max_tensors);
+	case VD_JSON_EMEMORY:
+		if (b->budget != NULL && b->budget->exhausted)
+			return no_memory(b, err);
+		break;
+	default:
+		break;
+	}
+	return INVALID("header.json is not valid JSON (%s)", msg);
+}
+
+vd_code vd_header_parse(const uint8_t *buf, size_t len, const vd_parse_bounds *bounds,
+    vd_header *out, vd_err *err)
+{
+	const vd_parse_bounds *b = bounds != NULL ? bounds : &no_bounds;
 	const vd_jval *root;
 	int64_t version;
 	int has_version;
@@ -337,8 +377,8 @@ vd_code vd_header_parse(const uint8_t *buf, size_t len, vd_header *out,
 	memset(out, 0, sizeof(*out));
 	if (!vd_utf8_valid(buf, len))
 		return INVALID("header.json is not valid UTF-8");
-	if (vd_json_parse(buf, len, NULL, &out->doc, msg, sizeof(msg)) < 0)
-		return INVALID("header.json is not valid JSON (%s)", msg);
+	if ((rc = parse_json(buf, len, b, out, err)) != VD_OK)
+		return rc;
 	root = out->doc.root;
 	if (root->type != VD_JOBJ) {
 		rc = INVALID("header.json is %s, not an object", vd_jtype_name(root->type));
@@ -346,7 +386,7 @@ vd_code vd_header_parse(const uint8_t *buf, size_t len, vd_header *out,
 	}
 	if ((rc = check_version(root, out, err)) != VD_OK)
 		goto fail;
-	if ((rc = check_fields(root, out, err)) != VD_OK)
+	if ((rc = check_fields(root, out, b, err)) != VD_OK)
 		goto fail;
 	migrate(out);
 	return VD_OK;

@@ -10,12 +10,11 @@
 #include <stdint.h>
 
 #include "vd_json.h"
+#include "vd_limits.h"
 #include "vd_util.h"
 
 #define VD_HEADER_SCHEMA_MIN 1
 #define VD_HEADER_SCHEMA_MAX 2
-/* header.json is metadata; a larger one is refused before it is read. */
-#define VD_HEADER_MAX_BYTES (16u * 1024 * 1024)
 
 typedef struct vd_manifest_entry {
 	vd_str name, group, dtype;
@@ -44,10 +43,15 @@ typedef struct vd_header {
 	const vd_jval *model_arch;   /* NULL when absent or null */
 } vd_header;
 
-/* On failure *out holds nothing but schema_version and has_schema_version,
- * as far as the gate read them: the facts of a schema_version_mismatch. */
-vd_code vd_header_parse(const uint8_t *buf, size_t len, vd_header *out,
-    vd_err *err);
+/* Parse within bounds (NULL: none): the manifest's entries are counted as
+ * the JSON is read, against bounds->max_tensors, and all the parse
+ * allocates, until vd_header_free, is charged to bounds->budget (which
+ * must outlive *out). A bound exceeded is VD_ARTIFACT_INVALID with a
+ * detail naming it. On failure *out holds nothing but schema_version and
+ * has_schema_version, as far as the gate read them: the facts of a
+ * schema_version_mismatch. */
+vd_code vd_header_parse(const uint8_t *buf, size_t len, const vd_parse_bounds *bounds,
+    vd_header *out, vd_err *err);
 void vd_header_free(vd_header *h);
 
 /* A plain file name: no '/', not "." or "..", no NUL, not empty. */

@@ -18,6 +18,7 @@
 
 #include "vd_http.h"
 #include "vd_json.h"
+#include "vd_limits.h"
 #include "vd_log.h"
 #include "vd_reqparse.h"
 #include "vd_utf8.h"
@@ -27,31 +28,10 @@
                                    * would run again before any I/O */
 #define SWEEP_MS 250              /* how often request deadlines are checked */
 
-/* Header fields in one request at most (431 beyond). */
-#define VD_HTTP_MAX_FIELDS 100
-/* libmicrohttpd keeps a request's line and headers in one memory pool per
- * connection and answers 431 or 414 itself, in HTML, when they outgrow it.
- * The pool is sized so that a request far over our own limits still fits
- * and gets our JSON error: the text several times over, plus the
- * bookkeeping of thousands of fields (about this much per field). */
-#define VD_HTTP_POOL_TEXT_FACTOR 4
-#define VD_HTTP_FIELD_COST 64
-#define VD_HTTP_POOL_FIELDS 2048
-#define VD_HTTP_POOL_SLACK 65536
-/* A body refused while it arrives (413 sent at once): how long and how
- * much of the rest is read and dropped before the connection is cut, so
- * that the client reads the answer instead of a reset. */
-#define VD_HTTP_LINGER_MS 2000
-#define VD_HTTP_DISCARD_MAX (1u << 20)
 /* Retry-After of the 503 on a reserved connection. */
 #define VD_HTTP_RETRY_AFTER "5"
-/* How often "all connections in use" is logged at most. */
-#define VD_HTTP_FULL_LOG_MS 10000
 /* The buffer libmicrohttpd allocates for a streamed answer's body. */
 #define VD_HTTP_STREAM_BLOCK 4096
-/* On stop, how long streams may take to send their last chunk before the
- * server is stopped under them. */
-#define VD_HTTP_DRAIN_MS 1000
 
 /* The only requests a reserved connection serves: liveness, readiness and
  * metrics, so that a local probe still gets through when clients hold
@@ -208,29 +188,57 @@ static void respond(vd_req *r, unsigned status, struct MHD_Response *resp)
 }
 
 /* {"error": {"code": code, "detail": detail}}; put the object when done. */
-static json_object *error_object(const char *code, const char *detail, const char **text)
+/* The error object written into out without allocating: an answer that
+ * reports running out of memory must not need any. As json-c writes it
+ * (plain, '/' unescaped); code is one of ours, detail is cut to a
+ * sentence and made valid UTF-8. */
+static size_t put_escaped(char *out, size_t at, const char *s)
 {
-	json_object *o = json_object_new_object(), *e = json_object_new_object();
-	char clean[512];
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)s; *p; p++) {
+		const char *esc = *p == '"' ? "\\\"" : *p == '\\' ? "\\\\" : *p == '\n' ? "\\n" :
+		    *p == '\r' ? "\\r" : *p == '\t' ? "\\t" : *p == '\b' ? "\\b" : *p == '\f' ? "\\f" : NULL;
+		if (esc != NULL) {
+			memcpy(out + at, esc, 2);
+			at += 2;
+		} else if (*p < 0x20) {
+			memcpy(out + at, "\\u00", 4);
+			out[at + 4] = hex[*p >> 4];
+			out[at + 5] = hex[*p & 15];
+			at += 6;
+		} else {
+			out[at++] = (char)*p;
+		}
+	}
+	return at;
+}
+
+static const char *error_text(const char *code, const char *detail,
+    char out[VD_HTTP_ERROR_MAX])
+{
+	char clean[VD_HTTP_DETAIL_MAX], name[64];
+	size_t at;
 
 	snprintf(clean, sizeof(clean), "%s", detail);
 	vd_utf8_sanitize(clean);
-	json_object_object_add(e, "code", json_object_new_string(code));
-	json_object_object_add(e, "detail", json_object_new_string(clean));
-	json_object_object_add(o, "error", e);
-	*text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-	    JSON_C_TO_STRING_NOSLASHESCAPE);
-	return o;
+	snprintf(name, sizeof(name), "%s", code);
+	memcpy(out, "{\"error\":{\"code\":\"", 18);
+	at = put_escaped(out, 18, name);
+	memcpy(out + at, "\",\"detail\":\"", 12);
+	at = put_escaped(out, at + 12, clean);
+	memcpy(out + at, "\"}}", 4);
+	return out;
 }
 
 void vd_http_error(vd_req *r, unsigned status, const char *code,
     const char *detail, const char *const *extra)
 {
-	const char *s;
-	json_object *o = error_object(code, detail, &s);
+	char buf[VD_HTTP_ERROR_MAX];
+	const char *s = error_text(code, detail, buf);
 
 	vd_http_respond(r, status, "application/json", s, strlen(s), extra);
-	json_object_put(o);
 }
 
 void vd_http_suspend(vd_req *r)
@@ -561,8 +569,8 @@ static int send_error_now(vd_http *h, vd_req *r, unsigned status, const char *co
 {
 	const union MHD_ConnectionInfo *ci;
 	char head[512], date[40];
+	char buf[VD_HTTP_ERROR_MAX];
 	const char *body;
-	json_object *o;
 	struct iovec iov[2];
 	struct msghdr msg;
 	ssize_t want, sent;
@@ -570,7 +578,7 @@ static int send_error_now(vd_http *h, vd_req *r, unsigned status, const char *co
 	if (h->tls_cert != NULL ||
 	    (ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD)) == NULL)
 		return -1;
-	o = error_object(code, detail, &body);
+	body = error_text(code, detail, buf);
 	http_date(date, sizeof(date));
 	snprintf(head, sizeof(head), "HTTP/1.1 %u %s\r\nDate: %s\r\nConnection: close\r\n"
 	    "Content-Type: application/json\r\nCache-Control: no-store\r\n"
@@ -583,7 +591,6 @@ static int send_error_now(vd_http *h, vd_req *r, unsigned status, const char *co
 	msg.msg_iovlen = 2;
 	want = (ssize_t)(iov[0].iov_len + iov[1].iov_len);
 	sent = sendmsg(ci->connect_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-	json_object_put(o);
 	shutdown(ci->connect_fd, SHUT_WR);
 	r->status = status;
 	return sent == want ? 0 : -1;

@@ -10,22 +10,36 @@
 typedef struct parser {
 	const uint8_t *p, *end, *start;
 	vd_arena *arena;
+	vd_budget *budget;
 	unsigned depth, max_depth;
+	size_t max_items;
+	const char *items_key;
+	vd_str member;              /* the key of the value parsed next, if any */
 	char *errmsg;
 	size_t errlen;
-	int failed;
+	int failed;                 /* 0, or the VD_JSON_E* code */
 } parser;
 
 static vd_jval *parse_value(parser *ps);
 
-static int perr(parser *ps, const char *what)
+static int perr_code(parser *ps, int code, const char *what)
 {
 	if (!ps->failed) {
-		ps->failed = 1;
+		ps->failed = code;
 		snprintf(ps->errmsg, ps->errlen, "%s at byte %zu", what,
 		    (size_t)(ps->p - ps->start));
 	}
 	return -1;
+}
+
+static int perr(parser *ps, const char *what)
+{
+	return perr_code(ps, VD_JSON_EINVALID, what);
+}
+
+static int perr_memory(parser *ps)
+{
+	return perr_code(ps, VD_JSON_EMEMORY, "document too large for its memory limit");
 }
 
 static void skip_ws(parser *ps)
@@ -40,7 +54,7 @@ static vd_jval *new_val(parser *ps, vd_jtype t)
 	vd_jval *v = vd_arena_alloc(ps->arena, sizeof(*v));
 
 	if (v == NULL) {
-		perr(ps, "document too large for its memory limit");
+		perr_memory(ps);
 		return NULL;
 	}
 	v->type = t;
@@ -156,7 +170,7 @@ static int parse_string(parser *ps, vd_str *out)
 		return perr(ps, "unterminated string");
 	buf = vd_arena_alloc(ps->arena, (size_t)(s - ps->p) + 1);
 	if (buf == NULL)
-		return perr(ps, "document too large for its memory limit");
+		return perr_memory(ps);
 	o = buf;
 	while (*ps->p != '"') {
 		uint8_t c = *ps->p;
@@ -255,14 +269,13 @@ static int key_cmp(const void *a, const void *b)
 static int check_duplicates(parser *ps, const vd_jval *obj)
 {
 	const vd_jval **m, *c;
-	size_t i = 0;
+	size_t i = 0, size = obj->count * sizeof(*m);
 	int rc = 0;
 
 	if (obj->count < 2)
 		return 0;
-	m = malloc(obj->count * sizeof(*m));
-	if (m == NULL)
-		return perr(ps, "out of memory");
+	if ((m = vd_budget_alloc(ps->budget, size)) == NULL)
+		return perr_memory(ps);
 	for (c = obj->child; c != NULL; c = c->next)
 		m[i++] = c;
 	qsort(m, obj->count, sizeof(*m), key_cmp);
@@ -272,8 +285,19 @@ static int check_duplicates(parser *ps, const vd_jval *obj)
 			rc = perr(ps, "duplicate object key");
 		}
 	}
-	free(m);
+	vd_budget_free(ps->budget, m, size);
 	return rc;
+}
+
+/* The container whose children max_items bounds: the root, or the root
+ * object's member named items_key. */
+static int counted(const parser *ps)
+{
+	if (ps->max_items == 0)
+		return 0;
+	if (ps->items_key == NULL)
+		return ps->depth == 1;
+	return ps->depth == 2 && ps->member.p != NULL && vd_str_eq(ps->member, ps->items_key);
 }
 
 static vd_jval *parse_container(parser *ps, int is_obj)
@@ -281,11 +305,14 @@ static vd_jval *parse_container(parser *ps, int is_obj)
 	vd_jval *v = new_val(ps, is_obj ? VD_JOBJ : VD_JARR), **tail, *c;
 	vd_str key = { 0 };
 	uint8_t close = is_obj ? '}' : ']';
+	size_t max = SIZE_MAX;
 
 	if (v == NULL)
 		return NULL;
 	if (++ps->depth > ps->max_depth)
 		return perr(ps, "nesting too deep"), NULL;
+	if (counted(ps))
+		max = ps->max_items;
 	ps->p++;
 	tail = &v->child;
 	skip_ws(ps);
@@ -296,6 +323,8 @@ static vd_jval *parse_container(parser *ps, int is_obj)
 	}
 	for (;;) {
 		skip_ws(ps);
+		if (v->count == max)
+			return perr_code(ps, VD_JSON_EITEMS, "more items than the limit"), NULL;
 		if (is_obj) {
 			if (ps->p >= ps->end || *ps->p != '"')
 				return perr(ps, "expected a string key"), NULL;
@@ -307,6 +336,7 @@ static vd_jval *parse_container(parser *ps, int is_obj)
 			ps->p++;
 			skip_ws(ps);
 		}
+		ps->member = key;
 		if ((c = parse_value(ps)) == NULL)
 			return NULL;
 		c->key = key;
@@ -357,6 +387,12 @@ static vd_jval *parse_value(parser *ps)
 int vd_json_parse(const uint8_t *buf, size_t len, const vd_json_opts *opts,
     vd_jdoc *doc, char *errmsg, size_t errlen)
 {
+	return vd_json_parse_bounded(buf, len, opts, NULL, doc, errmsg, errlen);
+}
+
+int vd_json_parse_bounded(const uint8_t *buf, size_t len, const vd_json_opts *opts,
+    const vd_json_bounds *bounds, vd_jdoc *doc, char *errmsg, size_t errlen)
+{
 	parser ps;
 	size_t limit;
 
@@ -368,7 +404,13 @@ int vd_json_parse(const uint8_t *buf, size_t len, const vd_json_opts *opts,
 	ps.max_depth = opts && opts->max_depth ? opts->max_depth : VD_JSON_MAX_DEPTH_DEFAULT;
 	limit = opts && opts->max_memory ? opts->max_memory :
 	    (len > (SIZE_MAX - 65536) / 64 ? SIZE_MAX : len * 64 + 65536);
+	if (bounds != NULL) {
+		ps.budget = bounds->budget;
+		ps.max_items = bounds->max_items;
+		ps.items_key = bounds->items_key;
+	}
 	vd_arena_init(&doc->arena, limit);
+	doc->arena.budget = ps.budget;
 	ps.arena = &doc->arena;
 	if (errlen)
 		errmsg[0] = '\0';
@@ -380,7 +422,7 @@ int vd_json_parse(const uint8_t *buf, size_t len, const vd_json_opts *opts,
 	}
 	if (ps.failed || doc->root == NULL) {
 		vd_jdoc_free(doc);
-		return -1;
+		return ps.failed ? ps.failed : VD_JSON_EINVALID;
 	}
 	return 0;
 }

@@ -10,9 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vd_limits.h"
 #include "vd_util.h"
-
-#define VD_JSON_MAX_DEPTH_DEFAULT 64
 
 typedef enum vd_jtype {
 	VD_JNULL,
@@ -27,9 +26,10 @@ typedef enum vd_jtype {
 typedef struct vd_jval vd_jval;
 struct vd_jval {
 	vd_jtype type;
-	int boolean;
-	int neg;            /* VD_JINT: sign */
-	int big;            /* VD_JINT: magnitude does not fit in uint64_t */
+	/* Flags in bytes: a document of millions of values is mostly these. */
+	unsigned char boolean;
+	unsigned char neg;  /* VD_JINT: sign */
+	unsigned char big;  /* VD_JINT: magnitude does not fit in uint64_t */
 	uint64_t mag;       /* VD_JINT: magnitude */
 	vd_str str;         /* VD_JSTR: decoded UTF-8, NUL-terminated (may hold \0) */
 	vd_str key;         /* set when this value is an object member */
@@ -44,15 +44,36 @@ typedef struct vd_json_opts {
 	size_t max_memory;       /* arena cap; 0: 64 x input size + 64 KiB */
 } vd_json_opts;
 
+/* What a document from an untrusted artifact may cost, beyond the opts. */
+typedef struct vd_json_bounds {
+	vd_budget *budget;       /* charged for all the parse allocates, until
+	                          * vd_jdoc_free: it must outlive the document;
+	                          * NULL: nothing charged */
+	size_t max_items;        /* children of the container below; 0: no limit */
+	const char *items_key;   /* that container: the root object's member of
+	                          * this name; NULL: the root itself. Counted as
+	                          * it is parsed: a document that lists too much
+	                          * is refused before it is built */
+} vd_json_bounds;
+
+/* Why vd_json_parse failed. */
+#define VD_JSON_EINVALID (-1)   /* not valid JSON, or nested too deep */
+#define VD_JSON_EMEMORY (-2)    /* max_memory or the budget ran out */
+#define VD_JSON_EITEMS (-3)     /* the counted container holds more than max_items */
+
 typedef struct vd_jdoc {
 	vd_arena arena;
 	vd_jval *root;
 } vd_jdoc;
 
-/* Parse buf[0..len). On failure returns -1 and writes a sentence with the
- * byte offset into errmsg; the document is left empty. */
+/* Parse buf[0..len). On failure returns a VD_JSON_E* code (negative) and
+ * writes a sentence with the byte offset into errmsg; the document is left
+ * empty. */
 int vd_json_parse(const uint8_t *buf, size_t len, const vd_json_opts *opts,
     vd_jdoc *doc, char *errmsg, size_t errlen);
+/* The same within bounds (NULL: none). */
+int vd_json_parse_bounded(const uint8_t *buf, size_t len, const vd_json_opts *opts,
+    const vd_json_bounds *bounds, vd_jdoc *doc, char *errmsg, size_t errlen);
 void vd_jdoc_free(vd_jdoc *doc);
 
 /* Object member by key, or NULL. */

@@ -11,13 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vd_limits.h"
 #include "vd_util.h"
 
 #define VD_KEYID_LEN 64             /* hex characters */
 #define VD_ED25519_SIG_LEN 64
 #define VD_ED25519_RAW_LEN 32
-#define VD_KEY_FILE_MAX (16u << 10) /* a PEM key file larger than this is refused */
-#define VD_KEYRING_MAX 256          /* keys in one trusted_keys directory */
 
 typedef struct vd_key vd_key;
 

@@ -9,12 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vd_limits.h"
 #include "vd_util.h"
 
 #define VD_LEDGER_DOMAIN "lensemble/provenance/ledger-record/v1"  /* then \0 */
 #define VD_LEDGER_SCHEMA 1
-#define VD_LEDGER_MAX_LINE (1u << 20)   /* bytes in one record line */
-#define VD_LEDGER_MAX_BYTES (64u << 20)   /* a larger ledger is refused */
 
 typedef struct vd_ledger_record {
 	int64_t schema_version;

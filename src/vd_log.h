@@ -10,6 +10,8 @@
 #ifndef VD_LOG_H
 #define VD_LOG_H
 
+#include "vd_limits.h"
+
 #include <stddef.h>
 
 enum { VD_LOG_ERROR, VD_LOG_WARN, VD_LOG_INFO, VD_LOG_DEBUG };
@@ -17,8 +19,6 @@ enum { VD_LOG_ERROR, VD_LOG_WARN, VD_LOG_INFO, VD_LOG_DEBUG };
 /* log_format: how lines go to stderr. */
 enum { VD_LOG_TEXT, VD_LOG_JSON };
 
-#define VD_LOG_MSG_MAX 2048        /* a message longer than this is cut */
-#define VD_LOG_LINE_MAX 8192       /* a JSON line or a journal entry, fields included */
 #define VD_LOG_JOURNAL_SOCKET "/run/systemd/journal/socket"
 
 /* What a line is about; NULL members are left out. */

@@ -10,9 +10,8 @@
 
 #include "lensemble/verify.h"
 #include "vd_dsse.h"
+#include "vd_limits.h"
 #include "vd_util.h"
-
-#define VD_METRICS_MAX_HTTP_SERIES 128
 
 typedef enum vd_alert_kind {
 	VD_ALERT_ARTIFACT_FAILED,

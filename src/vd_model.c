@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "vd_chunks.h"
+#include "vd_limits.h"
 #include "vd_model.h"
 
 const char *vd_astate_name(vd_astate st)
@@ -131,17 +132,12 @@ vd_group *vd_model_first_child(const vd_model *m, const char *hash)
 	return vd_map_get(&m->children, hash);
 }
 
-/* Past this many marks (and a quarter of the groups), everything is
- * taken as changed: a whole pass costs no more, and a first scan of a
- * large store would otherwise copy every path and hash into the sets. */
-#define DIRTY_WHOLE_MIN 1024
-
 /* Out of memory, everything is taken as changed too. */
 static void mark(vd_model *m, vd_map *set, const char *key)
 {
 	if (m->dirty_all || vd_map_get(set, key) != NULL)
 		return;
-	if ((set->count >= DIRTY_WHOLE_MIN && set->count >= m->groups.count / 4) ||
+	if ((set->count >= VD_DIRTY_WHOLE_MIN && set->count >= m->groups.count / 4) ||
 	    vd_map_put(set, key, (void *)1) < 0) {
 		vd_model_clear_dirty(m);
 		m->dirty_all = 1;

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "vd_limits.h"
 #include "vd_map.h"
 #include "vd_pool.h"
 #include "vd_scan.h"
@@ -40,14 +41,13 @@ typedef struct vd_copy {
 	vd_job_kind again_kind;
 	uint64_t again_gen, req_gen, done_gen;
 	int backlog;                /* could not be queued: queue full */
+	unsigned timeouts;          /* jobs in a row that ran out of time */
 	int seen;                   /* scan sweep mark */
 	struct vd_chunkmap *chunks; /* chunk digests of the verified bytes */
 	char *changed;              /* what the last re-check found changed, or NULL */
 	vd_facts *facts;            /* the facts behind the latest verdict's failure
 	                             * and its remediation; NULL when none */
 } vd_copy;
-
-#define VD_CHAIN_MAX_BREAKS 16     /* breaks listed per chain; the rest counted */
 
 typedef enum vd_chain_status { VD_CHAIN_PENDING, VD_CHAIN_INTACT, VD_CHAIN_BROKEN } vd_chain_status;
 

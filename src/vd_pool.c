@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vd_limits.h"
 #include "vd_pool.h"
 #include "vd_tar.h"
 #include "vd_util.h"
@@ -88,27 +89,94 @@ typedef struct progress_ctx {
 	vd_queue *q;
 	vd_job *job;
 	double t0;
+	const char *path;          /* the artifact by name, to see it replaced */
+	dev_t dev;                 /* what was opened */
+	ino_t ino;
+	double next_look;
 } progress_ctx;
 
-/* Cancellation and, for scrubs, the read rate. */
+/* The job's time limit for total bytes: as configured, or the floor rate
+ * (the scrub rate when lower) plus a fixed allowance for the small files. */
+static double time_limit(const vd_job *j, uint64_t total)
+{
+	uint64_t rate = j->floor_rate ? j->floor_rate : 1;
+
+	if (j->max_seconds > 0)
+		return j->max_seconds;
+	if (j->rate > 0 && j->rate < rate)
+		rate = j->rate;
+	return VD_VERIFY_BASE_SECONDS + (double)total / (double)rate;
+}
+
+/* Hashing bytes nobody will load is wasted work, and a big sparse file
+ * would hold a worker for hours: give up once the name no longer leads
+ * to what was opened. */
+static int still_there(progress_ctx *pc, double now)
+{
+	struct stat st;
+
+	if (now < pc->next_look)
+		return 1;
+	pc->next_look = now + VD_JOB_LOOK_SECONDS;
+	return lstat(pc->path, &st) == 0 && st.st_dev == pc->dev && st.st_ino == pc->ino;
+}
+
+/* Nonzero when the job should stop now: shutdown, its artifact gone, or
+ * its time up (the reason in job->abandoned). */
+static int should_stop(progress_ctx *pc, uint64_t total)
+{
+	vd_job *j = pc->job;
+	double now;
+
+	if (vd_queue_cancelled(pc->q))
+		return 1;
+	now = mono_now();
+	j->total = total;
+	j->limit = time_limit(j, total);
+	if (pc->path != NULL && !still_there(pc, now))
+		j->abandoned = VD_ABANDON_GONE;
+	else if (now - pc->t0 > j->limit)
+		j->abandoned = VD_ABANDON_TIME;
+	return j->abandoned != VD_ABANDON_NONE;
+}
+
+/* Cancellation, abandonment and, for scrubs, the read rate. */
 static int on_progress(uint64_t done, uint64_t total, void *arg)
 {
 	progress_ctx *pc = arg;
 	double ahead;
 
 	pc->job->hashed = done;
-	if (vd_queue_cancelled(pc->q))
+	if (should_stop(pc, total))
 		return 1;
 	if (pc->job->rate == 0)
 		return 0;
 	ahead = (double)done / (double)pc->job->rate - (mono_now() - pc->t0);
-	while (ahead > 0 && !vd_queue_cancelled(pc->q)) {
+	while (ahead > 0 && !should_stop(pc, total)) {
 		double step = ahead > 0.2 ? 0.2 : ahead;
 		struct timespec ts = { (time_t)step, (long)((step - (double)(time_t)step) * 1e9) };
 		nanosleep(&ts, NULL);
 		ahead -= step;
 	}
-	return vd_queue_cancelled(pc->q) ? 1 : 0;
+	return should_stop(pc, total);
+}
+
+/* The verdict of an abandoned job: not judged, and why. */
+static void describe_abandon(vd_job *j)
+{
+	vd_verdict *v = &j->verdict;
+
+	v->code = VD_IO_ERROR;
+	v->content_hash[0] = '\0';
+	memset(&v->facts, 0, sizeof(v->facts));
+	if (j->abandoned == VD_ABANDON_GONE)
+		snprintf(v->detail, sizeof(v->detail),
+		    "abandoned: the artifact was removed or replaced while it was being verified");
+	else
+		snprintf(v->detail, sizeof(v->detail),
+		    "abandoned after %.0f s: verifying %llu bytes may take %.0f s at most (max_verify_seconds); it is retried later",
+		    j->duration, (unsigned long long)j->total, j->limit);
+	vd_verdict_remediate(v);
 }
 
 /* ---- chunk work --------------------------------------------------- */
@@ -225,8 +293,6 @@ static void free_batch(chunk_batch *b)
 	}
 }
 
-/* The sink: digests of a canonical pass's chunks, taken by idle workers. */
-#define VD_SINK_FINISH_BYTES (64u << 20)   /* the owner digests a remainder this small */
 typedef struct sink_ctx {
 	vd_queue *q;
 	vd_job *job;
@@ -273,6 +339,7 @@ static void sink_finish(void *arg, const vd_meta_digests *meta)
 	vd_queue_unclaimed(sc->q, &b->set, &unclaimed, &left);
 	/* Finish the map when what is left is small, or others did most. */
 	vd_queue_finish(sc->q, &b->set, sc->job->kind != VD_JOB_EXPLICIT &&
+	    sc->job->abandoned == VD_ABANDON_NONE &&
 	    (unclaimed * 2 <= b->count || left <= VD_SINK_FINISH_BYTES));
 	if (b->failed) {
 		vd_chunkmap_free(sc->job->chunks);
@@ -573,12 +640,12 @@ static void note_after(vd_job *j, int fd, int parent)
 
 	if (j->artifact == VD_KIND_DIR) {
 		vd_fingerprint_dir(fd, &j->fp_after);
-		vd_hdrinfo_read(fd, &j->hdr);
+		vd_hdrinfo_read(fd, &j->bounds, &j->hdr);
 		return;
 	}
 	if (fstatat(parent, base ? base + 1 : j->relpath, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		vd_fingerprint_file(&st, &j->fp_after);
-	vd_hdrinfo_read_tar(fd, &j->hdr);
+	vd_hdrinfo_read_tar(fd, &j->bounds, &j->hdr);
 }
 
 /* A worker thread: the verdict and what goes with it, into the job. */
@@ -587,9 +654,11 @@ static void run_job(vd_queue *q, vd_queue_item *item, void *arg)
 	const vd_pool *p = arg;
 	vd_job *j = JOB_OF(item);
 	vd_options opt = { 0 };
-	progress_ctx pc = { q, j, mono_now() };
+	progress_ctx pc = { q, j, mono_now(), NULL, 0, 0, 0 };
 	sink_ctx sc = { q, j, NULL };
 	vd_chunk_sink sink = { sink_start, sink_finish, &sc };
+	char *path = NULL;
+	struct stat st;
 	int parent, fd;
 
 	j->started = vd_wall_now();
@@ -597,6 +666,16 @@ static void run_job(vd_queue *q, vd_queue_item *item, void *arg)
 		open_failed(j, -fd);
 		j->duration = mono_now() - pc.t0;
 		return;
+	}
+	/* Without the name (out of memory) the job is not abandoned when
+	 * removed: the check after hashing still sees the change. */
+	if (fstat(fd, &st) == 0 && asprintf(&path, "%s/%s", p->root, j->relpath) >= 0) {
+		pc.path = path;
+		pc.dev = st.st_dev;
+		pc.ino = st.st_ino;
+		pc.next_look = pc.t0 + VD_JOB_LOOK_SECONDS;
+	} else {
+		path = NULL;
 	}
 	opt.max_header_len = j->max_header_len;
 	if (j->kind == VD_JOB_SCRUB)
@@ -606,15 +685,18 @@ static void run_job(vd_queue *q, vd_queue_item *item, void *arg)
 	fingerprint_fd(j, fd, &j->fp_before);
 	if (j->recheck == NULL || !(j->rechecked = recheck(q, j, fd))) {
 		if (j->artifact == VD_KIND_TAR)
-			vd_artifact_verify_tar_ex(fd, &opt, &j->verdict, NULL, &sink);
+			vd_artifact_verify_tar_ex(fd, &opt, &j->bounds, &j->verdict, NULL, &sink);
 		else
-			vd_artifact_verify_ex(fd, &opt, &j->verdict, NULL, &sink);
+			vd_artifact_verify_ex(fd, &opt, &j->bounds, &j->verdict, NULL, &sink);
 	}
 	note_after(j, fd, parent);
 	close(fd);
 	if (parent >= 0)
 		close(parent);
+	free(path);
 	j->duration = mono_now() - pc.t0;
+	if (j->abandoned != VD_ABANDON_NONE)
+		describe_abandon(j);
 }
 
 /* The loop thread. */
@@ -652,7 +734,7 @@ int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
 	p->arg = arg;
 	if ((p->root = strdup(root)) == NULL)
 		goto fail;
-	if ((rc = vd_queue_new(loop, threads, &pool_ops, p, &p->q)) < 0)
+	if ((rc = vd_queue_new(loop, threads, VD_URGENT_THREADS, &pool_ops, p, &p->q)) < 0)
 		goto fail;
 	*out = p;
 	return 0;
@@ -666,6 +748,11 @@ int vd_pool_submit(vd_pool *p, vd_job *j, unsigned queue_max)
 {
 	j->item.urgent = j->kind == VD_JOB_EXPLICIT;
 	return vd_queue_submit(p->q, &j->item, queue_max);
+}
+
+int vd_pool_take_back(vd_pool *p, vd_job *j)
+{
+	return j->item.urgent ? -EBUSY : vd_queue_remove(p->q, &j->item);
 }
 
 unsigned vd_pool_queued(vd_pool *p)

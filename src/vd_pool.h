@@ -13,6 +13,7 @@
 
 #include "vd_artifact.h"
 #include "vd_chunks.h"
+#include "vd_limits.h"
 #include "vd_queue.h"
 #include "vd_scan.h"
 
@@ -22,6 +23,14 @@ typedef enum vd_job_kind {
 	VD_JOB_SCRUB         /* a periodic re-hash, throttled */
 } vd_job_kind;
 
+/* Why a job stopped before its verdict: its verdict is then VD_IO_ERROR
+ * with the reason, and describes nothing on disk. */
+typedef enum vd_abandon {
+	VD_ABANDON_NONE,
+	VD_ABANDON_GONE,     /* the artifact was removed or replaced meanwhile */
+	VD_ABANDON_TIME      /* it ran past its time limit */
+} vd_abandon;
+
 typedef struct vd_job vd_job;
 struct vd_job {
 	vd_queue_item item;        /* the queue's link; urgent when explicit */
@@ -30,7 +39,10 @@ struct vd_job {
 	vd_artifact_kind artifact;  /* a directory or a tar at relpath */
 	uint64_t gen;              /* the request generation it answers */
 	uint64_t max_header_len;
+	vd_bounds bounds;
 	uint64_t rate;             /* bytes/s for scrubs; 0: unthrottled */
+	unsigned max_seconds;      /* time limit; 0: from the size at floor_rate */
+	uint64_t floor_rate;       /* bytes/s the automatic time limit expects */
 	/* Results, filled by the worker. */
 	vd_verdict verdict;
 	vd_fingerprint fp_before, fp_after;
@@ -44,16 +56,24 @@ struct vd_job {
 	double started;            /* wall clock, seconds */
 	double duration;           /* seconds */
 	uint64_t hashed;           /* bytes fed to SHA-256 */
+	uint64_t total;            /* bytes the canonical pass has to hash */
+	vd_abandon abandoned;
+	double limit;              /* the time limit it ran under, seconds */
 };
 
 typedef struct vd_pool vd_pool;
 typedef void (*vd_pool_done_fn)(vd_job *job, void *arg);   /* loop thread; owns job */
 
-/* Jobs name artifacts (directories or tars) relative to the store root. */
+/* Jobs name artifacts (directories or tars) relative to the store root.
+ * Beside the threads, VD_URGENT_THREADS more take explicit jobs only: a
+ * participant never waits behind background work, however big. */
 int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
     vd_pool_done_fn done, void *arg, vd_pool **out);
 /* 0, or -EAGAIN when queue_max jobs already wait. Takes the job. */
 int vd_pool_submit(vd_pool *p, vd_job *job, unsigned queue_max);
+/* Take back a job still waiting behind others, to queue it as explicit:
+ * 0 (the caller's again), or -EBUSY when it runs or ran already. */
+int vd_pool_take_back(vd_pool *p, vd_job *job);
 unsigned vd_pool_queued(vd_pool *p);
 unsigned vd_pool_busy(vd_pool *p);
 unsigned vd_pool_threads(vd_pool *p);

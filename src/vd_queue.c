@@ -25,6 +25,9 @@ struct vd_queue {
 	int handles_open;
 	pthread_t *threads;
 	unsigned nthreads;         /* grows under mu as threads start */
+	unsigned reserved;         /* of them, taking urgent items only */
+	unsigned started;          /* threads that chose their role */
+	unsigned shared_busy;      /* items running on threads that take anything */
 	unsigned exited;           /* stopping: threads out of their loop */
 	int reaping;
 	vd_queue_item *urgent_head, *urgent_tail;
@@ -50,14 +53,14 @@ static void append(vd_queue_item **head, vd_queue_item **tail, vd_queue_item *it
 	*tail = it;
 }
 
-static vd_queue_item *pop(vd_queue *q)
+static vd_queue_item *pop(vd_queue *q, int urgent_only)
 {
 	vd_queue_item *it = q->urgent_head;
 
 	if (it != NULL) {
 		if ((q->urgent_head = it->next) == NULL)
 			q->urgent_tail = NULL;
-	} else if ((it = q->head) != NULL) {
+	} else if (!urgent_only && (it = q->head) != NULL) {
 		if ((q->head = it->next) == NULL)
 			q->tail = NULL;
 	}
@@ -171,13 +174,15 @@ static void lower_priority(const vd_queue *q)
 }
 
 /* q->mu held on entry and return. */
-static void run_item(vd_queue *q, vd_queue_item *it)
+static void run_item(vd_queue *q, vd_queue_item *it, int reserved)
 {
 	q->busy++;
+	q->shared_busy += !reserved;
 	pthread_mutex_unlock(&q->mu);
 	q->ops.run(q, it, q->arg);
 	pthread_mutex_lock(&q->mu);
 	q->busy--;
+	q->shared_busy -= !reserved;
 	append(&q->done_head, &q->done_tail, it);
 	uv_async_send(&q->async);
 }
@@ -187,17 +192,22 @@ static void *worker(void *arg)
 	vd_queue *q = arg;
 	vd_queue_item *it;
 
+	int reserved;
+
 	lower_priority(q);
 	pthread_mutex_lock(&q->mu);
+	reserved = q->started++ < q->reserved;
 	for (;;) {
 		vd_task *t = NULL;
-		/* Items first; tasks only when no item waits. */
-		while (!q->stopping && (it = pop(q)) == NULL && (t = pop_task(q, NULL)) == NULL)
+		/* Items first; tasks only when no item waits, and never on a
+		 * reserved thread (a task may take as long as an item). */
+		while (!q->stopping && (it = pop(q, reserved)) == NULL &&
+		    (reserved || (t = pop_task(q, NULL)) == NULL))
 			pthread_cond_wait(&q->cv, &q->mu);
 		if (q->stopping)
 			break;
 		if (it != NULL) {
-			run_item(q, it);
+			run_item(q, it, reserved);
 			continue;
 		}
 		pthread_mutex_unlock(&q->mu);
@@ -329,8 +339,8 @@ static int start_threads(vd_queue *q, unsigned threads)
 	return rc;
 }
 
-int vd_queue_new(uv_loop_t *loop, unsigned threads, const vd_queue_ops *ops, void *arg,
-    vd_queue **out)
+int vd_queue_new(uv_loop_t *loop, unsigned threads, unsigned reserved,
+    const vd_queue_ops *ops, void *arg, vd_queue **out)
 {
 	vd_queue *q = calloc(1, sizeof(*q));
 	int rc;
@@ -340,6 +350,8 @@ int vd_queue_new(uv_loop_t *loop, unsigned threads, const vd_queue_ops *ops, voi
 	q->loop = loop;
 	q->ops = *ops;
 	q->arg = arg;
+	q->reserved = reserved;
+	threads += reserved;
 	if ((q->threads = calloc(threads, sizeof(*q->threads))) == NULL)
 		goto fail_alloc;
 	if (uv_async_init(loop, &q->async, on_async) < 0)
@@ -351,7 +363,7 @@ int vd_queue_new(uv_loop_t *loop, unsigned threads, const vd_queue_ops *ops, voi
 	q->async.data = q->grace.data = q;
 	q->handles_open = 2;
 	rc = start_threads(q, threads);
-	if (q->nthreads == 0) {
+	if (q->nthreads <= reserved) {
 		q->ops.closed = NULL;   /* the caller hears of it now, not later */
 		vd_queue_stop(q, 0);
 		return rc ? -rc : -EINVAL;
@@ -379,9 +391,32 @@ int vd_queue_submit(vd_queue *q, vd_queue_item *it, unsigned max)
 	else
 		append(&q->head, &q->tail, it);
 	q->queued++;
-	pthread_cond_signal(&q->cv);
+	/* All: the one a signal would wake may be a reserved thread, which
+	 * leaves an item of the other lane where it is. */
+	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 	return 0;
+}
+
+int vd_queue_remove(vd_queue *q, vd_queue_item *it)
+{
+	vd_queue_item **pp, *prev = NULL;
+	int rc = -EBUSY;
+
+	pthread_mutex_lock(&q->mu);
+	for (pp = &q->head; *pp != NULL; prev = *pp, pp = &(*pp)->next) {
+		if (*pp != it)
+			continue;
+		*pp = it->next;
+		if (q->tail == it)
+			q->tail = prev;
+		it->next = NULL;
+		q->queued--;
+		rc = 0;
+		break;
+	}
+	pthread_mutex_unlock(&q->mu);
+	return rc;
 }
 
 static unsigned read_locked(vd_queue *q, const unsigned *field)
@@ -404,9 +439,19 @@ unsigned vd_queue_busy(vd_queue *q)
 	return read_locked(q, &q->busy);
 }
 
+static unsigned shared_threads(const vd_queue *q)
+{
+	return q->nthreads > q->reserved ? q->nthreads - q->reserved : 0;
+}
+
 unsigned vd_queue_threads(vd_queue *q)
 {
-	return read_locked(q, &q->nthreads);
+	unsigned n;
+
+	pthread_mutex_lock(&q->mu);
+	n = shared_threads(q);
+	pthread_mutex_unlock(&q->mu);
+	return n;
 }
 
 unsigned vd_queue_idle(vd_queue *q)
@@ -414,7 +459,7 @@ unsigned vd_queue_idle(vd_queue *q)
 	unsigned n;
 
 	pthread_mutex_lock(&q->mu);
-	n = q->nthreads - q->busy;
+	n = shared_threads(q) - q->shared_busy;
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }

@@ -4,16 +4,18 @@
  * urgent ahead of the rest; each runs on a worker thread and goes back to
  * the event loop thread through a uv_async_t. Idle workers also take
  * tasks: small pieces of work a running item splits off and waits for.
+ * Reserved threads take urgent items only, so that one never waits for
+ * the rest, however long it runs.
  */
 #ifndef VD_QUEUE_H
 #define VD_QUEUE_H
+
+#include "vd_limits.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include <uv.h>
-
-#define VD_WORKER_NICE 10         /* the loop gets ~90% of a core workers contend for */
 
 typedef struct vd_queue vd_queue;
 
@@ -35,17 +37,23 @@ typedef struct vd_queue_ops {
 	void (*closed)(void *arg);
 } vd_queue_ops;
 
-/* 0, or -errno when no thread could start (nothing to free then: what
- * was opened closes on the loop, without calling closed). */
-int vd_queue_new(uv_loop_t *loop, unsigned threads, const vd_queue_ops *ops, void *arg,
-    vd_queue **out);
+/* threads that take anything, and reserved ones beside them for urgent
+ * items. 0, or -errno when no thread could start (nothing to free then:
+ * what was opened closes on the loop, without calling closed). */
+int vd_queue_new(uv_loop_t *loop, unsigned threads, unsigned reserved,
+    const vd_queue_ops *ops, void *arg, vd_queue **out);
 /* 0, or -EAGAIN when max items already wait (2 * max for an urgent one);
  * the item stays the caller's then. */
 int vd_queue_submit(vd_queue *q, vd_queue_item *it, unsigned max);
+/* Take back an item still waiting in the non-urgent lane: 0 (it is the
+ * caller's again), or -EBUSY when it runs or already ran. */
+int vd_queue_remove(vd_queue *q, vd_queue_item *it);
 unsigned vd_queue_queued(vd_queue *q);
+/* Items running, on any thread. */
 unsigned vd_queue_busy(vd_queue *q);
+/* Threads that take anything (the reserved ones are not counted). */
 unsigned vd_queue_threads(vd_queue *q);
-/* Threads not running an item. */
+/* Of those, threads not running an item. */
 unsigned vd_queue_idle(vd_queue *q);
 /* Set once the grace of a stop is over: running items should give up. */
 int vd_queue_cancelled(const vd_queue *q);

@@ -9,16 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vd_limits.h"
 #include "vd_util.h"
 
 #define VD_ROUNDCLOSE_SCHEMA_MIN 1
 #define VD_ROUNDCLOSE_SCHEMA_MAX 2
-#define VD_REQ_PATH_MAX 1024
-
-/* The query string, as libmicrohttpd splits and decodes it. */
-#define VD_REQ_QUERY_MAX_ARGS 32                     /* parameters in one query at most */
-#define VD_REQ_QUERY_KEY_MAX 64                      /* bytes in a parameter's name */
-#define VD_REQ_QUERY_VALUE_MAX (VD_REQ_PATH_MAX - 1) /* bytes in its value, decoded */
 
 typedef struct vd_roundclose {
 	int64_t schema_version;

@@ -57,6 +57,35 @@ static int dtype_lookup(vd_str s, vd_dtype *out)
 
 #define NOT_ST "not a safetensors artifact: "
 
+static const vd_parse_bounds no_bounds;
+
+/* Tensors the file may still declare; UINT64_MAX: no limit. */
+static uint64_t tensors_left(const vd_parse_bounds *b)
+{
+	if (b->max_tensors == 0)
+		return UINT64_MAX;
+	return b->tensors_before < b->max_tensors ? b->max_tensors - b->tensors_before : 0;
+}
+
+static vd_code over_tensors(const vd_parse_bounds *b, vd_err *err)
+{
+	if (b->tensors_before > 0)
+		return vd_fail(err, VD_ARTIFACT_INVALID,
+		    "declares more than %llu tensors together with the weight files before it (max_tensors)",
+		    (unsigned long long)b->max_tensors);
+	return vd_fail(err, VD_ARTIFACT_INVALID, "declares more than %llu tensors (max_tensors)",
+	    (unsigned long long)b->max_tensors);
+}
+
+/* An allocation failed: the budget ran out, or the system's memory. */
+static vd_code no_memory(const vd_parse_bounds *b, vd_err *err)
+{
+	if (b->budget != NULL && b->budget->exhausted)
+		return vd_fail(err, VD_ARTIFACT_INVALID,
+		    "needs more than %zu bytes to parse (max_job_memory)", b->budget->limit);
+	return vd_fail(err, VD_IO_ERROR, "out of memory parsing a safetensors header");
+}
+
 vd_code vd_st_header_len(const uint8_t *prefix, uint64_t file_size,
     uint64_t max_header, uint64_t *hlen, vd_err *err)
 {
@@ -88,7 +117,7 @@ vd_code vd_st_header_len(const uint8_t *prefix, uint64_t file_size,
 }
 
 static vd_code parse_shape(const vd_jval *v, vd_st_file *f, vd_st_tensor *t,
-    vd_err *err)
+    const vd_parse_bounds *b, vd_err *err)
 {
 	if (v == NULL || v->type != VD_JARR)
 		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
@@ -101,7 +130,7 @@ static vd_code parse_shape(const vd_jval *v, vd_st_file *f, vd_st_tensor *t,
 	case 0:
 		return VD_OK;
 	case -1:
-		return vd_fail(err, VD_IO_ERROR, "out of memory parsing a safetensors header");
+		return no_memory(b, err);
 	default:
 		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
 		    NOT_ST "tensor \"%.64s\" has a shape entry that is not a non-negative integer",
@@ -155,7 +184,7 @@ overflow:
 }
 
 static vd_code parse_tensor(const vd_jval *v, vd_st_file *f, vd_st_tensor *t,
-    vd_err *err)
+    const vd_parse_bounds *b, vd_err *err)
 {
 	const vd_jval *c;
 	vd_code rc;
@@ -174,7 +203,7 @@ static vd_code parse_tensor(const vd_jval *v, vd_st_file *f, vd_st_tensor *t,
 	if (c == NULL || c->type != VD_JSTR || dtype_lookup(c->str, &t->dtype) < 0)
 		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
 		    NOT_ST "tensor \"%.64s\" has a missing or unknown dtype", t->name.p);
-	if ((rc = parse_shape(vd_json_get(v, "shape"), f, t, err)) != VD_OK)
+	if ((rc = parse_shape(vd_json_get(v, "shape"), f, t, b, err)) != VD_OK)
 		return rc;
 	if ((rc = parse_offsets(vd_json_get(v, "data_offsets"), t, err)) != VD_OK)
 		return rc;
@@ -206,16 +235,15 @@ static int range_cmp(const void *a, const void *b)
 }
 
 /* The sorted ranges must tile [0, data_len) exactly. */
-static vd_code check_coverage(vd_st_file *f, vd_err *err)
+static vd_code check_coverage(vd_st_file *f, const vd_parse_bounds *b, vd_err *err)
 {
 	const vd_st_tensor **s;
 	uint64_t pos = 0;
-	size_t i;
+	size_t i, size = (f->count ? f->count : 1) * sizeof(*s);
 	vd_code rc = VD_OK;
 
-	s = malloc((f->count ? f->count : 1) * sizeof(*s));
-	if (s == NULL)
-		return vd_fail(err, VD_IO_ERROR, "out of memory checking tensor ranges");
+	if ((s = vd_budget_alloc(b->budget, size)) == NULL)
+		return no_memory(b, err);
 	for (i = 0; i < f->count; i++)
 		s[i] = &f->tensors[i];
 	qsort(s, f->count, sizeof(*s), range_cmp);
@@ -231,12 +259,12 @@ static vd_code check_coverage(vd_st_file *f, vd_err *err)
 		rc = vd_fail(err, VD_CHECKPOINT_INTEGRITY, NOT_ST
 		    "the tensors cover %llu of the %llu data bytes",
 		    (unsigned long long)pos, (unsigned long long)f->data_len);
-	free(s);
+	vd_budget_free(b->budget, s, size);
 	return rc;
 }
 
 static vd_code parse_root(const vd_jval *root, vd_st_file *f, uint32_t file_index,
-    vd_err *err)
+    const vd_parse_bounds *b, vd_err *err)
 {
 	const vd_jval *c;
 	size_t n = 0;
@@ -244,9 +272,12 @@ static vd_code parse_root(const vd_jval *root, vd_st_file *f, uint32_t file_inde
 
 	for (c = root->child; c != NULL; c = c->next)
 		n += !vd_str_eq(c->key, "__metadata__");
+	/* The JSON left room for __metadata__: one more may have come in. */
+	if (n > tensors_left(b))
+		return over_tensors(b, err);
 	f->tensors = vd_arena_alloc(&f->doc.arena, (n ? n : 1) * sizeof(*f->tensors));
 	if (f->tensors == NULL)
-		return vd_fail(err, VD_IO_ERROR, "out of memory parsing a safetensors header");
+		return no_memory(b, err);
 	for (c = root->child; c != NULL; c = c->next) {
 		if (vd_str_eq(c->key, "__metadata__")) {
 			if ((rc = check_metadata(c, err)) != VD_OK)
@@ -254,17 +285,45 @@ static vd_code parse_root(const vd_jval *root, vd_st_file *f, uint32_t file_inde
 			continue;
 		}
 		f->tensors[f->count].file = file_index;
-		if ((rc = parse_tensor(c, f, &f->tensors[f->count], err)) != VD_OK)
+		if ((rc = parse_tensor(c, f, &f->tensors[f->count], b, err)) != VD_OK)
 			return rc;
 		f->count++;
 	}
-	return check_coverage(f, err);
+	return check_coverage(f, b, err);
+}
+
+/* The header as a JSON document: its tensors counted while it is read,
+ * every byte it takes charged to the budget. */
+static vd_code parse_json(const uint8_t *json, size_t hlen, const vd_parse_bounds *b,
+    vd_st_file *out, vd_err *err)
+{
+	vd_json_bounds jb = { .budget = b->budget };
+	uint64_t left = tensors_left(b);
+	char msg[128];
+
+	/* Room for __metadata__ beside the tensors. */
+	if (left < SIZE_MAX)
+		jb.max_items = (size_t)left + 1;
+	switch (vd_json_parse_bounded(json, hlen, NULL, &jb, &out->doc, msg, sizeof(msg))) {
+	case 0:
+		return VD_OK;
+	case VD_JSON_EITEMS:
+		return over_tensors(b, err);
+	case VD_JSON_EMEMORY:
+		if (b->budget != NULL && b->budget->exhausted)
+			return no_memory(b, err);
+		break;
+	default:
+		break;
+	}
+	return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
+	    NOT_ST "the header is not valid JSON (%s)", msg);
 }
 
 vd_code vd_st_parse(const uint8_t *json, size_t hlen, uint64_t data_len,
-    uint32_t file_index, vd_st_file *out, vd_err *err)
+    uint32_t file_index, const vd_parse_bounds *bounds, vd_st_file *out, vd_err *err)
 {
-	char msg[128];
+	const vd_parse_bounds *b = bounds != NULL ? bounds : &no_bounds;
 	vd_code rc;
 
 	memset(out, 0, sizeof(*out));
@@ -273,10 +332,9 @@ vd_code vd_st_parse(const uint8_t *json, size_t hlen, uint64_t data_len,
 	if (hlen == 0 || json[0] != '{')
 		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
 		    NOT_ST "the header does not start with '{'");
-	if (vd_json_parse(json, hlen, NULL, &out->doc, msg, sizeof(msg)) < 0)
-		return vd_fail(err, VD_CHECKPOINT_INTEGRITY,
-		    NOT_ST "the header is not valid JSON (%s)", msg);
-	rc = parse_root(out->doc.root, out, file_index, err);
+	if ((rc = parse_json(json, hlen, b, out, err)) != VD_OK)
+		return rc;
+	rc = parse_root(out->doc.root, out, file_index, b, err);
 	if (rc != VD_OK)
 		vd_st_free(out);
 	return rc;

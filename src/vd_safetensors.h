@@ -12,12 +12,10 @@
 #include <stdint.h>
 
 #include "vd_json.h"
+#include "vd_limits.h"
 #include "vd_util.h"
 
-/* Like the reference safetensors library: refuse larger headers. */
-#define VD_ST_MAX_HEADER_DEFAULT 100000000ULL
-#define VD_ST_PREFIX_LEN 8
-#define VD_ST_MAX_RANK 64
+#define VD_ST_PREFIX_LEN 8   /* the header length, u64 little-endian */
 
 typedef enum vd_dtype {
 	VD_DT_BOOL, VD_DT_U8, VD_DT_I8, VD_DT_F8_E5M2, VD_DT_F8_E4M3,
@@ -50,9 +48,15 @@ vd_code vd_st_header_len(const uint8_t *prefix, uint64_t file_size,
     uint64_t max_header, uint64_t *hlen, vd_err *err);
 
 /* Parse the JSON header (json, hlen bytes) of a file whose data buffer is
- * data_len bytes long; tensors come out in the file's order. */
+ * data_len bytes long, within bounds (NULL: none); tensors come out in
+ * the file's order. The tensors are counted as the JSON is read, and all
+ * the parse allocates, until vd_st_free, is charged to bounds->budget.
+ * A bound exceeded is VD_ARTIFACT_INVALID, and its message a predicate
+ * for the file's name to precede: "declares more than 100000 tensors
+ * (max_tensors)", "needs more than 67108864 bytes to parse
+ * (max_job_memory)". */
 vd_code vd_st_parse(const uint8_t *json, size_t hlen, uint64_t data_len,
-    uint32_t file_index, vd_st_file *out, vd_err *err);
+    uint32_t file_index, const vd_parse_bounds *bounds, vd_st_file *out, vd_err *err);
 void vd_st_free(vd_st_file *f);
 
 /* Element size in bytes and name of a dtype. */

@@ -71,24 +71,24 @@ static void hdrinfo_take(vd_header *h, vd_hdrinfo *out)
 
 /* Why a header does not parse is the verification's to say: the copy is
  * verified either way. */
-void vd_hdrinfo_read(int dirfd, vd_hdrinfo *out)
+void vd_hdrinfo_read(int dirfd, const vd_bounds *bounds, vd_hdrinfo *out)
 {
 	vd_header h;
 	vd_err err = { 0 };
 
 	memset(out, 0, sizeof(*out));
-	out->code = vd_artifact_read_header(dirfd, &h, NULL, &err);
+	out->code = vd_artifact_read_header(dirfd, bounds, &h, NULL, &err);
 	if (out->code == VD_OK)
 		hdrinfo_take(&h, out);
 }
 
-void vd_hdrinfo_read_tar(int tarfd, vd_hdrinfo *out)
+void vd_hdrinfo_read_tar(int tarfd, const vd_bounds *bounds, vd_hdrinfo *out)
 {
 	vd_header h;
 	vd_err err = { 0 };
 
 	memset(out, 0, sizeof(*out));
-	out->code = vd_artifact_read_header_tar(tarfd, &h, NULL, &err);
+	out->code = vd_artifact_read_header_tar(tarfd, bounds, &h, NULL, &err);
 	if (out->code == VD_OK)
 		hdrinfo_take(&h, out);
 }
@@ -373,11 +373,11 @@ static void add_artifact(vd_scan_result *r, int fd, vd_artifact_kind kind, const
 	a->kind = kind;
 	if (kind == VD_KIND_DIR) {
 		vd_fingerprint_dir(fd, &a->fp);
-		vd_hdrinfo_read(fd, &a->hdr);
+		vd_hdrinfo_read(fd, &r->bounds, &a->hdr);
 	} else {
 		if (fstat(fd, &st) == 0)
 			vd_fingerprint_file(&st, &a->fp);
-		vd_hdrinfo_read_tar(fd, &a->hdr);
+		vd_hdrinfo_read_tar(fd, &r->bounds, &a->hdr);
 	}
 }
 
@@ -626,11 +626,14 @@ static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
 	free_names(names, n);
 }
 
-void vd_scan_store(const char *root, unsigned depth, vd_scan_result *out)
+void vd_scan_store(const char *root, unsigned depth, const vd_bounds *bounds,
+    vd_scan_result *out)
 {
 	int fd;
 
 	memset(out, 0, sizeof(*out));
+	if (bounds != NULL)
+		out->bounds = *bounds;
 	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(out->root_error, sizeof(out->root_error),

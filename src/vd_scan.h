@@ -16,11 +16,9 @@
 #include "vd_artifact.h"
 #include "vd_dsse.h"
 #include "vd_ledger.h"
+#include "vd_limits.h"
 #include "vd_util.h"
 
-#define VD_SCAN_MAX_ARTIFACTS 100000
-#define VD_SCAN_MAX_DIR_ENTRIES 10000   /* entries in one artifact directory */
-#define VD_SCAN_MAX_WALK_ENTRIES (VD_SCAN_MAX_ARTIFACTS + 1000)  /* in a directory walked */
 #define VD_LEDGER_FILE "ledger.jsonl"
 #define VD_TAR_SUFFIX ".tar"          /* a regular file so named is a tar artifact */
 
@@ -49,8 +47,8 @@ typedef struct vd_hdrinfo {
 } vd_hdrinfo;
 
 void vd_hdrinfo_free(vd_hdrinfo *h);
-void vd_hdrinfo_read(int dirfd, vd_hdrinfo *out);
-void vd_hdrinfo_read_tar(int tarfd, vd_hdrinfo *out);
+void vd_hdrinfo_read(int dirfd, const vd_bounds *bounds, vd_hdrinfo *out);
+void vd_hdrinfo_read_tar(int tarfd, const vd_bounds *bounds, vd_hdrinfo *out);
 
 /* A digest of every entry of a directory (name, type, device, inode, size,
  * times): equal digests mean nothing in it changed. */
@@ -99,7 +97,6 @@ void vd_scan_read_ledger(int dirfd, vd_scan_ledger *l);
 void vd_scan_ledger_free(vd_scan_ledger *l);
 
 #define VD_COMMITMENTS_DIR "commitments"   /* signed statements of a run */
-#define VD_SCAN_MAX_ENVELOPES 100000       /* envelope files in one scan */
 
 /* One *.json file of a run's commitments directory, read raw: the loop
  * parses and checks it against the keys it trusts. */
@@ -112,6 +109,7 @@ typedef struct vd_scan_envelope {
 } vd_scan_envelope;
 
 typedef struct vd_scan_result {
+	vd_bounds bounds;           /* headers are read within these (0: defaults) */
 	int root_ok;
 	char root_error[VD_DETAIL_MAX];
 	vd_scan_artifact *artifacts;
@@ -129,7 +127,8 @@ typedef struct vd_scan_result {
 	char incomplete_why[VD_DETAIL_MAX];
 } vd_scan_result;
 
-void vd_scan_store(const char *root, unsigned depth, vd_scan_result *out);
+void vd_scan_store(const char *root, unsigned depth, const vd_bounds *bounds,
+    vd_scan_result *out);
 void vd_scan_result_free(vd_scan_result *r);
 
 /* Open relpath below rootfd one component at a time, following no

@@ -9,18 +9,11 @@
 
 #include <sqlite3.h>
 
+#include "vd_limits.h"
 #include "vd_lineage.h"
 #include "vd_log.h"
 #include "vd_state.h"
 #include "vd_util.h"
-
-/* SQLite's page cache, in KiB (negative: a size, not pages): the
- * database is written far more than read back, and the operating system
- * caches its file anyway. */
-#define VD_STATE_CACHE_KIB "-512"
-
-/* Statements written once per artifact or event are prepared once. */
-#define STMT_CACHE_MAX 8
 
 struct vd_state {
 	sqlite3 *db;
@@ -31,7 +24,7 @@ struct vd_state {
 	struct {
 		const char *sql;             /* a string literal: compared by address */
 		sqlite3_stmt *stmt;
-	} cache[STMT_CACHE_MAX];
+	} cache[VD_STMT_CACHE_MAX];
 };
 
 /* The prepared statement of sql, reset; finish it with done(). */
@@ -39,12 +32,12 @@ static int prepared(vd_state *st, const char *sql, sqlite3_stmt **out)
 {
 	size_t i;
 
-	for (i = 0; i < STMT_CACHE_MAX && st->cache[i].sql != NULL; i++)
+	for (i = 0; i < VD_STMT_CACHE_MAX && st->cache[i].sql != NULL; i++)
 		if (st->cache[i].sql == sql) {
 			*out = st->cache[i].stmt;
 			return SQLITE_OK;
 		}
-	if (i == STMT_CACHE_MAX)
+	if (i == VD_STMT_CACHE_MAX)
 		return sqlite3_prepare_v2(st->db, sql, -1, out, NULL);
 	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL) != SQLITE_OK)
 		return SQLITE_ERROR;
@@ -57,7 +50,7 @@ static void done(vd_state *st, sqlite3_stmt *s)
 {
 	size_t i;
 
-	for (i = 0; i < STMT_CACHE_MAX; i++)
+	for (i = 0; i < VD_STMT_CACHE_MAX; i++)
 		if (st->cache[i].stmt == s) {
 			sqlite3_reset(s);
 			sqlite3_clear_bindings(s);
@@ -365,7 +358,7 @@ void vd_state_close(vd_state *st)
 	if (st == NULL)
 		return;
 	vd_state_flush(st);
-	for (i = 0; i < STMT_CACHE_MAX; i++)
+	for (i = 0; i < VD_STMT_CACHE_MAX; i++)
 		sqlite3_finalize(st->cache[i].stmt);
 	sqlite3_close(st->db);
 	free(st);

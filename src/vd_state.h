@@ -16,12 +16,11 @@
 #include "lensemble/verify.h"
 #include "vd_dsse.h"
 #include "vd_keys.h"
+#include "vd_limits.h"
 #include "vd_scan.h"
 
 #define VD_STATE_FILE "state.db"
 #define VD_STATE_SCHEMA 7
-#define VD_STATE_BUSY_MS 5000
-#define VD_STATE_PRUNE_INTERVAL 3600   /* seconds between prunes of old cleared alerts */
 
 typedef struct vd_state vd_state;
 

@@ -11,30 +11,16 @@
 #include "vd_chunks.h"
 #include "vd_events.h"
 #include "vd_hash.h"
+#include "vd_limits.h"
 #include "vd_log.h"
+#include "vd_sched.h"
 #include "vd_state.h"
 #include "vd_store.h"
+#include "vd_waiters.h"
 
-#define SCAN_SETTLE_MAX_MS 1000   /* a stream of events delays a scan at most this */
-
-struct vd_waiter {
-	vd_waiter *next, **prevp;
-	vd_store *store;
-	char **relpaths;
-	uint64_t *gens;
-	size_t n;
-	uv_timer_t timer;
-	vd_wait_fn fn;
-	void *arg;
-};
-
-static void check_waiters(vd_store *s);
 static void refresh_now(vd_store *s, int commits);
 static void on_merge_timer(uv_timer_t *t);
 static void close_step(vd_store *s);
-static void scrub_next(vd_store *s);
-
-
 
 vd_group *vd_store_group(vd_store *s, const char *hash)
 {
@@ -46,113 +32,9 @@ vd_copy *vd_store_copy(vd_store *s, const char *relpath)
 	return vd_model_copy(&s->model, relpath);
 }
 
-/* ---- scheduling ------------------------------------------------------- */
-
-/* Background jobs queued at once: enough to keep every worker busy for
- * a while on small artifacts even when the loop is slow to hand out
- * more (a busy HTTP load); the rest wait in the backlog as relpaths, not
- * as jobs (a job is over a kilobyte; a first scan can find thousands). */
-#define BACKGROUND_QUEUED 1024u
-
-/* A copy that found the queue full waits in the backlog, in the order it
- * came: a scan's order, parents before children, which keeps lineage
- * catching up one round at a time. Out of memory, it is still counted and
- * found by the next scan. */
-static void backlog_add(vd_store *s, vd_copy *c)
-{
-	char **grown, *rel;
-
-	c->backlog = 1;
-	s->backlog++;
-	if (s->backlog_n == s->backlog_cap) {
-		size_t cap = s->backlog_cap ? s->backlog_cap * 2 : 256;
-		if ((grown = realloc(s->backlog_q, cap * sizeof(*grown))) == NULL)
-			return;
-		s->backlog_q = grown;
-		s->backlog_cap = cap;
-	}
-	if ((rel = strdup(c->relpath)) != NULL)
-		s->backlog_q[s->backlog_n++] = rel;
-}
-
-static int submit(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t gen)
-{
-	vd_job *j;
-	int rc;
-
-	if (s->pool == NULL)
-		return -ESHUTDOWN;
-	if ((j = vd_job_new(kind, c->relpath)) == NULL)
-		return -ENOMEM;
-	j->gen = gen;
-	j->artifact = c->kind;
-	j->max_header_len = s->cfg->max_header_len;
-	/* A verified copy is re-checked chunk by chunk on all workers; only a
-	 * changed chunk, or a client asking, costs the full canonical pass. */
-	if (kind != VD_JOB_EXPLICIT && c->chunks != NULL && c->has_verdict && c->code == VD_OK)
-		j->recheck = vd_chunkmap_dup(c->chunks);
-	j->rate = kind == VD_JOB_SCRUB ? s->cfg->scrub_rate : 0;
-	if ((rc = vd_pool_submit(s->pool, j, kind == VD_JOB_EXPLICIT ? s->cfg->queue_max :
-	    (s->cfg->queue_max < BACKGROUND_QUEUED ? s->cfg->queue_max : BACKGROUND_QUEUED))) < 0) {
-		vd_job_free(j);
-		return rc;
-	}
-	c->inflight = j;
-	c->inflight_kind = kind;
-	return 0;
-}
-
-/* Verify c (again). While a job for it is in flight, one more run is
- * booked for when it returns, at the most urgent kind asked for. */
-static int schedule(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t *gen)
-{
-	int rc;
-
-	if (c->inflight != NULL) {
-		if (!c->again || kind < c->again_kind)
-			c->again_kind = kind;
-		if (!c->again)
-			c->again_gen = ++c->req_gen;
-		c->again = 1;
-		if (gen)
-			*gen = c->again_gen;
-		return 0;
-	}
-	rc = submit(s, c, kind, c->req_gen + 1);
-	if (rc < 0) {
-		if (!c->backlog && kind != VD_JOB_EXPLICIT)
-			backlog_add(s, c);
-		return rc;
-	}
-	c->req_gen++;
-	if (gen)
-		*gen = c->req_gen;
-	if (c->backlog) {
-		c->backlog = 0;
-		s->backlog--;
-	}
-	return 0;
-}
-
 int vd_store_verify_now(vd_store *s, vd_copy *c, uint64_t *gen)
 {
-	return schedule(s, c, VD_JOB_EXPLICIT, gen);
-}
-
-/* Copies that found the queue full are queued as it empties, first come
- * first queued. */
-static void drain_backlog(vd_store *s)
-{
-	vd_copy *c;
-
-	while (s->backlog_head < s->backlog_n) {
-		c = vd_model_copy(&s->model, s->backlog_q[s->backlog_head]);
-		if (c != NULL && c->backlog && c->inflight == NULL &&
-		    schedule(s, c, VD_JOB_BACKGROUND, NULL) == -EAGAIN)
-			return;
-		free(s->backlog_q[s->backlog_head++]);
-	}
-	s->backlog_head = s->backlog_n = 0;
+	return vd_sched_schedule(s, c, VD_JOB_EXPLICIT, gen);
 }
 
 /* With the hash the header claims, by which the artifact is known. */
@@ -228,22 +110,6 @@ static void record_verdict(vd_copy *c, const vd_job *j)
 	record_facts(c, &j->verdict);
 }
 
-/* Run c once more: for a booked request (again), or because its bytes
- * changed under the last run (kind, gen of that run), whichever is more
- * urgent and later. */
-static void follow_up(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t gen)
-{
-	if (c->again) {
-		if (c->again_kind < kind)
-			kind = c->again_kind;
-		if (c->again_gen > gen)
-			gen = c->again_gen;
-		c->again = 0;
-	}
-	if (submit(s, c, kind, gen) < 0 && !c->backlog)
-		backlog_add(s, c);
-}
-
 /* The worker read header.json too: a directory adopted before any scan,
  * or a header rewritten since, is indexed by what it claims now. */
 static void take_header(vd_store *s, vd_copy *c, vd_job *j)
@@ -258,21 +124,38 @@ static void take_header(vd_store *s, vd_copy *c, vd_job *j)
 	vd_model_index(&s->model, c);
 }
 
+/* Removed or replaced while it was hashed: no verdict. The scan this
+ * asks for forgets it, or finds the new one and queues it. */
+static void job_abandoned(vd_store *s, vd_copy *c)
+{
+	c->fp.ok = 0;
+	vd_store_scan(s);
+}
+
 static void on_job_done(vd_job *j, void *arg)
 {
 	vd_store *s = arg;
 	vd_copy *c = vd_model_copy(&s->model, j->relpath);
 	int changed;
 
-	vd_metrics_verified(s->metrics, j->verdict.code, j->hashed, j->duration);
+	if (j->abandoned == VD_ABANDON_GONE)
+		log_info("stopped verifying %s after %.1f s: it was removed or replaced", j->relpath,
+		    j->duration);
+	else
+		vd_metrics_verified(s->metrics, j->verdict.code, j->hashed, j->duration);
 	if (c == NULL || c->inflight != j) {
 		if (j->kind == VD_JOB_SCRUB)
-			scrub_next(s);
+			vd_sched_scrub_next(s);
 		vd_job_free(j);     /* the directory went away meanwhile */
-		check_waiters(s);
+		vd_waiters_check(s);
 		return;
 	}
 	c->inflight = NULL;
+	if (j->abandoned == VD_ABANDON_GONE) {
+		job_abandoned(s, c);
+		goto out;
+	}
+	c->timeouts = j->abandoned == VD_ABANDON_TIME ? c->timeouts + 1 : 0;
 	vd_model_touch(&s->model, c);
 	if (j->rechecked) {
 		log_info("re-checked %s chunk by chunk: unchanged (%.3f s)", c->relpath, j->duration);
@@ -303,26 +186,29 @@ static void on_job_done(vd_job *j, void *arg)
 	changed = !vd_fingerprint_eq(&j->fp_before, &j->fp_after);
 	if (changed) {
 		c->fp = j->fp_after;
-		follow_up(s, c, j->kind, j->gen);
+		vd_sched_follow_up(s, c, j->kind, j->gen);
 		vd_store_scan(s);
 	} else {
 		c->done_gen = j->gen;
-		persist_verdict(s, c);
+		/* Not judged: a restart verifies it again at once. */
+		if (j->abandoned == VD_ABANDON_TIME)
+			vd_sched_retry_later(s, c, j);
+		else
+			persist_verdict(s, c);
 		/* A scrub is news only when it finds a copy failed. */
 		if (j->kind != VD_JOB_SCRUB || c->code != VD_OK)
 			vd_events_verdict(s->events, c);
 		if (c->again)
-			follow_up(s, c, c->again_kind, c->again_gen);
+			vd_sched_follow_up(s, c, c->again_kind, c->again_gen);
 	}
+out:
 	if (j->kind == VD_JOB_SCRUB)
-		scrub_next(s);
+		vd_sched_scrub_next(s);
 	vd_job_free(j);
-	drain_backlog(s);
+	vd_sched_drain(s);
 	vd_store_touch(s);
-	check_waiters(s);
+	vd_waiters_check(s);
 }
-
-/* ---- scanning ---------------------------------------------------------- */
 
 /* ---- retention --------------------------------------------------------- */
 
@@ -527,7 +413,7 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 	vd_model_index(&s->model, c);
 	adopt_stored(s, c);
 	if (!c->has_verdict || !vd_fingerprint_eq(&c->verdict_fp, &c->fp))
-		schedule(s, c, VD_JOB_BACKGROUND, NULL);
+		vd_sched_schedule(s, c, VD_JOB_BACKGROUND, NULL);
 }
 
 /* A directory that cannot be opened: a known artifact stays listed, failed
@@ -1023,12 +909,8 @@ static void scan_thread(uv_work_t *req)
 {
 	vd_store *s = req->data;
 
-	vd_scan_store(s->root, s->scan_depth, &s->scan_result);
+	vd_scan_store(s->root, s->scan_depth, &s->scan_bounds, &s->scan_result);
 }
-
-/* The scan result is merged a slice at a time, one slice a loop turn:
- * on a store of many thousand rounds, clients are answered meanwhile. */
-#define MERGE_SLICE 2000
 
 static void scan_done(vd_store *s)
 {
@@ -1135,14 +1017,14 @@ static void finish_merge(vd_store *s)
 		s->commits_dirty = 1;
 	}
 	refresh_now(s, 0);
-	check_waiters(s);
+	vd_waiters_check(s);
 	scan_done(s);
 }
 
 static void merge_more(vd_store *s)
 {
 	vd_scan_result *r = &s->scan_result;
-	size_t end = s->merge_next + MERGE_SLICE;
+	size_t end = s->merge_next + VD_MERGE_SLICE;
 
 	if (end > r->n_artifacts)
 		end = r->n_artifacts;
@@ -1209,6 +1091,9 @@ void vd_store_scan(vd_store *s)
 	}
 	s->scanning = 1;
 	s->scan_depth = s->cfg->scan_depth;
+	s->scan_bounds.max_tensors = s->cfg->max_tensors;
+	s->scan_bounds.max_job_memory = s->cfg->max_job_memory;
+	s->scan_bounds.max_artifact_bytes = s->cfg->max_artifact_bytes;
 	s->scan_work.data = s;
 	if (uv_queue_work(s->loop, &s->scan_work, scan_thread, after_scan) < 0)
 		s->scanning = 0;
@@ -1231,7 +1116,7 @@ static void on_fs_event(void *arg, const char *dir, const char *name, int overfl
 	log_debug("change in %s%s%s", dir[0] ? dir : ".", name[0] ? "/" : "", name);
 	if (s->first_event_ms == 0)
 		s->first_event_ms = now;
-	if (overflow || now - s->first_event_ms >= SCAN_SETTLE_MAX_MS) {
+	if (overflow || now - s->first_event_ms >= VD_SCAN_SETTLE_MAX_MS) {
 		uv_timer_stop(&s->debounce);
 		on_debounce(&s->debounce);
 		return;
@@ -1242,119 +1127,6 @@ static void on_fs_event(void *arg, const char *dir, const char *name, int overfl
 static void on_rescan(uv_timer_t *t)
 {
 	vd_store_scan(t->data);
-}
-
-/* ---- waiters ---------------------------------------------------------- */
-
-static int waiter_done(vd_store *s, const vd_waiter *w)
-{
-	size_t i;
-
-	/* Done when the asked-for run finished and no newer one (for a change
-	 * seen since) is under way: the answer then describes the bytes on
-	 * disk. A scrub does not hold an answer back. */
-	for (i = 0; i < w->n; i++) {
-		vd_copy *c = vd_model_copy(&s->model, w->relpaths[i]);
-		if (c == NULL)
-			continue;
-		if (c->done_gen < w->gens[i] ||
-		    (c->inflight != NULL && c->inflight_kind != VD_JOB_SCRUB))
-			return 0;
-	}
-	return 1;
-}
-
-static void waiter_closed(uv_handle_t *h)
-{
-	vd_waiter *w = h->data;
-	size_t i;
-
-	for (i = 0; i < w->n; i++)
-		free(w->relpaths[i]);
-	free(w->relpaths);
-	free(w->gens);
-	free(w);
-}
-
-static void waiter_unlink(vd_waiter *w)
-{
-	if (w->prevp == NULL)
-		return;
-	*w->prevp = w->next;
-	if (w->next)
-		w->next->prevp = w->prevp;
-	w->prevp = NULL;
-	uv_timer_stop(&w->timer);
-	uv_close((uv_handle_t *)&w->timer, waiter_closed);
-}
-
-static void waiter_fire(vd_waiter *w, int timed_out)
-{
-	vd_wait_fn fn = w->fn;
-	void *arg = w->arg;
-
-	waiter_unlink(w);
-	fn(arg, timed_out);
-}
-
-static void check_waiters(vd_store *s)
-{
-	vd_waiter *w, *next;
-
-	for (w = s->waiters; w != NULL; w = next) {
-		next = w->next;
-		if (!waiter_done(s, w))
-			continue;
-		/* An answer reports trust: lineage first catches up. */
-		if (s->lineage_dirty)
-			refresh_now(s, 0);
-		waiter_fire(w, 0);
-	}
-}
-
-static void on_wait_timeout(uv_timer_t *t)
-{
-	waiter_fire(t->data, 1);
-}
-
-vd_waiter *vd_store_wait(vd_store *s, char **relpaths, const uint64_t *gens,
-    size_t n, uint64_t timeout_ms, vd_wait_fn fn, void *arg)
-{
-	vd_waiter *w = calloc(1, sizeof(*w));
-	size_t i;
-
-	if (w == NULL)
-		return NULL;
-	w->relpaths = calloc(n ? n : 1, sizeof(char *));
-	w->gens = calloc(n ? n : 1, sizeof(uint64_t));
-	if (w->relpaths == NULL || w->gens == NULL) {
-		free(w->relpaths);
-		free(w->gens);
-		free(w);
-		return NULL;
-	}
-	for (i = 0; i < n; i++) {
-		w->relpaths[i] = strdup(relpaths[i]);
-		w->gens[i] = gens[i];
-	}
-	w->n = n;
-	w->store = s;
-	w->fn = fn;
-	w->arg = arg;
-	uv_timer_init(s->loop, &w->timer);
-	w->timer.data = w;
-	uv_timer_start(&w->timer, on_wait_timeout, timeout_ms, 0);
-	w->next = s->waiters;
-	if (s->waiters)
-		s->waiters->prevp = &w->next;
-	s->waiters = w;
-	w->prevp = &s->waiters;
-	return w;
-}
-
-void vd_store_wait_cancel(vd_waiter *w)
-{
-	waiter_unlink(w);
 }
 
 vd_copy *vd_store_adopt(vd_store *s, const char *relpath, vd_artifact_kind kind)
@@ -1377,74 +1149,6 @@ vd_copy *vd_store_adopt(vd_store *s, const char *relpath, vd_artifact_kind kind)
 	}
 	vd_store_scan(s);           /* fills in its header */
 	return c;
-}
-
-/* ---- scrub ------------------------------------------------------------- */
-
-static int relpath_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* One pass: every copy with a verdict, in path order, one at a time so a
- * scrub never takes more than one worker and its rate stays scrub_rate. */
-static void scrub_start(uv_timer_t *t)
-{
-	vd_store *s = t->data;
-	const char *k;
-	void *v;
-	size_t it = 0;
-
-	if (s->scrubbing || s->closing || !s->scanned_once)
-		return;
-	s->scrub_list = calloc(s->model.copies.count + 1, sizeof(char *));
-	if (s->scrub_list == NULL)
-		return;
-	s->scrub_n = s->scrub_next = 0;
-	while (vd_map_next(&s->model.copies, &it, &k, &v))
-		if (((vd_copy *)v)->has_verdict)
-			s->scrub_list[s->scrub_n++] = strdup(k);
-	qsort(s->scrub_list, s->scrub_n, sizeof(char *), relpath_cmp);
-	s->scrubbing = 1;
-	log_info("scrub: re-hashing %zu artifacts at up to %llu bytes/s", s->scrub_n,
-	    (unsigned long long)s->cfg->scrub_rate);
-	scrub_next(s);
-}
-
-static void scrub_next(vd_store *s)
-{
-	vd_copy *c;
-	size_t i;
-
-	while (s->scrubbing && s->scrub_next < s->scrub_n) {
-		c = vd_model_copy(&s->model, s->scrub_list[s->scrub_next++]);
-		if (c == NULL || c->inflight != NULL)
-			continue;      /* gone, or being verified anyway */
-		if (submit(s, c, VD_JOB_SCRUB, c->req_gen + 1) == 0) {
-			c->req_gen++;
-			return;
-		}
-	}
-	if (!s->scrubbing)
-		return;
-	for (i = 0; i < s->scrub_n; i++)
-		free(s->scrub_list[i]);
-	free(s->scrub_list);
-	s->scrub_list = NULL;
-	s->scrub_n = s->scrub_next = 0;
-	s->scrubbing = 0;
-	s->last_scrub = vd_wall_now();
-	log_info("scrub: pass finished");
-}
-
-static void arm_scrub(vd_store *s)
-{
-	uint64_t ms = (uint64_t)s->cfg->scrub_interval * 1000;
-
-	if (ms == 0)
-		uv_timer_stop(&s->scrub_timer);
-	else
-		uv_timer_start(&s->scrub_timer, scrub_start, ms, ms);
 }
 
 /* ---- durable state --------------------------------------------------- */
@@ -1610,11 +1314,6 @@ int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *ke
 	return rc;
 }
 
-/* After a verdict, lineage catches up this long after, so that the
- * verdicts of one burst are looked at together. Readers and waiters catch
- * it up at once (vd_store_sync). */
-#define REFRESH_DELAY_MS 10
-
 static void on_refresh_timer(uv_timer_t *t)
 {
 	vd_store *s = t->data;
@@ -1643,7 +1342,7 @@ void vd_store_touch(vd_store *s)
 {
 	s->lineage_dirty = 1;
 	if (!s->closing && !uv_is_active((uv_handle_t *)&s->refresh_timer))
-		uv_timer_start(&s->refresh_timer, on_refresh_timer, REFRESH_DELAY_MS, 0);
+		uv_timer_start(&s->refresh_timer, on_refresh_timer, VD_REFRESH_DELAY_MS, 0);
 }
 
 void vd_store_sync(vd_store *s)
@@ -1657,17 +1356,11 @@ void vd_store_refresh(vd_store *s)
 	refresh_now(s, 1);
 }
 
-
-/* While verdicts stream in, the hashers' short-lived buffers and the
- * store's long-lived records interleave in the heap: what is freed between
- * them stays resident unless handed back now and then. */
-#define TRIM_INTERVAL_MS 1000
-
 static void trim_heap(vd_store *s)
 {
 	uint64_t now = uv_now(s->loop);
 
-	if (now - s->trimmed_at >= TRIM_INTERVAL_MS) {
+	if (now - s->trimmed_at >= VD_TRIM_INTERVAL_MS) {
 		s->trimmed_at = now;
 		malloc_trim(0);
 	}
@@ -1772,8 +1465,6 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->debounce.data = s->rescan.data = s;
 	uv_timer_start(&s->rescan, on_rescan, (uint64_t)cfg->rescan_interval * 1000,
 	    (uint64_t)cfg->rescan_interval * 1000);
-	uv_timer_init(loop, &s->scrub_timer);
-	s->scrub_timer.data = s;
 	uv_timer_init(loop, &s->refresh_timer);
 	s->refresh_timer.data = s;
 	uv_timer_init(loop, &s->merge_timer);
@@ -1783,7 +1474,7 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->flush_check.data = s->flush_prepare.data = s;
 	uv_check_start(&s->flush_check, on_flush_check);
 	uv_prepare_start(&s->flush_prepare, on_flush_prepare);
-	arm_scrub(s);
+	vd_sched_init(s);
 	return 0;
 }
 
@@ -1792,7 +1483,7 @@ void vd_store_set_config(vd_store *s, const vd_config *cfg)
 	s->cfg = cfg;
 	uv_timer_start(&s->rescan, on_rescan, (uint64_t)cfg->rescan_interval * 1000,
 	    (uint64_t)cfg->rescan_interval * 1000);
-	arm_scrub(s);
+	vd_sched_arm_scrub(s);
 	vd_events_set_config(s->events, cfg);
 	vd_store_refresh(s);         /* the pinned genesis may have changed */
 }
@@ -1833,12 +1524,7 @@ static void free_all(vd_store *s)
 	vd_map_free(&s->retained_children);
 	free(s->posted);
 	free(s->equivs);
-	for (i = 0; i < s->scrub_n; i++)
-		free(s->scrub_list[i]);
-	free(s->scrub_list);
-	for (i = s->backlog_head; i < s->backlog_n; i++)
-		free(s->backlog_q[i]);
-	free(s->backlog_q);
+	vd_sched_free(s);
 }
 
 /* The store is freed once its timers are closed and no scan runs. */
@@ -1858,25 +1544,22 @@ static void handle_closed(uv_handle_t *h)
 
 void vd_store_close(vd_store *s, void (*done)(void *), void *arg)
 {
-	vd_waiter *w;
-
 	s->closing = 1;
 	s->on_closed = done;
 	s->closed_arg = arg;
 	vd_events_close(s->events);  /* its streams end as the HTTP server stops */
 	s->events = NULL;
-	while ((w = s->waiters) != NULL)
-		waiter_fire(w, 1);
+	vd_waiters_fire_all(s);
 	vd_pool_stop(s->pool, s->cfg->shutdown_grace * 1000);
 	s->pool = NULL;             /* freed once its handle closes */
 	vd_watch_close(&s->watch);
 	vd_state_flush(s->state);
-	s->handles_open = 7 + (s->scanning ? 1 : 0);
+	s->handles_open = 6 + (s->scanning ? 1 : 0);
+	s->handles_open += vd_sched_close(s, handle_closed);
 	uv_close((uv_handle_t *)&s->merge_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_check, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_prepare, handle_closed);
 	uv_close((uv_handle_t *)&s->refresh_timer, handle_closed);
-	uv_close((uv_handle_t *)&s->scrub_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->debounce, handle_closed);
 	uv_close((uv_handle_t *)&s->rescan, handle_closed);
 }

@@ -45,6 +45,7 @@ typedef struct vd_store {
 	size_t n_stmts, n_posted_stmts, cap_stmts;
 	char *root;                 /* fixed for the daemon's life */
 	unsigned scan_depth;        /* for the scan under way */
+	vd_bounds scan_bounds;
 	uv_work_t scan_work;
 	vd_scan_result scan_result;
 	int scanning, scan_again, scanned_once;
@@ -83,6 +84,10 @@ typedef struct vd_store {
 	size_t backlog;
 	char **backlog_q;           /* their relpaths, in order (backlog_head on) */
 	size_t backlog_head, backlog_n, backlog_cap;
+	/* Copies whose job ran out of time, verified again when due. */
+	uv_timer_t retry_timer;
+	struct vd_retry *retries;
+	size_t n_retries, cap_retries;
 	int closing;
 	unsigned handles_open;
 	void (*on_closed)(void *arg);

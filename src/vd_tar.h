@@ -34,16 +34,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vd_limits.h"
 #include "vd_util.h"
 
 #define VD_TAR_BLOCK 512
-/* Members of every kind, directories included: twice the weight files an
- * artifact may have (VD_ARTIFACT_MAX_FILES), which leaves room for
- * header.json, the index and whatever else travels with them. */
-#define VD_TAR_MAX_MEMBERS 8192
-#define VD_TAR_MAX_NAME 4096              /* bytes of one member's path */
-#define VD_TAR_MAX_NAME_BYTES (1u << 20)  /* bytes of all member paths together */
-#define VD_TAR_MAX_EXT (64u * 1024)       /* bytes of one pax extended header */
 /* The most vd_tar_want asks for at once (an extended header, or a step of
  * the zero padding after the end marker). */
 #define VD_TAR_WANT_MAX VD_TAR_MAX_EXT

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "vd_utf8.h"
@@ -78,7 +79,8 @@ void vd_buf_free(vd_buf *b)
 	vd_buf_init(b);
 }
 
-static int buf_reserve(vd_buf *b, size_t n)
+/* Room for n more bytes and the NUL: doubling, or (exact) just that. */
+static int buf_room(vd_buf *b, size_t n, int exact)
 {
 	size_t want, cap;
 	uint8_t *p;
@@ -89,7 +91,7 @@ static int buf_reserve(vd_buf *b, size_t n)
 		goto oom;
 	if (want + 1 <= b->cap)
 		return 0;
-	cap = b->cap ? b->cap : 256;
+	cap = exact ? want + 1 : b->cap ? b->cap : 256;
 	while (cap < want + 1) {
 		if (cap > SIZE_MAX / 2)
 			goto oom;
@@ -104,6 +106,16 @@ static int buf_reserve(vd_buf *b, size_t n)
 oom:
 	b->oom = 1;
 	return -1;
+}
+
+static int buf_reserve(vd_buf *b, size_t n)
+{
+	return buf_room(b, n, 0);
+}
+
+int vd_buf_reserve(vd_buf *b, size_t n)
+{
+	return buf_room(b, n, 1);
 }
 
 int vd_buf_put(vd_buf *b, const void *p, size_t n)
@@ -161,42 +173,143 @@ int vd_buf_put_u64le(vd_buf *b, uint64_t v)
 	return vd_buf_put(b, x, 8);
 }
 
-#define ARENA_CHUNK 65536
+void vd_budget_init(vd_budget *b, size_t limit)
+{
+	memset(b, 0, sizeof(*b));
+	b->limit = limit;
+}
+
+int vd_budget_charge(vd_budget *b, size_t n)
+{
+	if (b == NULL)
+		return 0;
+	if (b->limit && (n > b->limit || b->used > b->limit - n)) {
+		b->exhausted = 1;
+		return -1;
+	}
+	b->used += n;
+	if (b->used > b->peak)
+		b->peak = b->used;
+	return 0;
+}
+
+void vd_budget_release(vd_budget *b, size_t n)
+{
+	if (b != NULL)
+		b->used = n < b->used ? b->used - n : 0;
+}
+
+void *vd_mem_alloc(size_t n)
+{
+	void *p;
+
+	if (n < VD_MEM_MAP_MIN)
+		return calloc(1, n ? n : 1);
+	p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void vd_mem_free(void *p, size_t n)
+{
+	if (p == NULL)
+		return;
+	if (n < VD_MEM_MAP_MIN)
+		free(p);
+	else
+		munmap(p, n);
+}
+
+void *vd_budget_alloc(vd_budget *b, size_t n)
+{
+	void *p;
+
+	if (vd_budget_charge(b, n) < 0)
+		return NULL;
+	if ((p = vd_mem_alloc(n)) == NULL)
+		vd_budget_release(b, n);
+	return p;
+}
+
+void vd_budget_free(vd_budget *b, void *p, size_t n)
+{
+	if (p == NULL)
+		return;
+	vd_mem_free(p, n);
+	vd_budget_release(b, n);
+}
+
+/* Chunk sizes (VD_ARENA_FIRST_CHUNK, VD_ARENA_MAX_CHUNK, header
+ * included): the first from malloc (most documents are small), then as
+ * much again as the arena holds, up to the largest, each mapped on its
+ * own. */
+#define ARENA_ALIGN 8
 
 struct vd_arena_chunk {
 	vd_arena_chunk *next;
+	size_t total;               /* as allocated, header included */
 	size_t size, used;
 	_Alignas(16) unsigned char data[];
 };
 
 void vd_arena_init(vd_arena *a, size_t limit)
 {
-	a->head = NULL;
-	a->used_total = 0;
+	memset(a, 0, sizeof(*a));
 	a->limit = limit;
+}
+
+/* How big the next chunk is to be, for an allocation of n: never more
+ * than the budget has left when n fits in that, so that a document is
+ * refused for what it uses, not for the slack of its last chunk. */
+static size_t chunk_total(const vd_arena *a, size_t n)
+{
+	size_t want = sizeof(vd_arena_chunk) + n, total = VD_ARENA_FIRST_CHUNK, left;
+
+	if (a->chunks >= VD_ARENA_FIRST_CHUNK)
+		total = a->chunks < VD_ARENA_MAX_CHUNK ? a->chunks : VD_ARENA_MAX_CHUNK;
+	if (total < want)
+		total = want;
+	if (a->budget != NULL && a->budget->limit) {
+		left = a->budget->limit > a->budget->used ? a->budget->limit - a->budget->used : 0;
+		if (total > left && want <= left)
+			total = left;
+	}
+	return total;
+}
+
+static vd_arena_chunk *new_chunk(vd_arena *a, size_t n)
+{
+	size_t total = chunk_total(a, n);
+	vd_arena_chunk *c;
+
+	if (vd_budget_charge(a->budget, total) < 0)
+		return NULL;
+	if ((c = vd_mem_alloc(total)) == NULL) {
+		vd_budget_release(a->budget, total);
+		return NULL;
+	}
+	c->total = total;
+	c->size = total - sizeof(*c);
+	c->used = 0;
+	c->next = a->head;
+	a->head = c;
+	a->chunks += total;
+	return c;
 }
 
 void *vd_arena_alloc(vd_arena *a, size_t n)
 {
 	vd_arena_chunk *c = a->head;
-	size_t size;
 	void *p;
 
-	n = (n + 15) & ~(size_t)15;
+	if (n > SIZE_MAX - sizeof(*c) - ARENA_ALIGN)
+		return NULL;
+	n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
 	if (n == 0)
-		n = 16;
+		n = ARENA_ALIGN;
 	if (a->limit && (n > a->limit || a->used_total > a->limit - n))
 		return NULL;
-	if (c == NULL || c->size - c->used < n) {
-		size = n > ARENA_CHUNK ? n : ARENA_CHUNK;
-		c = malloc(sizeof(*c) + size);
-		if (c == NULL)
-			return NULL;
-		c->size = size;
-		c->used = 0;
-		c->next = a->head;
-		a->head = c;
-	}
+	if ((c == NULL || c->size - c->used < n) && (c = new_chunk(a, n)) == NULL)
+		return NULL;
 	p = c->data + c->used;
 	c->used += n;
 	a->used_total += n;
@@ -210,11 +323,13 @@ void vd_arena_free(vd_arena *a)
 
 	while (c != NULL) {
 		next = c->next;
-		free(c);
+		vd_budget_release(a->budget, c->total);
+		vd_mem_free(c, c->total);
 		c = next;
 	}
 	a->head = NULL;
 	a->used_total = 0;
+	a->chunks = 0;
 }
 
 int vd_read_all(int fd, size_t cap, vd_buf *b)

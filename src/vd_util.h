@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "lensemble/verify.h"
+#include "vd_limits.h"
 
 #define VD_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -40,6 +41,10 @@ typedef struct vd_buf {
 void vd_buf_init(vd_buf *b);
 void vd_buf_free(vd_buf *b);
 int vd_buf_put(vd_buf *b, const void *p, size_t n);
+/* Room for n more bytes (and the NUL) in one allocation of exactly that
+ * size: for a buffer whose final size is known, which doubling would
+ * leave up to twice as large. 0 or -1. */
+int vd_buf_reserve(vd_buf *b, size_t n);
 int vd_buf_putc(vd_buf *b, uint8_t c);
 int vd_buf_puts(vd_buf *b, const char *s);
 int vd_buf_printf(vd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -60,12 +65,54 @@ void *vd_grow(void *arr, size_t *cap, size_t n, size_t size);
  * -ENOMEM, or -errno of a failed read. */
 int vd_read_all(int fd, size_t cap, vd_buf *b);
 
-/* A bump allocator freed all at once: parsed documents live in one. */
+/* What one job may spend on parsing, shared by every arena and array the
+ * job allocates for it: the sum stays bounded however a hostile artifact
+ * spreads its bytes over documents. One job, one thread: no locking. */
+typedef struct vd_budget {
+	size_t limit;      /* 0: unlimited */
+	size_t used;
+	size_t peak;       /* the most used at once */
+	int exhausted;     /* a charge was refused: why the allocation failed */
+} vd_budget;
+
+void vd_budget_init(vd_budget *b, size_t limit);
+/* Take n bytes from b (NULL: nothing to charge): 0, or -1 when they would
+ * go past the limit (b->exhausted is then set). */
+int vd_budget_charge(vd_budget *b, size_t n);
+void vd_budget_release(vd_budget *b, size_t n);
+
+/* What parsing one artifact's headers may spend: the header.json and
+ * safetensors parsers take it. A bound exceeded is VD_ARTIFACT_INVALID,
+ * with a detail naming it. */
+typedef struct vd_parse_bounds {
+	uint64_t max_tensors;      /* the artifact's tensors, all files together; 0: no limit */
+	uint64_t tensors_before;   /* declared by the weight files parsed before this one */
+	vd_budget *budget;         /* memory; NULL: no limit */
+} vd_parse_bounds;
+
+/* Memory that goes back to the system when freed, whatever malloc's
+ * thresholds have become (glibc raises its mmap threshold each time a
+ * mapped block is freed, so the next big block lands on the heap and stays
+ * resident): blocks of VD_MEM_MAP_MIN bytes and more are mapped on their
+ * own; smaller ones come from malloc. Zeroed. The size given to
+ * vd_mem_free must be the one allocated. */
+void *vd_mem_alloc(size_t n);
+void vd_mem_free(void *p, size_t n);
+/* The same, charged to b (NULL: not charged); NULL when out of budget or
+ * memory. */
+void *vd_budget_alloc(vd_budget *b, size_t n);
+void vd_budget_free(vd_budget *b, void *p, size_t n);
+
+/* A bump allocator freed all at once: parsed documents live in one.
+ * Chunks grow as the arena does; the large ones are mapped (vd_mem_alloc),
+ * so that a big document leaves no heap behind it. */
 typedef struct vd_arena_chunk vd_arena_chunk;
 typedef struct vd_arena {
 	vd_arena_chunk *head;
 	size_t used_total;
 	size_t limit;      /* 0: unlimited */
+	size_t chunks;     /* bytes of chunks held */
+	vd_budget *budget; /* charged for every chunk; NULL: none */
 } vd_arena;
 
 void vd_arena_init(vd_arena *a, size_t limit);

@@ -152,6 +152,27 @@ typedef struct vd_options {
  * thread alone.
  */
 
+/*
+ * What one verification may spend.
+ *
+ * Whatever an artifact's headers claim, each verification (the functions
+ * below, vd_load_verified included) stays within the defaults of the
+ * daemon's bounds: at most 32768 tensors over all the weight files
+ * together (max_tensors); at most 64 MiB of memory to parse header.json,
+ * every safetensors header and weights.index.json, all charged to one
+ * budget (max_job_memory); at most 1 TiB of weight files (for a tar, of
+ * its weight members; max_artifact_bytes). Past a bound the verdict is
+ * VD_ARTIFACT_INVALID, its detail naming the bound: "weights.safetensors
+ * declares more than 32768 tensors (max_tensors)", "header.json needs
+ * more than 67108864 bytes to parse (max_job_memory)". Tensors are counted
+ * as a header is read, so one listing millions is refused before they are
+ * built; the sizes of the weight files are checked before a byte of them
+ * is read, so a sparse file claiming terabytes is refused at once. The
+ * parse memory is returned to the system when the verification ends.
+ * These bounds are not parameters of this interface; lensemble-verifyd
+ * takes its own from its configuration.
+ */
+
 /* Verify the artifact directory (or tar) at path. Fills *out and returns
  * out->code. */
 vd_code vd_verify_artifact(const char *path, const vd_options *opt,

@@ -4,14 +4,21 @@
 # Retry-After, and everything is verified once the queue drains.
 . "$top_srcdir/tests/integration/lib.sh"
 
-# One worker busy with a large (sparse) artifact; three small ones wait.
-# Under valgrind hashing is ~100 times slower: a smaller one keeps it busy.
+# One worker busy with a large (sparse) artifact, the thread kept for
+# participants with another (asked for explicitly); three small ones wait.
+# Under valgrind hashing is ~100 times slower: smaller ones keep them busy.
 big=2048
 [ "$SLOW" -gt 1 ] && big=128
 "$MKART" --round 0 --sparse --bytes $((big * 1024 * 1024)) --seed 1 "$STORE/a-big" > /dev/null
+"$MKART" --round 0 --sparse --bytes $((big * 1024 * 1024)) --seed 2 "$STORE/a-big2" > "$WORK/h-big2"
 for n in b c d; do "$MKART" --round 0 --seed "$(printf %d "'$n")" "$STORE/$n" > "$WORK/h-$n"; done
 write_conf "workers = 1" "queue_max = 1" "rescan_interval = 3600"
 start_daemon
+check "the second big one, asked for, takes the participants' thread" 202 \
+	"$(code POST '/verify?wait=0' -H 'Content-Type: application/json' \
+	--data-binary "{\"content_hash\":\"$(cat "$WORK/h-big2")\"}")"
+busy2() { [ "$(metric workers_busy)" = 2 ]; }
+wait_for $((10 * SLOW)) busy2 > /dev/null || not_ok "both threads hash"
 
 # Whether the first scan queued b or shed it, one of these three explicit
 # requests finds twice the bound waiting.
@@ -28,6 +35,6 @@ check "with Retry-After" "Retry-After: 5" "$(tr -d '\r' < "$WORK/hdr-${got:-c}" 
 check "and the overloaded error" overloaded "$(jq -r .error.code "$WORK/body-${got:-c}")"
 check "the daemon still answers" 200 "$(code GET /healthz)"
 
-all() { [ "$(metric 'artifacts{state="verified"}')" = 4 ]; }
+all() { [ "$(metric 'artifacts{state="verified"}')" = 5 ]; }
 if wait_for $((30 * SLOW)) all > /dev/null; then ok "shed background work is verified once the queue drains"; else not_ok "every artifact verified after the queue drained"; fi
 finish

@@ -148,6 +148,11 @@ static const struct {
 	{ "reserved_connections", "2" },
 	{ "max_wait", "60" },
 	{ "max_header_len", "1000" },
+	{ "max_tensors", "5000" },
+	{ "max_job_memory", "2097152" },
+	{ "max_artifact_bytes", "1048576" },
+	{ "max_verify_seconds", "30" },
+	{ "verify_floor_rate", "2097152" },
 	{ "scrub_interval", "0" },
 	{ "scrub_rate", "2097152" },
 	{ "shutdown_grace", "10" },
@@ -218,6 +223,11 @@ static void test_every_key(void **state)
 	assert_int_equal(c.reserved_connections, 2);
 	assert_int_equal(c.max_wait, 60);
 	assert_int_equal(c.max_header_len, 1000);
+	assert_int_equal(c.max_tensors, 5000);
+	assert_int_equal(c.max_job_memory, 2097152);
+	assert_int_equal(c.max_artifact_bytes, 1048576);
+	assert_int_equal(c.max_verify_seconds, 30);
+	assert_int_equal(c.verify_floor_rate, 2097152);
 	assert_int_equal(c.scrub_interval, 0);
 	assert_int_equal(c.scrub_rate, 2097152);
 	assert_int_equal(c.shutdown_grace, 10);
@@ -472,6 +482,11 @@ static void test_numbers(void **state)
 	refused("scrub_rate = 18446744073709551616\n", 1, "scrub_rate");
 	refused("max_header_len = 100000001\n", 1, "max_header_len");
 	refused("max_header_len = 1\n", 1, "max_header_len");
+	refused("max_tensors = 0\n", 1, "max_tensors");
+	refused("max_job_memory = 1048575\n", 1, "max_job_memory");
+	refused("max_artifact_bytes = 0\n", 1, "max_artifact_bytes");
+	refused("max_verify_seconds = 31536001\n", 1, "max_verify_seconds");
+	refused("verify_floor_rate = 1000\n", 1, "verify_floor_rate");
 	/* Would wrap to 1 if cut to 32 bits. */
 	refused("workers = 4294967297\n", 1, "workers");
 	refused("workers = 99999999999999999999999\n", 1, "workers");

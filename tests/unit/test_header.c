@@ -16,6 +16,7 @@
 
 #include "vd_hash.h"
 #include "vd_header.h"
+#include "vd_limits.h"
 
 /* tests/data/golden-cases/round-00000/header.json, byte for byte. */
 static const char golden[] =
@@ -142,7 +143,7 @@ static char *hdr_make(const char *name, ...)
 static vd_code parse_str(const char *s, vd_header *h, vd_err *err)
 {
 	memset(err, 0, sizeof(*err));
-	return vd_header_parse((const uint8_t *)s, strlen(s), h, err);
+	return vd_header_parse((const uint8_t *)s, strlen(s), NULL, h, err);
 }
 
 /* Parse s (freed here) and expect code; a failure leaves nothing held. */
@@ -563,7 +564,7 @@ static void test_nul_byte_input(void **state)
 
 	(void)state;
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(vd_header_parse((const uint8_t *)s, sizeof(s) - 1, &h, &err),
+	assert_int_equal(vd_header_parse((const uint8_t *)s, sizeof(s) - 1, NULL, &h, &err),
 	    VD_ARTIFACT_INVALID);
 }
 
@@ -831,6 +832,127 @@ static void test_manifest(void **state)
 	free(s);
 }
 
+/* A tensor_manifest of n entries, as a JSON array: the caller frees it. */
+static char *manifest_of(size_t n)
+{
+	vd_buf b;
+	size_t i;
+
+	vd_buf_init(&b);
+	vd_buf_puts(&b, "[");
+	for (i = 0; i < n; i++)
+		vd_buf_printf(&b, "%s{\"name\":\"encoder.t%06zu\",\"group\":\"encoder\","
+		    "\"dtype\":\"float32\",\"shape\":[0]}", i ? "," : "", i);
+	vd_buf_puts(&b, "]");
+	assert_false(b.oom);
+	return (char *)b.p;
+}
+
+static vd_code parse_within(const char *s, const vd_parse_bounds *b, vd_header *h,
+    vd_err *err)
+{
+	memset(err, 0, sizeof(*err));
+	return vd_header_parse((const uint8_t *)s, strlen(s), b, h, err);
+}
+
+/* The manifest lists one entry per tensor: at max_tensors it parses, one
+ * more is refused naming the bound, counted as the JSON is read. */
+static void test_bound_manifest(void **state)
+{
+	char *m = manifest_of(5), *s = hdr_make("tensor_manifest", m, NULL);
+	vd_budget budget;
+	vd_parse_bounds b = { 5, 0, &budget };
+	vd_header h;
+	vd_err err;
+
+	(void)state;
+	vd_budget_init(&budget, 0);
+	assert_int_equal(parse_within(s, &b, &h, &err), VD_OK);
+	assert_int_equal(h.n_manifest, 5);
+	vd_header_free(&h);
+	b.max_tensors = 4;
+	assert_int_equal(parse_within(s, &b, &h, &err), VD_ARTIFACT_INVALID);
+	assert_string_equal(err.msg, "header.json declares more than 4 tensors (max_tensors)");
+	assert_int_equal(budget.used, 0);
+	/* Other arrays are not tensors: a long param_groups is not counted. */
+	free(s);
+	s = hdr_make("param_groups", "[\"encoder\",\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]", NULL);
+	b.max_tensors = 1;
+	assert_int_equal(parse_within(s, &b, &h, &err), VD_OK);
+	vd_header_free(&h);
+	free(s);
+	free(m);
+
+	/* Far over the bound: refused within the arena's first chunk. */
+	m = manifest_of(100000);
+	s = hdr_make("tensor_manifest", m, NULL);
+	b.max_tensors = 10;
+	assert_int_equal(parse_within(s, &b, &h, &err), VD_ARTIFACT_INVALID);
+	assert_non_null(strstr(err.msg, "(max_tensors)"));
+	assert_true(budget.peak <= 65 * 1024);
+	assert_int_equal(budget.used, 0);
+	free(s);
+	free(m);
+}
+
+/* header.json's document, manifest and shapes are charged to the budget:
+ * short of what it needs the header is refused naming max_job_memory. */
+static void test_bound_memory(void **state)
+{
+	char *m = manifest_of(3000), *s = hdr_make("tensor_manifest", m, NULL);
+	vd_budget budget;
+	vd_parse_bounds b = { 0, 0, &budget };
+	vd_header h;
+	vd_err err;
+	size_t peak, limit;
+	char want[128];
+
+	(void)state;
+	vd_budget_init(&budget, 0);
+	assert_int_equal(parse_within(s, &b, &h, &err), VD_OK);
+	peak = budget.peak;
+	assert_true(h.doc.arena.used_total >= 3000 * (sizeof(vd_manifest_entry) + sizeof(vd_jval)));
+	assert_true(budget.used >= h.doc.arena.used_total);
+	vd_header_free(&h);
+	assert_int_equal(budget.used, 0);
+	for (limit = 2048; limit < peak; limit += (peak - 2048) / 5) {
+		vd_budget_init(&budget, limit);
+		assert_int_equal(parse_within(s, &b, &h, &err), VD_ARTIFACT_INVALID);
+		snprintf(want, sizeof(want),
+		    "header.json needs more than %zu bytes to parse (max_job_memory)", limit);
+		assert_string_equal(err.msg, want);
+		assert_true(budget.peak <= limit);
+		assert_int_equal(budget.used, 0);
+		/* The refusal is no schema verdict: nothing of the header kept. */
+		assert_int_equal(h.n_manifest, 0);
+	}
+	vd_budget_init(&budget, peak);
+	assert_int_equal(parse_within(s, &b, &h, &err), VD_OK);
+	assert_int_equal(h.n_manifest, 3000);
+	vd_header_free(&h);
+	free(s);
+	free(m);
+}
+
+/* The golden header parses within the default bounds as without them,
+ * and gives back what it charged. */
+static void test_bound_defaults_golden(void **state)
+{
+	vd_budget budget;
+	vd_parse_bounds b = { VD_MAX_TENSORS_DEFAULT, 0, &budget };
+	vd_header h;
+	vd_err err;
+
+	(void)state;
+	vd_budget_init(&budget, VD_MAX_JOB_MEMORY_DEFAULT);
+	assert_int_equal(parse_within(golden, &b, &h, &err), VD_OK);
+	assert_int_equal(h.n_manifest, 3);
+	assert_string_equal(h.manifest[1].name.p, "encoder.patch_embed.weight");
+	assert_true(budget.used > 0);
+	vd_header_free(&h);
+	assert_int_equal(budget.used, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -852,6 +974,9 @@ int main(void)
 		cmocka_unit_test(test_rfc3339_bounds),
 		cmocka_unit_test(test_plain_filename),
 		cmocka_unit_test(test_manifest),
+		cmocka_unit_test(test_bound_manifest),
+		cmocka_unit_test(test_bound_memory),
+		cmocka_unit_test(test_bound_defaults_golden),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

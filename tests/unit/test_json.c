@@ -643,7 +643,8 @@ static void test_memory_limit(void **state)
 		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%d", i ? "," : "", i);
 	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "]");
 
-	assert_int_equal(vd_json_parse((uint8_t *)buf, n, &opts, &doc, err, sizeof(err)), -1);
+	assert_int_equal(vd_json_parse((uint8_t *)buf, n, &opts, &doc, err, sizeof(err)),
+	    VD_JSON_EMEMORY);
 	assert_non_null(strstr(err, "memory limit"));
 	assert_null(doc.root);
 	assert_null(doc.arena.head);
@@ -653,7 +654,7 @@ static void test_memory_limit(void **state)
 	buf[0] = '"';
 	buf[sizeof(buf) - 1] = '"';
 	assert_int_equal(vd_json_parse((uint8_t *)buf, sizeof(buf), &opts, &doc, err,
-	    sizeof(err)), -1);
+	    sizeof(err)), VD_JSON_EMEMORY);
 	assert_non_null(strstr(err, "memory limit"));
 
 	/* The same documents within a larger limit, or the default one. */
@@ -758,6 +759,268 @@ static void test_not_nul_terminated(void **state)
 	    err, sizeof(err)), -1);
 }
 
+/* An array of n small integers, "[0,1,...]": the caller frees it. */
+static char *int_array(size_t n, size_t *len)
+{
+	char *s = malloc(n * 12 + 3);
+	size_t i, k = 0;
+
+	assert_non_null(s);
+	s[k++] = '[';
+	for (i = 0; i < n; i++)
+		k += (size_t)sprintf(s + k, "%s%zu", i ? "," : "", i % 1000);
+	s[k++] = ']';
+	s[k] = '\0';
+	*len = k;
+	return s;
+}
+
+static int parse_bounded(const char *s, const vd_json_bounds *b, vd_jdoc *doc, char *err)
+{
+	return vd_json_parse_bounded((const uint8_t *)s, strlen(s), NULL, b, doc, err, 128);
+}
+
+/* max_items counts the root, or the root object's member items_key: not
+ * a member of that name deeper down, and objects as well as arrays. */
+static void test_items_counted(void **state)
+{
+	vd_json_bounds root = { .max_items = 3 }, member = { .max_items = 2, .items_key = "m" };
+	vd_jdoc doc;
+	char err[128];
+
+	(void)state;
+	assert_int_equal(parse_bounded("[1,2,3]", &root, &doc, err), 0);
+	assert_int_equal(doc.root->count, 3);
+	vd_jdoc_free(&doc);
+	assert_int_equal(parse_bounded("[1,2,3,4]", &root, &doc, err), VD_JSON_EITEMS);
+	assert_null(doc.root);
+	assert_non_null(strstr(err, "byte 7"));
+	assert_int_equal(parse_bounded("{\"a\":1,\"b\":2,\"c\":3,\"d\":4}", &root, &doc, err),
+	    VD_JSON_EITEMS);
+	/* Only the root: a nested array of any length is not counted. */
+	assert_int_equal(parse_bounded("[[1,2,3,4,5],2]", &root, &doc, err), 0);
+	vd_jdoc_free(&doc);
+
+	assert_int_equal(parse_bounded("{\"x\":[1,2,3],\"m\":[1,2]}", &member, &doc, err), 0);
+	vd_jdoc_free(&doc);
+	assert_int_equal(parse_bounded("{\"x\":[1,2,3],\"m\":[1,2,3]}", &member, &doc, err),
+	    VD_JSON_EITEMS);
+	assert_int_equal(parse_bounded("{\"m\":{\"a\":1,\"b\":2,\"c\":3}}", &member, &doc, err),
+	    VD_JSON_EITEMS);
+	assert_int_equal(parse_bounded("{\"y\":{\"m\":[1,2,3]}}", &member, &doc, err), 0);
+	vd_jdoc_free(&doc);
+	assert_int_equal(parse_bounded("[[1,2,3]]", &member, &doc, err), 0);
+	vd_jdoc_free(&doc);
+	/* The root itself is not the member. */
+	assert_int_equal(parse_bounded("[1,2,3,4]", &member, &doc, err), 0);
+	vd_jdoc_free(&doc);
+}
+
+/* A document that lists too much is refused as the count is passed, not
+ * after it is built: the memory it took stays that of the first items. */
+static void test_items_refused_early(void **state)
+{
+	vd_budget budget;
+	vd_json_bounds b = { .budget = &budget, .max_items = 10 };
+	vd_jdoc doc;
+	char err[128];
+	size_t len;
+	char *s = int_array(200000, &len);
+
+	(void)state;
+	vd_budget_init(&budget, 0);
+	assert_int_equal(vd_json_parse_bounded((uint8_t *)s, len, NULL, &b, &doc, err,
+	    sizeof(err)), VD_JSON_EITEMS);
+	assert_true(budget.peak <= 64 * 1024);
+	assert_int_equal(budget.used, 0);
+	/* Unbounded, the same document takes megabytes. */
+	b.max_items = 0;
+	assert_int_equal(vd_json_parse_bounded((uint8_t *)s, len, NULL, &b, &doc, err,
+	    sizeof(err)), 0);
+	assert_true(budget.used > 200000 * sizeof(vd_jval));
+	vd_jdoc_free(&doc);
+	assert_int_equal(budget.used, 0);
+	free(s);
+}
+
+/* The budget is charged for every chunk: past it the parse fails as out
+ * of memory, with the budget marked exhausted, and holds nothing after. */
+static void test_budget_exhausted(void **state)
+{
+	vd_budget budget;
+	vd_json_bounds b = { .budget = &budget };
+	vd_jdoc doc;
+	char err[128];
+	size_t len, need;
+	char *s = int_array(20000, &len);
+
+	(void)state;
+	vd_budget_init(&budget, 0);
+	assert_int_equal(vd_json_parse_bounded((uint8_t *)s, len, NULL, &b, &doc, err,
+	    sizeof(err)), 0);
+	/* What the values take, without the slack of the chunks. */
+	need = doc.arena.used_total;
+	assert_true(need >= 20000 * sizeof(vd_jval));
+	assert_true(budget.used >= need);
+	assert_true(budget.peak >= budget.used);
+	vd_jdoc_free(&doc);
+	assert_int_equal(budget.used, 0);
+
+	/* Short of what it needs by a little: refused. */
+	vd_budget_init(&budget, need - need / 8);
+	assert_int_equal(vd_json_parse_bounded((uint8_t *)s, len, NULL, &b, &doc, err,
+	    sizeof(err)), VD_JSON_EMEMORY);
+	assert_true(budget.exhausted);
+	assert_true(budget.peak <= budget.limit);
+	assert_int_equal(budget.used, 0);
+	assert_null(doc.root);
+	assert_non_null(strstr(err, "memory limit"));
+
+	/* Enough: it parses, and the last chunk is cut to what the budget has
+	 * left rather than refused for its slack. */
+	vd_budget_init(&budget, need + need / 64);
+	assert_int_equal(vd_json_parse_bounded((uint8_t *)s, len, NULL, &b, &doc, err,
+	    sizeof(err)), 0);
+	assert_false(budget.exhausted);
+	vd_jdoc_free(&doc);
+	free(s);
+}
+
+/* One budget for several documents: the second is refused for what the
+ * first holds, though it would fit on its own. */
+static void test_budget_shared(void **state)
+{
+	vd_budget budget;
+	vd_json_bounds b = { .budget = &budget };
+	vd_jdoc one, two;
+	char err[128];
+	size_t len, need;
+	char *s = int_array(5000, &len);
+
+	(void)state;
+	vd_budget_init(&budget, 0);
+	assert_int_equal(vd_json_parse_bounded((uint8_t *)s, len, NULL, &b, &one, err,
+	    sizeof(err)), 0);
+	need = budget.used;
+	vd_jdoc_free(&one);
+	vd_budget_init(&budget, need + need / 2);
+	assert_int_equal(vd_json_parse_bounded((uint8_t *)s, len, NULL, &b, &one, err,
+	    sizeof(err)), 0);
+	assert_int_equal(vd_json_parse_bounded((uint8_t *)s, len, NULL, &b, &two, err,
+	    sizeof(err)), VD_JSON_EMEMORY);
+	assert_true(budget.exhausted);
+	vd_jdoc_free(&one);
+	assert_int_equal(budget.used, 0);
+	budget.exhausted = 0;
+	assert_int_equal(vd_json_parse_bounded((uint8_t *)s, len, NULL, &b, &two, err,
+	    sizeof(err)), 0);
+	vd_jdoc_free(&two);
+	assert_int_equal(budget.used, 0);
+	free(s);
+}
+
+/* The duplicate-key check's array is charged as well: an object of many
+ * members needs room for one pointer per member beside its values. */
+static void test_budget_duplicate_check(void **state)
+{
+	vd_budget budget;
+	vd_json_bounds b = { .budget = &budget };
+	vd_jdoc doc;
+	char err[128], *s;
+	size_t i, k = 0, n = 50000, built;
+
+	(void)state;
+	s = malloc(n * 16 + 3);
+	assert_non_null(s);
+	s[k++] = '{';
+	for (i = 0; i < n; i++)
+		k += (size_t)sprintf(s + k, "%s\"%zu\":0", i ? "," : "", i);
+	s[k++] = '}';
+	s[k] = '\0';
+	vd_budget_init(&budget, 0);
+	assert_int_equal(parse_bounded(s, &b, &doc, err), 0);
+	built = budget.used;
+	/* The check ran with the whole object built: its array came on top. */
+	assert_true(budget.peak >= built + n * sizeof(void *));
+	vd_jdoc_free(&doc);
+	vd_budget_init(&budget, built + n * sizeof(void *) / 2);
+	assert_int_equal(parse_bounded(s, &b, &doc, err), VD_JSON_EMEMORY);
+	assert_true(budget.exhausted);
+	assert_int_equal(budget.used, 0);
+	free(s);
+}
+
+/* The arena on its own: a limit of 0 charges nothing; chunks beyond the
+ * first are mapped and given back; the budget is never overdrawn. */
+static void test_arena_budget(void **state)
+{
+	vd_budget budget;
+	vd_arena a;
+	size_t got = 0, i;
+	unsigned char *p;
+
+	(void)state;
+	vd_budget_init(&budget, 1u << 20);
+	vd_arena_init(&a, 0);
+	a.budget = &budget;
+	while ((p = vd_arena_alloc(&a, 1000)) != NULL) {
+		for (i = 0; i < 1000; i++)
+			assert_int_equal(p[i], 0);
+		memset(p, 0xa5, 1000);
+		got += 1000;
+	}
+	assert_true(budget.exhausted);
+	assert_true(budget.used <= budget.limit);
+	/* No chunk is refused for slack: all but the chunk headers and the
+	 * tail of each chunk went to allocations. */
+	assert_true(got >= budget.limit - 64 * 1024);
+	assert_int_equal(a.chunks, budget.used);
+	vd_arena_free(&a);
+	assert_int_equal(budget.used, 0);
+	assert_int_equal(a.chunks, 0);
+
+	/* One allocation larger than any chunk gets a chunk of its own. */
+	vd_budget_init(&budget, 0);
+	vd_arena_init(&a, 0);
+	a.budget = &budget;
+	assert_non_null(p = vd_arena_alloc(&a, 8u << 20));
+	assert_int_equal(p[(8u << 20) - 1], 0);
+	assert_true(budget.used >= 8u << 20);
+	vd_arena_free(&a);
+	assert_int_equal(budget.used, 0);
+}
+
+static void test_mem_alloc(void **state)
+{
+	size_t sizes[] = { 1, 100, VD_MEM_MAP_MIN - 1, VD_MEM_MAP_MIN, 3 * VD_MEM_MAP_MIN + 5 };
+	vd_budget budget;
+	unsigned char *p;
+	size_t i, j;
+
+	(void)state;
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		assert_non_null(p = vd_mem_alloc(sizes[i]));
+		for (j = 0; j < sizes[i]; j += 997)
+			assert_int_equal(p[j], 0);
+		memset(p, 1, sizes[i]);
+		vd_mem_free(p, sizes[i]);
+	}
+	vd_budget_init(&budget, 1000);
+	assert_null(vd_budget_alloc(&budget, 1001));
+	assert_true(budget.exhausted);
+	assert_int_equal(budget.used, 0);
+	assert_non_null(p = vd_budget_alloc(&budget, 1000));
+	assert_int_equal(budget.used, 1000);
+	assert_null(vd_budget_alloc(&budget, 1));
+	vd_budget_free(&budget, p, 1000);
+	assert_int_equal(budget.used, 0);
+	assert_int_equal(budget.peak, 1000);
+	/* No budget: nothing charged, nothing refused. */
+	assert_int_equal(vd_budget_charge(NULL, SIZE_MAX), 0);
+	assert_non_null(p = vd_budget_alloc(NULL, 10));
+	vd_budget_free(NULL, p, 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -783,6 +1046,13 @@ int main(void)
 		cmocka_unit_test(test_utf8_valid),
 		cmocka_unit_test(test_jtype_names),
 		cmocka_unit_test(test_not_nul_terminated),
+		cmocka_unit_test(test_items_counted),
+		cmocka_unit_test(test_items_refused_early),
+		cmocka_unit_test(test_budget_exhausted),
+		cmocka_unit_test(test_budget_shared),
+		cmocka_unit_test(test_budget_duplicate_check),
+		cmocka_unit_test(test_arena_budget),
+		cmocka_unit_test(test_mem_alloc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

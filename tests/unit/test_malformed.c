@@ -18,10 +18,13 @@
 #include <ftw.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "lensemble/verify.h"
+#include "vd_artifact.h"
 
 /* round-00000 of the golden cases: the hash the reference gave the base
  * artifact below, whose tensors, data and frame are that case's. */
@@ -349,8 +352,28 @@ static void assert_sentence(const char *s)
 		fail_msg("detail \"%s\" is not a one-line sentence", s);
 }
 
-/* Verify and check the code and that the detail names every needle
- * (a NULL-terminated list). */
+/* Check the code and that the detail names every needle (a
+ * NULL-terminated list). */
+static void check_verdict(vd_code rc, const vd_verdict *v, vd_code want,
+    const char *needle, va_list ap)
+{
+	print_message("  %-24s %s\n", vd_code_name(rc), v->detail);
+	if (rc != want || v->code != want)
+		fail_msg("expected %s, got %s: %s", vd_code_name(want), vd_code_name(rc),
+		    v->detail);
+	if (want == VD_OK) {
+		assert_string_equal(v->detail, "");
+		assert_string_equal(v->facts.remediation, "");
+		return;
+	}
+	assert_sentence(v->detail);
+	/* Every failure says what to do about it. */
+	assert_sentence(v->facts.remediation);
+	for (; needle != NULL; needle = va_arg(ap, const char *))
+		if (strstr(v->detail, needle) == NULL)
+			fail_msg("detail \"%s\" does not mention \"%s\"", v->detail, needle);
+}
+
 static void expect_(struct fx *f, const vd_options *opt, vd_code want,
     const char *needle, ...)
 {
@@ -359,30 +382,42 @@ static void expect_(struct fx *f, const vd_options *opt, vd_code want,
 	va_list ap;
 
 	rc = vd_verify_artifact(f->dir, opt, &v);
-	print_message("  %-24s %s\n", vd_code_name(rc), v.detail);
-	if (rc != want || v.code != want)
-		fail_msg("expected %s, got %s: %s", vd_code_name(want), vd_code_name(rc),
-		    v.detail);
-	if (want == VD_OK) {
-		assert_string_equal(v.detail, "");
-		assert_string_equal(v.facts.remediation, "");
-		return;
-	}
-	assert_sentence(v.detail);
-	/* Every failure says what to do about it. */
-	assert_sentence(v.facts.remediation);
 	va_start(ap, needle);
-	for (; needle != NULL; needle = va_arg(ap, const char *)) {
-		if (strstr(v.detail, needle) == NULL) {
-			va_end(ap);
-			fail_msg("detail \"%s\" does not mention \"%s\"", v.detail, needle);
-		}
-	}
+	check_verdict(rc, &v, want, needle, ap);
 	va_end(ap);
 }
 
 #define EXPECT(f, opt, code, ...) expect_((f), (opt), (code), __VA_ARGS__, (const char *)NULL)
 #define EXPECT_OK(f, opt) expect_((f), (opt), VD_OK, (const char *)NULL)
+
+/* Verify within bounds, as the daemon does. */
+static vd_code verify_within(struct fx *f, const vd_bounds *b, vd_verdict *v)
+{
+	int fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	vd_code rc;
+
+	assert_true(fd >= 0);
+	rc = vd_artifact_verify_ex(fd, NULL, b, v, NULL, NULL);
+	close(fd);
+	return rc;
+}
+
+static void expect_within_(struct fx *f, const vd_bounds *b, vd_code want,
+    const char *needle, ...)
+{
+	vd_verdict v;
+	vd_code rc;
+	va_list ap;
+
+	rc = verify_within(f, b, &v);
+	va_start(ap, needle);
+	check_verdict(rc, &v, want, needle, ap);
+	va_end(ap);
+}
+
+#define EXPECT_WITHIN(f, b, code, ...) \
+	expect_within_((f), (b), (code), __VA_ARGS__, (const char *)NULL)
+#define EXPECT_WITHIN_OK(f, b) expect_within_((f), (b), VD_OK, (const char *)NULL)
 
 static void expect_ok_hash(struct fx *f, const char *hash)
 {
@@ -1640,6 +1675,215 @@ static void test_facts_long_name(void **state)
 	assert_string_equal(v.facts.tensor, want);
 }
 
+/* ---- what one verification may spend (vd_bounds) ---------------------- */
+
+/* header.json lists one manifest entry per tensor: over max_tensors it
+ * is refused there, before any weight file is opened. */
+static void test_bound_tensors_header(void **state)
+{
+	struct fx *f = *state;
+	vd_bounds b = { .max_tensors = 2 };
+	vd_verdict v;
+
+	base_artifact(f);
+	EXPECT_WITHIN(f, &b, VD_ARTIFACT_INVALID,
+	    "header.json declares more than 2 tensors (max_tensors)");
+	b.max_tensors = 3;
+	EXPECT_WITHIN_OK(f, &b);
+	assert_int_equal(verify_within(f, &b, &v), VD_OK);
+	assert_int_equal(v.tensors, 3);
+}
+
+/* The weight files' tensors count together: the file that passes the
+ * bound is the one named. */
+static void test_bound_tensors_weights(void **state)
+{
+	struct fx *f = *state;
+	struct hdr h = hdr_base();
+	vd_bounds b = { .max_tensors = 2 };
+	vd_verdict v;
+
+	h.v[H_MANIFEST] = "[]";
+	base_weights(f);
+	put_header(f, &h);
+	EXPECT_WITHIN(f, &b, VD_ARTIFACT_INVALID,
+	    "weights.safetensors declares more than 2 tensors (max_tensors)");
+	assert_int_equal(verify_within(f, &b, &v), VD_ARTIFACT_INVALID);
+	assert_string_equal(v.facts.file, "weights.safetensors");
+
+	/* Two and one in two shards: the second is one too many. */
+	put_st(f, SHARD0, "{" BIAS(0, 16) "," PATCH(16, 64) "}", pool, 64);
+	put_st(f, SHARD1, "{" PROJ(0, 64) "}", pool + 64, 64);
+	h.v[H_FILES] = "[\"" SHARD0 "\", \"" SHARD1 "\"]";
+	put_header(f, &h);
+	EXPECT_WITHIN(f, &b, VD_ARTIFACT_INVALID, SHARD1 " declares more than 2 tensors",
+	    "together with the weight files before it (max_tensors)");
+	/* Within the bound, the manifest is what fails. */
+	b.max_tensors = 3;
+	EXPECT_WITHIN(f, &b, VD_CHECKPOINT_INTEGRITY, "manifest lists 0 tensors");
+	h.v[H_MANIFEST] = MANIFEST;
+	put_header(f, &h);
+	EXPECT_WITHIN_OK(f, &b);
+}
+
+/* The smallest budget a verification passes with: every smaller one
+ * refuses it naming max_job_memory and the document that ran out. */
+static uint64_t least_memory(struct fx *f)
+{
+	uint64_t lo = 1, hi = VD_MAX_JOB_MEMORY_DEFAULT;
+	vd_bounds b = { 0 };
+	vd_verdict v;
+
+	b.max_job_memory = hi;
+	assert_int_equal(verify_within(f, &b, &v), VD_OK);
+	while (lo < hi) {
+		b.max_job_memory = lo + (hi - lo) / 2;
+		if (verify_within(f, &b, &v) == VD_OK)
+			hi = b.max_job_memory;
+		else
+			lo = b.max_job_memory + 1;
+	}
+	return lo;
+}
+
+static void expect_memory_steps(struct fx *f, uint64_t least, const char *const *docs,
+    size_t ndocs)
+{
+	vd_bounds b = { 0 };
+	vd_verdict v;
+	char want[64];
+	unsigned seen = 0;
+	size_t i;
+
+	for (b.max_job_memory = 1; b.max_job_memory < least;
+	    b.max_job_memory += least / 200 + 1) {
+		assert_int_equal(verify_within(f, &b, &v), VD_ARTIFACT_INVALID);
+		snprintf(want, sizeof(want), " needs more than %llu bytes to parse",
+		    (unsigned long long)b.max_job_memory);
+		if (strstr(v.detail, want) == NULL || strstr(v.detail, "(max_job_memory)") == NULL)
+			fail_msg("a budget of %llu: \"%s\"", (unsigned long long)b.max_job_memory,
+			    v.detail);
+		for (i = 0; i < ndocs; i++)
+			if (strncmp(v.detail, docs[i], strlen(docs[i])) == 0)
+				seen |= 1u << i;
+	}
+	b.max_job_memory = least - 1;
+	assert_int_equal(verify_within(f, &b, &v), VD_ARTIFACT_INVALID);
+	b.max_job_memory = least;
+	assert_int_equal(verify_within(f, &b, &v), VD_OK);
+	/* Each document was the one to run out at some budget: each is charged. */
+	for (i = 0; i < ndocs; i++)
+		if (!(seen & (1u << i)))
+			fail_msg("no budget below %llu ran out in %s", (unsigned long long)least,
+			    docs[i]);
+}
+
+static void test_bound_memory(void **state)
+{
+	static const char *const docs[] = { "header.json ", "weights.safetensors " };
+	struct fx *f = *state;
+	uint64_t least;
+
+	base_artifact(f);
+	least = least_memory(f);
+	print_message("  the base artifact verifies from %llu bytes\n", (unsigned long long)least);
+	/* More than the three tensors' documents, far below the default. */
+	assert_true(least > 4096 && least < 1024 * 1024);
+	expect_memory_steps(f, least, docs, VD_ARRAY_LEN(docs));
+}
+
+/* The shards and the index share one budget with header.json. */
+static void test_bound_memory_shared(void **state)
+{
+	static const char *const docs[] = { "header.json ", SHARD0 " ", SHARD1 " ",
+		"weights.index.json " };
+	struct fx *f = *state;
+	uint64_t alone, least;
+
+	sharded_artifact(f);
+	alone = least_memory(f);
+	put_index(f, "{\"encoder.norm.bias\": \"" SHARD0 "\", "
+	    "\"encoder.patch_embed.weight\": \"" SHARD0 "\", "
+	    "\"predictor.proj.weight\": \"" SHARD1 "\"}");
+	least = least_memory(f);
+	assert_true(least > alone);
+	expect_memory_steps(f, least, docs, VD_ARRAY_LEN(docs));
+}
+
+/* The weight files' sizes together, before anything is parsed. */
+static void test_bound_artifact_bytes(void **state)
+{
+	struct fx *f = *state;
+	uint64_t size = 8 + strlen(ST_BASE) + BASE_DATA_LEN;
+	vd_bounds b = { 0 };
+	char want[128];
+
+	base_artifact(f);
+	b.max_artifact_bytes = size - 1;
+	snprintf(want, sizeof(want), "the weight files hold %llu bytes, more than %llu (max_artifact_bytes)",
+	    (unsigned long long)size, (unsigned long long)size - 1);
+	EXPECT_WITHIN(f, &b, VD_ARTIFACT_INVALID, want);
+	b.max_artifact_bytes = size;
+	EXPECT_WITHIN_OK(f, &b);
+
+	/* Two shards of 8 + header + 64 bytes each. */
+	sharded_artifact(f);
+	size = 8 + strlen("{" BIAS(0, 16) "," PATCH(16, 64) "}") + 64 +
+	    8 + strlen("{" PROJ(0, 64) "}") + 64;
+	b.max_artifact_bytes = size - 1;
+	EXPECT_WITHIN(f, &b, VD_ARTIFACT_INVALID, "(max_artifact_bytes)");
+	b.max_artifact_bytes = size;
+	EXPECT_WITHIN_OK(f, &b);
+}
+
+/* A sparse weight file claiming more than an artifact may hold is
+ * refused at once, never hashed: at the default bound, 1 TiB. */
+static void test_bound_artifact_bytes_sparse(void **state)
+{
+	struct fx *f = *state;
+	struct hdr h = hdr_base();
+	uint64_t size = VD_MAX_ARTIFACT_BYTES_DEFAULT + 1;
+	struct timespec t0, t1;
+	vd_verdict v;
+	int fd;
+
+	base_weights(f);
+	put_header(f, &h);
+	fd = open(at(f, "weights.safetensors"), O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	if (ftruncate(fd, (off_t)size) < 0) {
+		close(fd);
+		skip();         /* a file system without room for the hole */
+	}
+	close(fd);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(vd_verify_artifact(f->dir, NULL, &v), VD_ARTIFACT_INVALID);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_non_null(strstr(v.detail, "more than 1099511627776 (max_artifact_bytes)"));
+	assert_string_equal(v.content_hash, "");
+	/* Hashing a terabyte would take the better part of an hour. */
+	assert_true(t1.tv_sec - t0.tv_sec < 5);
+	/* Within the bound the same file is parsed, and fails as one whose
+	 * tensors do not cover its data: the bound was what refused it. */
+	assert_int_equal(truncate(at(f, "weights.safetensors"), 1 << 20), 0);
+	EXPECT(f, NULL, VD_CHECKPOINT_INTEGRITY, "weights.safetensors", "tensors cover 128");
+}
+
+/* An ordinary artifact verifies within the default bounds, in memory too. */
+static void test_bound_defaults_ordinary(void **state)
+{
+	struct fx *f = *state;
+	vd_loaded l;
+	vd_verdict v;
+
+	sharded_artifact(f);
+	EXPECT_WITHIN_OK(f, NULL);
+	assert_int_equal(vd_load_verified(f->dir, NULL, 0, &l, &v), VD_OK);
+	assert_int_equal(l.n_tensors, 3);
+	assert_non_null(vd_loaded_tensor(&l, "predictor.proj.weight"));
+	vd_loaded_free(&l);
+}
+
 #define CASE(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1740,6 +1984,13 @@ int main(void)
 		CASE(test_facts_schema),
 		CASE(test_facts_legacy),
 		CASE(test_facts_long_name),
+		CASE(test_bound_tensors_header),
+		CASE(test_bound_tensors_weights),
+		CASE(test_bound_memory),
+		CASE(test_bound_memory_shared),
+		CASE(test_bound_artifact_bytes),
+		CASE(test_bound_artifact_bytes_sparse),
+		CASE(test_bound_defaults_ordinary),
 	};
 
 	return cmocka_run_group_tests_name("malformed", tests, group_setup, group_teardown);

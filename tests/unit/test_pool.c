@@ -448,7 +448,7 @@ static void qrun_start(qrun *r, unsigned threads)
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
 	assert_int_equal(uv_loop_init(&r->loop), 0);
-	assert_int_equal(vd_queue_new(&r->loop, threads, &qops, r, &r->q), 0);
+	assert_int_equal(vd_queue_new(&r->loop, threads, 0, &qops, r, &r->q), 0);
 }
 
 static void qrun_open(qrun *r)

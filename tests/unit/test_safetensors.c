@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "vd_limits.h"
 #include "vd_safetensors.h"
 
 #define NOT_ST "not a safetensors artifact: "
@@ -49,7 +50,7 @@ static vd_code st_load(const char *hdr, size_t pad, uint64_t data_len,
 	rc = vd_st_header_len(b, len, 0, &hlen, err);
 	if (rc == VD_OK) {
 		assert_true(hlen == strlen(hdr) + pad);
-		rc = vd_st_parse(b + 8, (size_t)hlen, len - 8 - hlen, file_index, f, err);
+		rc = vd_st_parse(b + 8, (size_t)hlen, len - 8 - hlen, file_index, NULL, f, err);
 	}
 	free(b);
 	return rc;
@@ -404,10 +405,10 @@ static void test_fault_padding_not_space(void **state)
 	b[0] = sizeof(hdr) - 1;
 	memcpy(b + 8, hdr, sizeof(hdr) - 1);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(vd_st_parse(b + 8, sizeof(hdr) - 1, 0, 0, &f, &err),
+	assert_int_equal(vd_st_parse(b + 8, sizeof(hdr) - 1, 0, 0, NULL, &f, &err),
 	    VD_CHECKPOINT_INTEGRITY);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(vd_st_parse(b + 8, 0, 0, 0, &f, &err), VD_CHECKPOINT_INTEGRITY);
+	assert_int_equal(vd_st_parse(b + 8, 0, 0, 0, NULL, &f, &err), VD_CHECKPOINT_INTEGRITY);
 }
 
 static void test_fault_dtype(void **state)
@@ -606,6 +607,173 @@ static void test_dtypes(void **state)
 	assert_string_equal(vd_dtype_name(VD_DT_COUNT), "?");
 }
 
+/* A header of n zero-size tensors "t000000".. (and __metadata__ first
+ * when meta): the attack of many empty entries, in miniature. */
+static char *empty_tensors(size_t n, int meta)
+{
+	char *s = malloc(n * 64 + 64);
+	size_t i, k = 0;
+
+	assert_non_null(s);
+	k += (size_t)sprintf(s + k, "{%s", meta ? "\"__metadata__\":{\"format\":\"pt\"}" : "");
+	for (i = 0; i < n; i++)
+		k += (size_t)sprintf(s + k, "%s\"t%06zu\":{\"dtype\":\"F32\",\"shape\":[0],"
+		    "\"data_offsets\":[0,0]}", i || meta ? "," : "", i);
+	sprintf(s + k, "}");
+	return s;
+}
+
+static vd_code parse_within(const char *hdr, const vd_parse_bounds *b, vd_st_file *f,
+    vd_err *err)
+{
+	memset(err, 0, sizeof(*err));
+	return vd_st_parse((const uint8_t *)hdr, strlen(hdr), 0, 0, b, f, err);
+}
+
+/* max_tensors counts the tensors, not __metadata__, together with those
+ * of the files before: at the bound it parses, one past it is refused
+ * naming the bound. */
+static void test_bound_tensors(void **state)
+{
+	char *five = empty_tensors(5, 0), *five_meta = empty_tensors(5, 1);
+	vd_parse_bounds b = { 5, 0, NULL };
+	vd_st_file f;
+	vd_err err;
+
+	(void)state;
+	assert_int_equal(parse_within(five, &b, &f, &err), VD_OK);
+	assert_int_equal(f.count, 5);
+	vd_st_free(&f);
+	assert_int_equal(parse_within(five_meta, &b, &f, &err), VD_OK);
+	assert_int_equal(f.count, 5);
+	vd_st_free(&f);
+
+	b.max_tensors = 4;
+	assert_int_equal(parse_within(five, &b, &f, &err), VD_ARTIFACT_INVALID);
+	assert_string_equal(err.msg, "declares more than 4 tensors (max_tensors)");
+	assert_null(f.tensors);
+	assert_int_equal(parse_within(five_meta, &b, &f, &err), VD_ARTIFACT_INVALID);
+	assert_string_equal(err.msg, "declares more than 4 tensors (max_tensors)");
+
+	/* Files before this one hold 3 of the 7 allowed. */
+	b.max_tensors = 7;
+	b.tensors_before = 3;
+	assert_int_equal(parse_within(five, &b, &f, &err), VD_ARTIFACT_INVALID);
+	assert_string_equal(err.msg,
+	    "declares more than 7 tensors together with the weight files before it (max_tensors)");
+	b.tensors_before = 2;
+	assert_int_equal(parse_within(five, &b, &f, &err), VD_OK);
+	vd_st_free(&f);
+	/* The earlier files used them all: one tensor more is too many. */
+	b.tensors_before = 7;
+	assert_int_equal(parse_within(five, &b, &f, &err), VD_ARTIFACT_INVALID);
+	assert_int_equal(parse_within("{\"__metadata__\":{}}", &b, &f, &err), VD_OK);
+	assert_int_equal(f.count, 0);
+	vd_st_free(&f);
+	/* 0: no bound. */
+	b.max_tensors = 0;
+	assert_int_equal(parse_within(five, &b, &f, &err), VD_OK);
+	vd_st_free(&f);
+	free(five);
+	free(five_meta);
+}
+
+/* Counted while the JSON is read: a header of many tensors over the
+ * bound is refused having built no more than the first few. */
+static void test_bound_tensors_early(void **state)
+{
+	char *many = empty_tensors(100000, 0);
+	vd_budget budget;
+	vd_parse_bounds b = { 10, 0, &budget };
+	vd_st_file f;
+	vd_err err;
+
+	(void)state;
+	vd_budget_init(&budget, 0);
+	assert_int_equal(parse_within(many, &b, &f, &err), VD_ARTIFACT_INVALID);
+	assert_non_null(strstr(err.msg, "(max_tensors)"));
+	/* The arena's first chunk, and the duplicate check of one entry. */
+	assert_true(budget.peak <= 65 * 1024);
+	assert_int_equal(budget.used, 0);
+	/* Built whole, the same header takes more than a thousand times that. */
+	b.max_tensors = 0;
+	assert_int_equal(parse_within(many, &b, &f, &err), VD_OK);
+	assert_int_equal(f.count, 100000);
+	assert_true(budget.used > 1000 * 64 * 1024);
+	vd_st_free(&f);
+	assert_int_equal(budget.used, 0);
+	free(many);
+}
+
+/* Everything the parse allocates is charged: the JSON, the tensor array,
+ * the shapes and the sorted ranges. Short of what a header needs, it is
+ * refused naming max_job_memory, and nothing stays charged. */
+static void test_bound_memory(void **state)
+{
+	char *hdr = empty_tensors(2000, 1);
+	vd_budget budget;
+	vd_parse_bounds b = { 0, 0, &budget };
+	vd_st_file f;
+	vd_err err;
+	size_t held, peak, limit;
+	char want[128];
+
+	(void)state;
+	vd_budget_init(&budget, 0);
+	assert_int_equal(parse_within(hdr, &b, &f, &err), VD_OK);
+	held = budget.used;
+	peak = budget.peak;
+	/* The tensors and their shapes are held beside the document. */
+	assert_true(held >= f.doc.arena.used_total);
+	assert_true(f.doc.arena.used_total >= 2000 * (sizeof(vd_st_tensor) + sizeof(vd_jval)));
+	/* The range check's array came and went on top of it. */
+	assert_true(peak >= held + 2000 * sizeof(void *));
+	vd_st_free(&f);
+	assert_int_equal(budget.used, 0);
+
+	for (limit = 4096; limit < peak; limit += (peak - 4096) / 7) {
+		vd_budget_init(&budget, limit);
+		assert_int_equal(parse_within(hdr, &b, &f, &err), VD_ARTIFACT_INVALID);
+		snprintf(want, sizeof(want), "needs more than %zu bytes to parse (max_job_memory)",
+		    limit);
+		assert_string_equal(err.msg, want);
+		assert_true(budget.exhausted);
+		assert_true(budget.peak <= limit);
+		assert_int_equal(budget.used, 0);
+		assert_null(f.tensors);
+	}
+	vd_budget_init(&budget, peak);
+	assert_int_equal(parse_within(hdr, &b, &f, &err), VD_OK);
+	assert_int_equal(f.count, 2000);
+	vd_st_free(&f);
+	free(hdr);
+}
+
+/* An ordinary header parses within the default bounds as it does without. */
+static void test_bound_defaults_ordinary(void **state)
+{
+	static const char hdr[] =
+	    "{\"__metadata__\":{\"format\":\"pt\"},"
+	    "\"encoder.w\":{\"dtype\":\"BF16\",\"shape\":[4,4],\"data_offsets\":[0,32]},"
+	    "\"encoder.b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[32,48]}}";
+	vd_budget budget;
+	vd_parse_bounds b = { VD_MAX_TENSORS_DEFAULT, 0, &budget };
+	vd_st_file f;
+	vd_err err;
+
+	(void)state;
+	vd_budget_init(&budget, VD_MAX_JOB_MEMORY_DEFAULT);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(vd_st_parse((const uint8_t *)hdr, strlen(hdr), 48, 1, &b, &f, &err),
+	    VD_OK);
+	assert_int_equal(f.count, 2);
+	assert_string_equal(f.tensors[1].name.p, "encoder.b");
+	assert_int_equal(f.tensors[1].file, 1);
+	assert_true(budget.used > 0 && budget.used <= 64 * 1024);
+	vd_st_free(&f);
+	assert_int_equal(budget.used, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -628,6 +796,10 @@ int main(void)
 		cmocka_unit_test(test_fault_size_mismatch),
 		cmocka_unit_test(test_fault_entries),
 		cmocka_unit_test(test_dtypes),
+		cmocka_unit_test(test_bound_tensors),
+		cmocka_unit_test(test_bound_tensors_early),
+		cmocka_unit_test(test_bound_memory),
+		cmocka_unit_test(test_bound_defaults_ordinary),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1259,7 +1259,7 @@ static void test_fd_entries(void **state)
 	vd_loaded_free(&loaded);
 	opt.flags = VD_VERIFY_KEEP_CACHE_CLEAN;
 	opt.expected_hash = "a9cad4759c6eb63aa18ec57db6cffbcf6fe9614908908057194fc7077fe58c5d";
-	assert_int_equal(vd_artifact_verify_tar_ex(fd, &opt, &v, &ids, NULL), VD_OK);
+	assert_int_equal(vd_artifact_verify_tar_ex(fd, &opt, NULL, &v, &ids, NULL), VD_OK);
 	assert_int_equal(ids.count, 1);
 	assert_string_equal(ids.ids[0].name, ".");
 	assert_int_equal(fstat(fd, &st), 0);
@@ -1286,7 +1286,7 @@ static void test_read_header(void **state)
 	golden_tar("round-00002", 0, tar, sizeof(tar));
 	fd = open(tar, O_RDONLY);
 	assert_true(fd >= 0);
-	assert_int_equal(vd_artifact_read_header_tar(fd, &h, &id, &err), VD_OK);
+	assert_int_equal(vd_artifact_read_header_tar(fd, NULL, &h, &id, &err), VD_OK);
 	assert_int_equal(h.round_index, 2);
 	assert_int_equal(strncmp(h.content_hash.p, "f0c0a46e", 8), 0);
 	assert_int_equal(fstat(fd, &st), 0);
@@ -1298,7 +1298,7 @@ static void test_read_header(void **state)
 	golden_tar("round-00002", 0, tar, sizeof(tar));
 	assert_int_equal(truncate(tar, 5 * BLK), 0);
 	fd = open(tar, O_RDONLY);
-	assert_int_equal(vd_artifact_read_header_tar(fd, &h, &id, &err), VD_ARTIFACT_INVALID);
+	assert_int_equal(vd_artifact_read_header_tar(fd, NULL, &h, &id, &err), VD_ARTIFACT_INVALID);
 	assert_non_null(strstr(err.msg, PREFIX));
 	close(fd);
 }

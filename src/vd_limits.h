@@ -1,0 +1,191 @@
+/*
+ * Every hard limit of the daemon and the library, named once. A limit an
+ * operator may tune is a config key (vd_config.c) whose default is the
+ * *_DEFAULT here; the rest are fixed by design, each with why.
+ */
+#ifndef VD_LIMITS_H
+#define VD_LIMITS_H
+
+#define VD_XSTR_(x) #x
+#define VD_XSTR(x) VD_XSTR_(x)   /* a numeric limit as text, for defaults */
+
+/* ---- one verification (library and daemon) ---------------------- */
+/* Plain decimal literals: they are also the config table's default text. */
+/* About 1.6 KiB of parse memory per tensor (its entry in the safetensors
+ * header and in header.json's manifest): the default tensors fit the
+ * default memory with room to spare. Raise both together. */
+#define VD_MAX_TENSORS_DEFAULT 32768
+#define VD_MAX_JOB_MEMORY_DEFAULT 67108864           /* 64 MiB */
+#define VD_MAX_ARTIFACT_BYTES_DEFAULT 1099511627776  /* 1 TiB */
+/* Fixed, whatever the bounds. */
+#define VD_ARTIFACT_MAX_FILES 4096     /* weight files per artifact */
+/* header.json is metadata; a larger one is refused before it is read.
+ * The index (weights.index.json) is held to the same. */
+#define VD_HEADER_MAX_BYTES (16u * 1024 * 1024)
+/* Like the reference safetensors library: refuse larger headers. */
+#define VD_ST_MAX_HEADER_DEFAULT 100000000ULL
+#define VD_ST_MAX_RANK 64              /* dimensions of one tensor */
+#define VD_JSON_MAX_DEPTH_DEFAULT 64   /* nesting; the parser recurses per level */
+/* Reading the weight bytes: how far ahead of the hash position the disk
+ * is asked for, in steps of a few MiB so that the advice is taken early. */
+#define VD_PREFETCH_WINDOW (64u << 20)
+#define VD_PREFETCH_STEP (8u << 20)
+#define VD_DIGEST_STEP (1u << 20)      /* resident per hasher in a range digest */
+#define VD_HASH_CHUNK (1u << 20)       /* bytes hashed between progress calls: the
+                                        * granularity of cancellation */
+#define VD_LOAD_READ_STEP (64u << 20)  /* bytes per read() when loading into memory:
+                                        * below Linux's per-call limit of 2 GiB */
+/* Parse memory: blocks this large and more are mapped on their own
+ * (vd_mem_alloc), so that freeing them gives them back to the system;
+ * glibc's initial mmap threshold. */
+#define VD_MEM_MAP_MIN (128u * 1024)
+/* An arena's chunks: the first from malloc (most documents are small),
+ * the largest mapped, so that a big document grows in few steps without
+ * one chunk holding much it does not use. */
+#define VD_ARENA_FIRST_CHUNK (64u * 1024)
+#define VD_ARENA_MAX_CHUNK (4u * 1024 * 1024)
+
+/* ---- the hasher pool ---------------------------------------------- */
+/* The automatic max_verify_seconds: this allowance (header.json, opening
+ * and mapping the files, a busy machine) plus the bytes at the floor rate. */
+#define VD_VERIFY_BASE_SECONDS 60
+/* How often a running job looks whether its artifact is still there:
+ * a removed or replaced artifact stops being hashed within this. */
+#define VD_JOB_LOOK_SECONDS 0.25
+/* A job that ran out of time is tried again after its time limit, doubled
+ * for each time in a row, but never later than this. */
+#define VD_RETRY_MAX_SECONDS 21600
+/* Hasher threads beside `workers` that take explicit (participant) jobs
+ * only; they sleep otherwise. */
+#define VD_URGENT_THREADS 1
+#define VD_WORKER_NICE 10         /* the loop gets ~90% of a core workers contend for */
+/* Background jobs queued at once: enough to keep every worker busy for
+ * a while on small artifacts even when the loop is slow to hand out
+ * more (a busy HTTP load); the rest wait in the backlog as relpaths, not
+ * as jobs (a job is over a kilobyte; a first scan can find thousands). */
+#define VD_BACKGROUND_QUEUED 1024u
+/* The sink: digests of a canonical pass's chunks, taken by idle workers. */
+#define VD_SINK_FINISH_BYTES (64u << 20)   /* the owner digests a remainder this small */
+
+/* ---- the store's scan and chunk maps ------------------------------ */
+#define VD_SCAN_MAX_ARTIFACTS 100000
+#define VD_SCAN_MAX_DIR_ENTRIES 10000   /* entries in one artifact directory */
+#define VD_SCAN_MAX_WALK_ENTRIES (VD_SCAN_MAX_ARTIFACTS + 1000)  /* in a directory walked */
+#define VD_SCAN_MAX_ENVELOPES 100000       /* envelope files in one scan */
+#define VD_CHUNK_SIZE (16u << 20)      /* bytes per digest of a chunk map */
+
+/* ---- ledgers, envelopes and keys ----------------------------------- */
+#define VD_LEDGER_MAX_LINE (1u << 20)   /* bytes in one record line */
+#define VD_LEDGER_MAX_BYTES (64u << 20)   /* a larger ledger is refused */
+#define VD_DSSE_MAX_BYTES (64u << 10)   /* an envelope larger than this is refused */
+#define VD_DSSE_MAX_SIGS 16             /* signatures in one envelope */
+#define VD_DSSE_MAX_TYPE 128            /* bytes in payloadType */
+#define VD_DSSE_MAX_DEPTH 8             /* JSON nesting in envelopes and payloads */
+#define VD_RUN_MAX 1024                 /* bytes in a run name, with its NUL */
+#define VD_KEY_FILE_MAX (16u << 10) /* a PEM key file larger than this is refused */
+#define VD_KEYRING_MAX 256          /* keys in one trusted_keys directory */
+
+/* ---- tar archives -------------------------------------------------- */
+/* Members of every kind, directories included: twice the weight files an
+ * artifact may have (VD_ARTIFACT_MAX_FILES), which leaves room for
+ * header.json, the index and whatever else travels with them. */
+#define VD_TAR_MAX_MEMBERS 8192
+#define VD_TAR_MAX_NAME 4096              /* bytes of one member's path */
+#define VD_TAR_MAX_NAME_BYTES (1u << 20)  /* bytes of all member paths together */
+#define VD_TAR_MAX_EXT (64u * 1024)       /* bytes of one pax extended header */
+
+/* ---- the configuration --------------------------------------------- */
+#define VD_CONFIG_MAX_BYTES (1u << 20)   /* a config file larger than this is refused */
+#define VD_CONFIG_PATH_MAX 1024
+#define VD_CONFIG_VALUE_MAX 4096   /* one value; lists of pins are the longest */
+#define VD_CONFIG_MAX_PINS 32      /* entries of genesis_hash, of anchor */
+#define VD_CONFIG_MAX_RUN_TOKENS 16
+#define VD_PIN_RUN_MAX 256         /* a run named in a pin or a token entry */
+
+/* ---- HTTP requests ------------------------------------------------- */
+#define VD_REQ_PATH_MAX 1024
+/* The query string, as libmicrohttpd splits and decodes it. */
+#define VD_REQ_QUERY_MAX_ARGS 32                     /* parameters in one query at most */
+#define VD_REQ_QUERY_KEY_MAX 64                      /* bytes in a parameter's name */
+#define VD_REQ_QUERY_VALUE_MAX (VD_REQ_PATH_MAX - 1) /* bytes in its value, decoded */
+/* Header fields in one request at most (431 beyond). */
+#define VD_HTTP_MAX_FIELDS 100
+/* libmicrohttpd keeps a request's line and headers in one memory pool per
+ * connection and answers 431 or 414 itself, in HTML, when they outgrow it.
+ * The pool is sized so that a request far over our own limits still fits
+ * and gets our JSON error: the text several times over, plus the
+ * bookkeeping of thousands of fields (about this much per field). */
+#define VD_HTTP_POOL_TEXT_FACTOR 4
+#define VD_HTTP_FIELD_COST 64
+#define VD_HTTP_POOL_FIELDS 2048
+#define VD_HTTP_POOL_SLACK 65536
+/* A body refused while it arrives (413 sent at once): how long and how
+ * much of the rest is read and dropped before the connection is cut, so
+ * that the client reads the answer instead of a reset. */
+#define VD_HTTP_LINGER_MS 2000
+#define VD_HTTP_DISCARD_MAX (1u << 20)
+/* How often "all connections in use" is logged at most. */
+#define VD_HTTP_FULL_LOG_MS 10000
+/* On stop, how long streams may take to send their last chunk before the
+ * server is stopped under them. */
+#define VD_HTTP_DRAIN_MS 1000
+/* An error answer's sentence is cut to this; its JSON, every byte escaped
+ * at worst, fits the second (written without allocating). */
+#define VD_HTTP_DETAIL_MAX 512
+#define VD_HTTP_ERROR_MAX (6 * VD_HTTP_DETAIL_MAX + 128)
+
+#define VD_API_DEFAULT_WAIT 30     /* seconds, POST /verify?wait= */
+/* The longest ?wait=, and the ceiling of max_wait (a plain literal: the
+ * config table's range). */
+#define VD_API_MAX_WAIT 300
+#define VD_PAGE_MAX 10000          /* ?limit= of a paginated listing, at most */
+#define VD_TOKEN_MAX 512           /* bytes in the operator token */
+#define VD_TOKEN_MIN 16
+
+/* ---- the event stream ---------------------------------------------- */
+#define VD_EVENTS_RING_BYTES (1u << 20)       /* frames kept in memory at most */
+#define VD_EVENTS_RING_MAX 8192               /* ... and events */
+#define VD_EVENTS_STREAM_BUFFER (256u << 10)  /* bytes a stream may lag behind */
+#define VD_EVENTS_PAGE 64                     /* events read from the database at once */
+#define VD_EVENTS_TRIM_BATCH 1024             /* events past event_history before a trim */
+
+/* ---- logs, metrics and state --------------------------------------- */
+#define VD_LOG_MSG_MAX 2048        /* a message longer than this is cut */
+#define VD_LOG_LINE_MAX 8192       /* a JSON line or a journal entry, fields included */
+#define VD_METRICS_MAX_HTTP_SERIES 128
+#define VD_CHAIN_MAX_BREAKS 16     /* breaks listed per chain; the rest counted */
+#define VD_STATE_BUSY_MS 5000      /* SQLite waits this long for a lock */
+#define VD_STATE_PRUNE_INTERVAL 3600   /* seconds between prunes of old cleared alerts */
+/* SQLite's page cache, in KiB (negative: a size, not pages): the
+ * database is written far more than read back, and the operating system
+ * caches its file anyway. */
+#define VD_STATE_CACHE_KIB "-512"
+/* Statements written once per artifact or event are prepared once. */
+#define VD_STMT_CACHE_MAX 8
+
+/* ---- the daemon's loop --------------------------------------------- */
+#define VD_SCAN_SETTLE_MAX_MS 1000   /* a stream of events delays a scan at most this */
+/* The scan result is merged a slice at a time, one slice a loop turn:
+ * on a store of many thousand rounds, clients are answered meanwhile. */
+#define VD_MERGE_SLICE 2000
+/* After a verdict, lineage catches up this long after, so that the
+ * verdicts of one burst are looked at together. Readers and waiters catch
+ * it up at once (vd_store_sync). */
+#define VD_REFRESH_DELAY_MS 10
+/* While verdicts stream in, the hashers' short-lived buffers and the
+ * store's long-lived records interleave in the heap: what is freed between
+ * them stays resident unless handed back now and then. */
+#define VD_TRIM_INTERVAL_MS 1000
+/* Past this many marks (and a quarter of the groups), everything is
+ * taken as changed: a whole pass costs no more, and a first scan of a
+ * large store would otherwise copy every path and hash into the sets. */
+#define VD_DIRTY_WHOLE_MIN 1024
+#define VD_STATUS_INTERVAL_MS 10000   /* how often systemd's STATUS= line is renewed */
+#define VD_LOOP_STALL_NS (20 * 1000000ull)   /* a loop turn busier than this is logged */
+#define VD_STALL_LOG_GAP_NS (1000000000ull)  /* at most one such line a second */
+
+/* ---- the command-line verifier ------------------------------------- */
+#define VD_PROGRESS_MIN_BYTES (256u << 20)   /* show progress above this size */
+#define VD_ATTEST_JSON_MEMORY (4u << 20)   /* parse memory for an attestation read back */
+
+#endif
