@@ -647,22 +647,11 @@ static void on_ledger_record(const vd_ledger_record *rec, size_t line, int trust
 
 static int read_ledger(const char *path, vd_buf *b, char *err, size_t n)
 {
-	struct stat st;
-	int fd, rc;
+	int rc = vd_read_file(path, VD_LEDGER_MAX_BYTES, b);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		snprintf(err, n, "cannot open %s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (rc == -EINVAL)
 		snprintf(err, n, "%s is not a regular file", path);
-		close(fd);
-		return -1;
-	}
-	rc = vd_read_all(fd, VD_LEDGER_MAX_BYTES, b);
-	close(fd);
-	if (rc == -EFBIG)
+	else if (rc == -EFBIG)
 		snprintf(err, n, "%s is larger than %u bytes", path, VD_LEDGER_MAX_BYTES);
 	else if (rc < 0)
 		snprintf(err, n, "cannot read %s: %s", path, strerror(-rc));

@@ -8,7 +8,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <openssl/sha.h>
 
 #include "vd_artifact.h"
 #include "vd_hash.h"
@@ -421,8 +420,9 @@ static vd_code load_header(verify_ctx *c)
 	vd_code rc;
 
 	rc = c->store->read_small(c, HEADER_FILE, VD_HEADER_MAX_BYTES, VD_ARTIFACT_INVALID, &b);
+	if (rc == VD_OK && vd_sha256(b.p, b.len, c->meta.header) < 0)
+		rc = vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed on header.json");
 	if (rc == VD_OK) {
-		SHA256(b.p, b.len, c->meta.header);
 		rc = vd_header_parse(b.p, b.len,
 		    &(vd_parse_bounds){ .max_tensors = c->bounds.max_tensors, .budget = &c->budget },
 		    &c->hdr, &c->err);
@@ -1016,7 +1016,10 @@ static vd_code check_index(verify_ctx *c)
 	if (rc != VD_OK)
 		goto out;
 	c->meta.has_index = 1;
-	SHA256(b.p, b.len, c->meta.index);
+	if (vd_sha256(b.p, b.len, c->meta.index) < 0) {
+		rc = vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed on %s", INDEX_FILE);
+		goto out;
+	}
 	if ((rc = parse_index(c, &b, &doc)) != VD_OK)
 		goto out;
 	root = doc.root;
@@ -1545,9 +1548,9 @@ vd_code vd_artifact_digest_small(int dirfd, const char *name, uint8_t out[32], v
 	memset(&c, 0, sizeof(c));
 	c.dirfd = dirfd;
 	rc = read_small(&c, name, VD_HEADER_MAX_BYTES, VD_CHECKPOINT_INTEGRITY, &b);
-	if (rc == VD_OK)
-		SHA256(b.p, b.len, out);
-	else
+	if (rc == VD_OK && vd_sha256(b.p, b.len, out) < 0)
+		rc = vd_fail(&c.err, VD_IO_ERROR, "SHA-256 failed on %s", name);
+	if (rc != VD_OK)
 		*err = c.err;
 	give_small(&c, &b);
 	return rc;

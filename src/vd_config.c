@@ -602,33 +602,18 @@ int vd_config_check(const vd_config *c, char *err, size_t errlen)
 
 int vd_config_load(const char *path, vd_config *c, char *err, size_t errlen)
 {
-	struct stat st;
-	char *buf;
-	ssize_t n;
-	int fd, rc;
+	vd_buf b;
+	int rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size > VD_CONFIG_MAX_BYTES) {
+	vd_buf_init(&b);
+	rc = vd_read_file(path, VD_CONFIG_MAX_BYTES, &b);
+	if (rc == -EINVAL || rc == -EFBIG)
 		snprintf(err, errlen, "%s: not a regular file of at most %u bytes", path,
 		    VD_CONFIG_MAX_BYTES);
-		close(fd);
-		return -1;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	n = buf ? read(fd, buf, (size_t)st.st_size) : -1;
-	close(fd);
-	if (n < 0) {
-		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-		free(buf);
-		return -1;
-	}
-	rc = vd_config_parse(buf, (size_t)n, path, c, err, errlen);
-	free(buf);
-	return rc;
+	else if (rc < 0)
+		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(-rc));
+	else
+		rc = vd_config_parse(b.p ? (const char *)b.p : "", b.len, path, c, err, errlen);
+	vd_buf_free(&b);
+	return rc < 0 ? -1 : rc;
 }

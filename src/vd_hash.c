@@ -39,22 +39,33 @@ int vd_hasher_update(vd_hasher *h, const void *p, size_t n)
 	return EVP_DigestUpdate(h->ctx, p, n) == 1 ? 0 : -1;
 }
 
-int vd_hasher_final(vd_hasher *h, char hex[VD_HASH_HEX_LEN + 1])
+int vd_hasher_digest(vd_hasher *h, uint8_t out[32])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 
-	if (EVP_DigestFinal_ex(h->ctx, md, &n) != 1 || n != 32)
+	return EVP_DigestFinal_ex(h->ctx, out, &n) == 1 && n == 32 ? 0 : -1;
+}
+
+int vd_hasher_final(vd_hasher *h, char hex[VD_HASH_HEX_LEN + 1])
+{
+	uint8_t md[32];
+
+	if (vd_hasher_digest(h, md) < 0)
 		return -1;
-	vd_hex(md, n, hex);
+	vd_hex(md, 32, hex);
 	return 0;
+}
+
+int vd_sha256(const void *p, size_t n, uint8_t out[32])
+{
+	return EVP_Digest(p, n, out, NULL, EVP_sha256(), NULL) == 1 ? 0 : -1;
 }
 
 int vd_sha256_hex(const void *p, size_t n, char hex[VD_HASH_HEX_LEN + 1])
 {
-	unsigned char md[32];
+	uint8_t md[32];
 
-	if (EVP_Digest(p, n, md, NULL, EVP_sha256(), NULL) != 1)
+	if (vd_sha256(p, n, md) < 0)
 		return -1;
 	vd_hex(md, 32, hex);
 	return 0;

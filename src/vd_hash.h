@@ -19,6 +19,8 @@ typedef struct vd_hasher vd_hasher;
 vd_hasher *vd_hasher_new(void);
 void vd_hasher_free(vd_hasher *h);
 int vd_hasher_update(vd_hasher *h, const void *p, size_t n);
+/* The digest, raw or as lowercase hex; h is spent either way. */
+int vd_hasher_digest(vd_hasher *h, uint8_t out[32]);
 int vd_hasher_final(vd_hasher *h, char hex[VD_HASH_HEX_LEN + 1]);
 
 /* The domain tag and "\0tensors\0". */
@@ -32,7 +34,9 @@ int vd_hash_struct(vd_hasher *h, const vd_header *hdr);
 /* The structural frame: compact sorted-key JSON, ASCII-escaped. */
 int vd_hash_frame(vd_buf *b, const vd_header *hdr);
 
-/* SHA-256 of a buffer as lowercase hex. */
+/* SHA-256 of a buffer, raw or as lowercase hex: 0 or -1. Every SHA-256
+ * of the project goes through these and vd_hasher. */
+int vd_sha256(const void *p, size_t n, uint8_t out[32]);
 int vd_sha256_hex(const void *p, size_t n, char hex[VD_HASH_HEX_LEN + 1]);
 
 #endif

@@ -919,22 +919,23 @@ static int resolve(const vd_config *cfg, struct sockaddr_storage *ss, char *err,
 	return -1;
 }
 
+/* A PEM file, as a string. */
 static char *slurp(const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	long n;
+	vd_buf b;
+	int rc;
 
-	if (f == NULL || fseek(f, 0, SEEK_END) < 0 || (n = ftell(f)) < 0 || n > (1 << 20) ||
-	    fseek(f, 0, SEEK_SET) < 0 || (buf = calloc(1, (size_t)n + 1)) == NULL ||
-	    fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno ? errno : EIO));
-		free(buf);
-		buf = NULL;
+	vd_buf_init(&b);
+	rc = vd_read_file(path, VD_TLS_FILE_MAX, &b);
+	if (rc == 0 && vd_buf_putc(&b, '\0') < 0)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot read %s: %s", path, rc == -EINVAL ?
+		    "not a regular file" : strerror(-rc));
+		vd_buf_free(&b);
+		return NULL;
 	}
-	if (f)
-		fclose(f);
-	return buf;
+	return (char *)b.p;
 }
 
 static void handle_closed(uv_handle_t *hd)

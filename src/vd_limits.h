@@ -129,6 +129,7 @@
 /* On stop, how long streams may take to send their last chunk before the
  * server is stopped under them. */
 #define VD_HTTP_DRAIN_MS 1000
+#define VD_TLS_FILE_MAX (1u << 20)   /* a PEM certificate or key file, bytes */
 /* An error answer's sentence is cut to this; its JSON, every byte escaped
  * at worst, fits the second (written without allocating). */
 #define VD_HTTP_DETAIL_MAX 512

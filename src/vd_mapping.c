@@ -11,8 +11,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
+#include "vd_hash.h"
 #include "vd_limits.h"
 #include "vd_mapping.h"
 
@@ -196,20 +196,19 @@ int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32])
 {
 	/* Allocated outside the guard: a jump out of the digest must not
 	 * leave anything allocated behind it. */
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	vd_hasher *h = vd_hasher_new();
 	vd_bus_guard g = { .lo = (uintptr_t)p, .hi = (uintptr_t)p + n }, *prev;
 	volatile int rc = -1;
 
-	if (ctx == NULL)
+	if (h == NULL)
 		return -1;
 	vd_bus_guard_lazily();
 	prev = vd_bus_guard_push(&g);
 	if (sigsetjmp(g.jb, 1) == 0) {
 		uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE), from, to;
 		size_t off = 0, step;
-		int ok;
+		int ok = 1;
 
-		ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
 		/* Each step leaves the mapping once digested (the page cache
 		 * keeps it): resident memory per hasher stays one step, however
 		 * many hashers digest at once. A range need not start on a page
@@ -217,16 +216,16 @@ int vd_digest_range(const uint8_t *p, size_t n, uint8_t out[32])
 		 * starts in, which lies in the same mapping. */
 		for (; ok && off < n; off += step) {
 			step = n - off < VD_DIGEST_STEP ? n - off : VD_DIGEST_STEP;
-			ok = EVP_DigestUpdate(ctx, p + off, step) == 1;
+			ok = vd_hasher_update(h, p + off, step) == 0;
 			from = ((uintptr_t)p + off) & ~(ps - 1);
 			to = ((uintptr_t)p + off + step) & ~(ps - 1);
 			if (to > from)
 				madvise((void *)from, to - from, MADV_DONTNEED);
 		}
-		if (ok && EVP_DigestFinal_ex(ctx, out, NULL) == 1)
+		if (ok && vd_hasher_digest(h, out) == 0)
 			rc = 0;
 	}
 	vd_bus_guard_pop(prev);
-	EVP_MD_CTX_free(ctx);
+	vd_hasher_free(h);
 	return rc;
 }

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
+#include "vd_hash.h"
 #include "vd_scan.h"
 
 const char *vd_kind_name(vd_artifact_kind k)
@@ -154,18 +154,16 @@ static void free_names(char **names, size_t n)
 
 int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp)
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	vd_hasher *h = vd_hasher_new();
 	struct stat st;
 	char **names;
 	size_t n, i;
 	int64_t rec[9];
-	int partial;
+	int partial, ok = 1;
 
 	memset(fp, 0, sizeof(*fp));
-	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
-		EVP_MD_CTX_free(ctx);
+	if (h == NULL)
 		return -1;
-	}
 	names = list_dir(dirfd, VD_SCAN_MAX_DIR_ENTRIES, &n, &partial);
 	for (i = 0; names != NULL && i < n; i++) {
 		memset(rec, 0, sizeof(rec));
@@ -182,13 +180,14 @@ int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp)
 			fp->linked += S_ISREG(st.st_mode) && st.st_nlink > 1;
 		}
 		/* The name with its NUL, then the identity. */
-		EVP_DigestUpdate(ctx, names[i] ? names[i] : "", names[i] ? strlen(names[i]) + 1 : 1);
-		EVP_DigestUpdate(ctx, rec, sizeof(rec));
+		ok = ok && vd_hasher_update(h, names[i] ? names[i] : "",
+		    names[i] ? strlen(names[i]) + 1 : 1) == 0 &&
+		    vd_hasher_update(h, rec, sizeof(rec)) == 0;
 	}
 	fp->entries = n;
-	fp->ok = names != NULL && EVP_DigestFinal_ex(ctx, fp->digest, NULL) == 1;
+	fp->ok = names != NULL && ok && vd_hasher_digest(h, fp->digest) == 0;
 	free_names(names, n);
-	EVP_MD_CTX_free(ctx);
+	vd_hasher_free(h);
 	return fp->ok ? 0 : -1;
 }
 
@@ -197,7 +196,7 @@ int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp)
 
 void vd_fingerprint_file(const struct stat *st, vd_fingerprint *fp)
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	vd_hasher *h = vd_hasher_new();
 	int64_t rec[9] = { st->st_mode, (int64_t)st->st_dev, (int64_t)st->st_ino, st->st_size,
 		st->st_mtim.tv_sec, st->st_mtim.tv_nsec, st->st_ctim.tv_sec, st->st_ctim.tv_nsec,
 		(int64_t)st->st_nlink };
@@ -205,11 +204,11 @@ void vd_fingerprint_file(const struct stat *st, vd_fingerprint *fp)
 	memset(fp, 0, sizeof(*fp));
 	fp->entries = 1;
 	fp->linked = S_ISREG(st->st_mode) && st->st_nlink > 1;
-	fp->ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
-	    EVP_DigestUpdate(ctx, VD_FP_FILE_TAG, sizeof(VD_FP_FILE_TAG) - 1) == 1 &&
-	    EVP_DigestUpdate(ctx, rec, sizeof(rec)) == 1 &&
-	    EVP_DigestFinal_ex(ctx, fp->digest, NULL) == 1;
-	EVP_MD_CTX_free(ctx);
+	fp->ok = h != NULL &&
+	    vd_hasher_update(h, VD_FP_FILE_TAG, sizeof(VD_FP_FILE_TAG) - 1) == 0 &&
+	    vd_hasher_update(h, rec, sizeof(rec)) == 0 &&
+	    vd_hasher_digest(h, fp->digest) == 0;
+	vd_hasher_free(h);
 }
 
 int vd_fingerprint_eq(const vd_fingerprint *a, const vd_fingerprint *b)

@@ -1,11 +1,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "vd_utf8.h"
@@ -330,6 +332,25 @@ void vd_arena_free(vd_arena *a)
 	a->head = NULL;
 	a->used_total = 0;
 	a->chunks = 0;
+}
+
+int vd_read_file(const char *path, size_t cap, vd_buf *b)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode))
+		rc = -EINVAL;
+	else if ((uint64_t)st.st_size > cap)
+		rc = -EFBIG;
+	else
+		rc = vd_read_all(fd, cap, b);
+	close(fd);
+	return rc;
 }
 
 int vd_read_all(int fd, size_t cap, vd_buf *b)

@@ -64,6 +64,11 @@ void *vd_grow(void *arr, size_t *cap, size_t n, size_t size);
 /* Read fd to its end into b, at most cap bytes: 0, -EFBIG past cap,
  * -ENOMEM, or -errno of a failed read. */
 int vd_read_all(int fd, size_t cap, vd_buf *b);
+/* The regular file at path into b, at most cap bytes: 0, -EFBIG past
+ * cap, -EINVAL when it is not a regular file (a FIFO is not waited on),
+ * or -errno. The one reader of whole files but for secrets (keys and
+ * tokens are read into buffers that are wiped). */
+int vd_read_file(const char *path, size_t cap, vd_buf *b);
 
 /* What one job may spend on parsing, shared by every arena and array the
  * job allocates for it: the sum stays bounded however a hostile artifact
