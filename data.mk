@@ -32,6 +32,18 @@ systemd/lensemble-verifyd.service: $(srcdir)/systemd/lensemble-verifyd.service.i
 	fi && \
 	mv $@.tmp $@
 
+# --- sysusers.d ---------------------------------------------------------------
+# The account the unit's User= names. Under $(prefix) like the unit;
+# packagers override it, e.g. sysusersdir=/usr/lib/sysusers.d. The file is
+# installed as lensemble-verifyd.conf (systemd-sysusers reads only *.conf),
+# which a _DATA primary cannot rename, hence the rules below. Nothing here
+# creates the account: run "systemd-sysusers FILE" once after installing
+# (a Debian package's postinst does it; see docs/PACKAGING.md). The path
+# is needed outside /usr/lib, /etc and /run, the only directories
+# systemd-sysusers searches by itself.
+sysusersdir = $(prefix)/lib/sysusers.d
+vd_sysusers = lensemble-verifyd
+
 # --- configuration file -------------------------------------------------------
 # Installed only when absent: an upgrade must never replace an operator's
 # configuration. Uninstall removes it only while it is byte-identical to
@@ -40,6 +52,10 @@ systemd/lensemble-verifyd.service: $(srcdir)/systemd/lensemble-verifyd.service.i
 vd_conf = lensemble-verifyd.conf
 
 install-data-local:
+	$(MKDIR_P) '$(DESTDIR)$(sysusersdir)'
+	$(INSTALL_DATA) $(srcdir)/systemd/$(vd_sysusers).sysusers '$(DESTDIR)$(sysusersdir)/$(vd_sysusers).conf'
+	@test -n '$(DESTDIR)' || \
+	  echo "create the account once with: systemd-sysusers $(sysusersdir)/$(vd_sysusers).conf"
 	$(MKDIR_P) '$(DESTDIR)$(sysconfdir)'
 	@if test -f '$(DESTDIR)$(sysconfdir)/$(vd_conf)'; then \
 	  echo "keeping the existing $(DESTDIR)$(sysconfdir)/$(vd_conf)"; \
@@ -49,6 +65,7 @@ install-data-local:
 	fi
 
 uninstall-local:
+	rm -f '$(DESTDIR)$(sysusersdir)/$(vd_sysusers).conf'
 	@f='$(DESTDIR)$(sysconfdir)/$(vd_conf)'; \
 	if test -f "$$f" && cmp -s $(srcdir)/etc/$(vd_conf) "$$f"; then \
 	  echo " rm -f '$$f'"; rm -f "$$f"; \
@@ -77,4 +94,4 @@ check-local: lensemble-verifyd$(EXEEXT)
 # anything included after this file appends with "+=".
 CLEANFILES = systemd/lensemble-verifyd.service systemd/lensemble-verifyd.service.tmp
 EXTRA_DIST += etc/$(vd_conf) systemd/lensemble-verifyd.service.in \
-	docs/SECURITY-systemd.md
+	systemd/$(vd_sysusers).sysusers docs/SECURITY-systemd.md

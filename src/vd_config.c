@@ -115,7 +115,7 @@ static const key_spec keys[] = {
 	{ "max_event_streams", K_UINT, U(max_event_streams), 0, 100000, "256",
 	  "GET /events streams open at once; beyond it 503 (0: none)" },
 	{ "event_keepalive", K_UINT, U(event_keepalive), 1, 3600, "15",
-	  "seconds between keepalive comments on an idle GET /events stream" },
+	  "longest silence, in seconds, before a keepalive comment on a GET /events stream" },
 	{ "alert_retention", K_DURATION, U(alert_retention), 0, 3650 * 86400u, "90d",
 	  "how long a cleared alert stays in GET /alerts: seconds, or with m, h or d (0: for ever)" },
 };

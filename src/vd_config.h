@@ -84,7 +84,7 @@ typedef struct vd_config {
 	unsigned shutdown_grace;    /* seconds to finish work on SIGTERM */
 	unsigned event_history;     /* events GET /events can resume from */
 	unsigned max_event_streams; /* GET /events streams open at once */
-	unsigned event_keepalive;   /* seconds between keepalive comments on a stream */
+	unsigned event_keepalive;   /* longest silence on a stream before a keepalive comment */
 	unsigned alert_retention;   /* seconds a cleared alert stays in GET /alerts; 0: for ever */
 } vd_config;
 

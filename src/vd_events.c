@@ -41,10 +41,10 @@ typedef struct stream {
 	uint64_t cursor;             /* the last event taken whole */
 	size_t partial;              /* bytes taken of the ring frame after it */
 	page pg;
-	char note[160];              /* a lost event, sent before the next frame */
+	char note[VD_EVENTS_NOTE_MAX];  /* a lost event, sent before the next frame */
 	size_t note_len, note_off;
 	int live;                    /* within VD_EVENTS_STREAM_BUFFER of the newest */
-	int sent;                    /* bytes went out since the last keepalive tick */
+	uint64_t last_write_ms;      /* loop time its last bytes went out */
 	int keepalive_due;
 	int dead;                    /* cut: waiting for its connection to close */
 } stream;
@@ -66,6 +66,7 @@ struct vd_events {
 	uv_timer_t keepalive;
 	vd_state *state;
 	unsigned history, max_streams, keepalive_s;
+	uint64_t keepalive_ms, tick_ms;
 	uint64_t last_id;            /* the newest event's id; 0: none yet */
 	uint64_t bytes;              /* frame bytes published (ring offsets) */
 	uint64_t db_first;           /* the oldest id in the database */
@@ -211,7 +212,7 @@ static void cut(vd_events *ev, stream *s)
 
 	s->dead = 1;
 	/* One line now and then: a burst can cut many streams at once. */
-	if (ev->cut_logged_ms == 0 || now - ev->cut_logged_ms >= 10000) {
+	if (ev->cut_logged_ms == 0 || now - ev->cut_logged_ms >= VD_EVENTS_CUT_LOG_MS) {
 		ev->cut_logged_ms = now;
 		log_info("GET /events: a client fell more than %u KiB behind; its stream is closed (it may resume with Last-Event-ID)",
 		    VD_EVENTS_STREAM_BUFFER >> 10);
@@ -351,7 +352,7 @@ static ssize_t stream_fill(void *arg, char *buf, size_t max, int ending)
 	if (n == 0 && !ending && s->keepalive_due && max >= sizeof(VD_EVENTS_KEEPALIVE) - 1)
 		put(buf, max, &n, VD_EVENTS_KEEPALIVE, sizeof(VD_EVENTS_KEEPALIVE) - 1);
 	if (n > 0) {
-		s->sent = 1;
+		s->last_write_ms = uv_now(ev->keepalive.loop);
 		s->keepalive_due = 0;
 	}
 	if (!s->live && s->pg.next == s->pg.count && lag(ev, s) <= VD_EVENTS_STREAM_BUFFER)
@@ -385,6 +386,7 @@ int vd_events_open(vd_events *ev, vd_req *r, int resume, uint64_t after)
 		return -1;
 	s->ev = ev;
 	s->req = r;
+	s->last_write_ms = uv_now(ev->keepalive.loop);   /* the headers */
 	vd_buf_init(&s->pg.text);
 	s->cursor = resume ? vd_events_resume_point(after, ev->last_id, ev->history, &lost) :
 	    ev->last_id;
@@ -406,26 +408,28 @@ int vd_events_open(vd_events *ev, vd_req *r, int resume, uint64_t after)
 	return 0;
 }
 
-/* A stream that sent nothing for a whole interval gets a comment. Its
- * client may have left meanwhile: a waiting stream is not polled, and a
- * first write to a closed connection still succeeds, so each is asked
- * (one recv), and a stream whose client left is closed now. */
+/* A stream that would be silent for longer than event_keepalive by the
+ * next tick gets a comment now: no stream stays silent longer than that
+ * (and a loop turn), and one not due stays suspended. Its client may have
+ * left meanwhile: a waiting stream is not polled, and a first write to a
+ * closed connection still succeeds, so each stream due is asked first
+ * (one recv), and one whose client left is closed now. */
 static void on_keepalive(uv_timer_t *t)
 {
 	vd_events *ev = t->data;
+	uint64_t now = uv_now(t->loop);
 	stream *s;
 
 	for (s = ev->streams; s != NULL; s = s->next) {
-		if (!s->dead && vd_http_stream_gone(s->req)) {
+		if (s->dead || now - s->last_write_ms + ev->tick_ms <= ev->keepalive_ms)
+			continue;
+		if (vd_http_stream_gone(s->req)) {
 			s->dead = 1;
 			vd_http_stream_cut(s->req);
 			continue;
 		}
-		if (!s->sent && !s->dead) {
-			s->keepalive_due = 1;
-			vd_http_stream_wake(s->req);
-		}
-		s->sent = 0;
+		s->keepalive_due = 1;
+		vd_http_stream_wake(s->req);
 	}
 }
 
@@ -616,10 +620,10 @@ static void heads_update(vd_events *ev, const vd_lineage *l, const vd_model *m)
 	while (vd_map_next(&ev->heads, &it, &k, &v)) {
 		head_seen *h = v;
 		if (h->gen != ev->head_gen) {
-			if (whole) {
-				h->round = -1;      /* none now: the next one is news */
-				h->hash[0] = '\0';
-			}
+			/* No head now: forgotten, so that the map holds the runs
+			 * that have one, and the next one is news. */
+			if (whole)
+				free(vd_map_del(&ev->heads, k));
 			continue;
 		}
 		if (h->round == h->cand_round && strcmp(h->hash, h->cand_hash) == 0)
@@ -706,6 +710,12 @@ static void commits_update(vd_events *ev, const vd_lineage *l, const vd_config *
 			fresh[n++] = (new_commit){ v, src };
 		}
 	}
+	/* What no longer counts (a ledger rewritten or forgotten, a run
+	 * gone) is forgotten: it is news if it counts again. */
+	it = 0;
+	while (vd_map_next(&ev->commits, &it, &k, &v))
+		if (((commit_seen *)v)->gen != ev->commit_gen)
+			free(vd_map_del(&ev->commits, k));
 	if (n > 0)
 		qsort(fresh, n, sizeof(*fresh), new_commit_cmp);
 	for (i = 0; i < n; i++)
@@ -722,6 +732,12 @@ void vd_events_lineage(vd_events *ev, const vd_lineage *l, const vd_model *m,
 		commits_update(ev, l, cfg, ev->primed);
 	heads_update(ev, l, m);
 	ev->primed = 1;
+}
+
+void vd_events_tracked(const vd_events *ev, size_t *heads, size_t *commits)
+{
+	*heads = ev != NULL ? ev->heads.count : 0;
+	*commits = ev != NULL ? ev->commits.count : 0;
 }
 
 /* ---- life cycle -------------------------------------------------------- */
@@ -784,17 +800,19 @@ vd_events *vd_events_new(uv_loop_t *loop, const vd_config *cfg, vd_state *st)
 	return ev;
 }
 
+/* The timer ticks VD_EVENTS_KEEPALIVE_TICKS times an interval: a stream
+ * is due at most a tick before its silence reaches the interval. */
 void vd_events_set_config(vd_events *ev, const vd_config *cfg)
 {
-	uint64_t ms = (uint64_t)cfg->event_keepalive * 1000;
-
 	if (ev == NULL || ev->closed)
 		return;
 	ev->history = cfg->event_history;
 	ev->max_streams = cfg->max_event_streams;
 	if (ev->keepalive_s != cfg->event_keepalive) {
 		ev->keepalive_s = cfg->event_keepalive;
-		uv_timer_start(&ev->keepalive, on_keepalive, ms, ms);
+		ev->keepalive_ms = (uint64_t)cfg->event_keepalive * 1000;
+		ev->tick_ms = ev->keepalive_ms / VD_EVENTS_KEEPALIVE_TICKS;
+		uv_timer_start(&ev->keepalive, on_keepalive, ev->tick_ms, ev->tick_ms);
 	}
 }
 

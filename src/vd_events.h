@@ -57,6 +57,11 @@ void vd_events_lineage(vd_events *ev, const vd_lineage *l, const vd_model *m,
  * of memory): nothing was sent. */
 int vd_events_open(vd_events *ev, struct vd_req *r, int resume, uint64_t after);
 
+/* Diagnostics: how many runs ev remembers a head for, and how many (run,
+ * round, source) commitments that counted at the last rebuild of the
+ * slots; neither outgrows what the last refresh saw. */
+void vd_events_tracked(const vd_events *ev, size_t *heads, size_t *commits);
+
 /* ---- pure parts -------------------------------------------------------- */
 
 /* An event id as Last-Event-ID gives it: decimal digits, no sign, at most

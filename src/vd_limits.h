@@ -149,6 +149,11 @@
 #define VD_EVENTS_STREAM_BUFFER (256u << 10)  /* bytes a stream may lag behind */
 #define VD_EVENTS_PAGE 64                     /* events read from the database at once */
 #define VD_EVENTS_TRIM_BATCH 1024             /* events past event_history before a trim */
+/* Keepalive ticks per event_keepalive: a stream gets its comment when its
+ * silence is within a tick of the interval, never later. */
+#define VD_EVENTS_KEEPALIVE_TICKS 4
+#define VD_EVENTS_CUT_LOG_MS 10000            /* "stream cut" is logged at most this often */
+#define VD_EVENTS_NOTE_MAX 160                /* a lost event's frame: two 20-digit ids fit */
 
 /* ---- logs, metrics and state --------------------------------------- */
 #define VD_LOG_MSG_MAX 2048        /* a message longer than this is cut */

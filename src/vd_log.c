@@ -20,7 +20,13 @@
 static int log_stderr = 1;
 static int log_level = VD_LOG_INFO;
 static int log_format = VD_LOG_TEXT;
-static int journal_fd = -1;            /* the native journal socket, connected */
+/* Chosen once at open; the socket may come and go with the journal. */
+static int journal_wanted;
+/* Not connected: each entry is sent to the path as it is then, so a
+ * journal restarted on a new socket file gets the next one, and there is
+ * no reconnect to guard among threads. */
+static int journal_fd = -1;
+static struct sockaddr_un journal_addr = { .sun_family = AF_UNIX, .sun_path = VD_LOG_JOURNAL_SOCKET };
 static const char *log_ident = "lensemble-verifyd";
 static const char *const names[] = { "error", "warning", "info", "debug" };
 static const char *const formats[] = { "text", "json" };
@@ -61,33 +67,26 @@ static int stderr_is_journal(void)
 	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
-static int journal_connect(void)
+int vd_log_set_journal_socket(const char *path)
 {
-	struct sockaddr_un sa;
-	int fd;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", VD_LOG_JOURNAL_SOCKET);
-	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	if (strlen(path) >= sizeof(journal_addr.sun_path))
+		return -ENAMETOOLONG;
+	snprintf(journal_addr.sun_path, sizeof(journal_addr.sun_path), "%s", path);
+	return 0;
 }
 
 /* The journal when stderr is the journal's stream, or when systemd runs
  * the daemon (INVOCATION_ID) without a stderr of its own; the native
- * protocol carries the fields, which a stream line cannot. */
+ * protocol carries the fields, which a stream line cannot. Whether the
+ * socket answers now does not matter: it is tried for every entry. */
 void vd_log_open(const char *ident, int to_stderr)
 {
 	log_ident = ident;
 	log_stderr = to_stderr;
-	if (stderr_is_journal() || (!to_stderr && getenv("INVOCATION_ID") != NULL))
-		journal_fd = journal_connect();
-	if (journal_fd < 0 && !to_stderr)
+	journal_wanted = stderr_is_journal() || (!to_stderr && getenv("INVOCATION_ID") != NULL);
+	if (journal_wanted && journal_fd < 0)
+		journal_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (!journal_wanted && !to_stderr)
 		openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
@@ -265,8 +264,9 @@ size_t vd_log_journal_entry(char *out, size_t n, const char *ident, int level,
 	return rc == 0 ? len : 0;
 }
 
-/* Never blocks the loop: a journal that cannot take the entry now gets
- * the line on stderr instead. */
+/* Never blocks the loop: a journal that cannot take the entry now (busy,
+ * restarting, gone) gets the line on stderr instead, and the next entry
+ * tries it again. */
 static int to_journal(int level, const vd_log_fields *f, const char *msg)
 {
 	char entry[VD_LOG_LINE_MAX];
@@ -274,8 +274,8 @@ static int to_journal(int level, const vd_log_fields *f, const char *msg)
 
 	if (len == 0)
 		len = vd_log_journal_entry(entry, sizeof(entry), log_ident, level, NULL, msg);
-	return len > 0 && send(journal_fd, entry, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len ?
-	    0 : -1;
+	return len > 0 && sendto(journal_fd, entry, len, MSG_DONTWAIT | MSG_NOSIGNAL,
+	    (const struct sockaddr *)&journal_addr, sizeof(journal_addr)) == (ssize_t)len ? 0 : -1;
 }
 
 static void emit(int level, const vd_log_fields *f, const char *msg)
@@ -283,9 +283,9 @@ static void emit(int level, const vd_log_fields *f, const char *msg)
 	char line[VD_LOG_LINE_MAX];
 	size_t len;
 
-	if (journal_fd >= 0 && to_journal(level, f, msg) == 0)
+	if (journal_wanted && journal_fd >= 0 && to_journal(level, f, msg) == 0)
 		return;
-	if (!log_stderr && journal_fd < 0) {
+	if (!log_stderr && !journal_wanted) {
 		syslog(prio[level], "%s", msg);
 		return;
 	}

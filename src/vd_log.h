@@ -5,7 +5,10 @@
  * systemd; else to syslog. A line may carry fields (vd_log_fields): JSON
  * members of the same names, and journal fields upper-cased (path as
  * STORE_PATH), so `journalctl CONTENT_HASH=<hex>` lists what the daemon
- * said about one artifact. Safe from any thread.
+ * said about one artifact. Each journal entry is sent to the socket's
+ * path as it is then: a restarted journal gets the next entry, and one the
+ * journal cannot take (busy, restarting, gone) goes to stderr, never to
+ * syslog. Safe from any thread.
  */
 #ifndef VD_LOG_H
 #define VD_LOG_H
@@ -31,6 +34,10 @@ typedef struct vd_log_fields {
 } vd_log_fields;
 
 void vd_log_open(const char *ident, int to_stderr);
+/* Where the journal's socket is (default VD_LOG_JOURNAL_SOCKET), for
+ * tests; before vd_log_open and any thread. -ENAMETOOLONG when path does
+ * not fit an AF_UNIX address. */
+int vd_log_set_journal_socket(const char *path);
 void vd_log_set_level(int level);
 void vd_log_set_format(int format);
 int vd_log_level_parse(const char *s);         /* -1 if unknown */

@@ -5,8 +5,11 @@
 # ?last_event_id=) gets exactly the events it missed, and one that asks
 # for more than the history holds gets a "lost" event first; idle streams
 # get keepalive comments; max_event_streams bounds them (503 beyond) while
-# /healthz still answers; and a shutdown with streams open is prompt and
-# ends each stream cleanly.
+# /healthz still answers; an alert is raised, then cleared, on the stream;
+# a shutdown with streams open is prompt and ends each stream cleanly; a
+# signed envelope dropped into commitments/ is a commitment event with its
+# key; and an idle stream outlives connection_timeout, never silent longer
+# than event_keepalive.
 . "$top_srcdir/tests/integration/lib.sh"
 
 H0=859245c72641256e051ead98898edc989faac09b4dcb35ec0fa3c346bf4f7645
@@ -156,7 +159,9 @@ if command -v python3 > /dev/null 2>&1; then
 else
 	echo "# SKIP: python3 is not installed; wait_for_head.py not run"
 fi
-printf '\377' | dd of="$STORE/round-00003/weights.safetensors" bs=1 seek=300 conv=notrunc 2>/dev/null
+W3=$STORE/round-00003/weights.safetensors
+cp "$W3" "$WORK/w3.orig"
+printf '\377' | dd of="$W3" bs=1 seek=300 conv=notrunc 2>/dev/null
 failed3() { has "$WORK/w.out" '"kind":"artifact_failed","state":"raised","subject":"round-00003"'; }
 if wait_for $((5 * SLOW)) failed3 > /dev/null; then
 	ok "an alert event when round 3 fails"
@@ -227,6 +232,17 @@ else
 	not_ok "?last_event_id=$L resumes the same way: $(frames "$WORK/d.out" | cut -d'|' -f1 | tr '\n' ' ')"
 fi
 
+# --- the alert cleared ----------------------------------------------------------------
+# failed3_states: the states of round 3's artifact_failed alert events, in order.
+failed3_states() {
+	frames "$WORK/w.out" | awk -F'|' '$2 == "alert"' | cut -d'|' -f3- |
+		jq -r 'select(.kind == "artifact_failed" and .subject == "round-00003") | .state' | tr '\n' ' ' | sed 's/ $//'
+}
+cp "$WORK/w3.orig" "$W3"
+cleared3() { [ "$(failed3_states)" = "raised cleared" ]; }
+wait_for $((5 * SLOW)) cleared3 > /dev/null
+check "round 3 restored: its alert is raised, then cleared, on the stream" "raised cleared" "$(failed3_states)"
+
 # --- shutdown with streams open ---------------------------------------------------------
 t0=$(now)
 stop_daemon
@@ -258,5 +274,74 @@ check "then what remains, from that id on" "$first" "$(frames "$WORK/e.out" | he
 check "the ids go on from before the restart" yes "$([ "$(last_id "$WORK/e.out")" -gt "$M" ] && echo yes)"
 kill "$E" 2>/dev/null
 wait "$E" 2>/dev/null
+
+# --- a signed commitment from a file; an idle stream kept alive -------------------------
+# Under the default connection_timeout (15 s), with event_keepalive = 2.
+stop_daemon
+KA=2
+KEYS=
+if command -v openssl > /dev/null 2>&1; then
+	. "$top_srcdir/tests/integration/trust.sh"
+	keygen coord
+	mkdir -p "$WORK/keys"
+	cp "$WORK/coord.pub" "$WORK/keys/"
+	chmod -R a+rX "$WORK/keys"
+	KEYS="trusted_keys = $WORK/keys"
+fi
+write_conf "token_file = $WORK/token" "event_keepalive = $KA" "rescan_interval = 3600" ${KEYS:+"$KEYS"}
+start_daemon
+# The idle stream: each line as it arrives, after the time it arrived.
+IDLE_FOR=18
+t_idle=$(now)
+{ curl -sN --max-time "$IDLE_FOR" "$(url /events)"; echo "$?" > "$WORK/idle.rc"; } |
+	while IFS= read -r line; do printf '%s %s\n' "$(now)" "$line"; done > "$WORK/idle.out" &
+IPID=$!
+if [ -n "$KEYS" ]; then
+	open_stream "$WORK/f.out"
+	F=$SPID
+	opened() { [ "$(metric http_connections)" -ge 3 ]; }
+	wait_for $((5 * SLOW)) opened > /dev/null
+	COORD=$(keyid "$WORK/coord.pub")
+	mkdir -p "$STORE/commitments"
+	envelope "$PT_CP" "$(cp_stmt . 4 "$(head_of "$STORE/ledger.jsonl")")" coord > "$STORE/commitments/ledger-4.json"
+	H7=$(printf 'round 7' | sha256sum | cut -d' ' -f1)
+	envelope "$PT_RC" "$(rc_stmt . 6 "$H7")" coord > "$STORE/commitments/round-6.json"
+	readable "$STORE"
+	signed_events() {
+		frames "$WORK/f.out" | awk -F'|' '$2 == "commitment"' | cut -d'|' -f3- |
+			jq -r '"\(.run) \(.round_index) \(.content_hash) \(.source) \(.key_id)"'
+	}
+	both() { signed_events | grep -q ' signed ' && [ "$(signed_events | grep -c ' ledger ')" -ge 4 ]; }
+	wait_for $((5 * SLOW)) both > /dev/null
+	check "a signed checkpoint in commitments/: a commitment event per record it covers, with its key" \
+		"4 . 3 $H4 ledger $COORD" \
+		"$(signed_events | grep -c ' ledger ') $(signed_events | grep ' ledger ' | tail -n 1)"
+	check "a signed RoundClose in commitments/: a commitment event with its key" \
+		". 6 $H7 signed $COORD" "$(signed_events | grep ' signed ')"
+	kill "$F" 2>/dev/null
+	wait "$F" 2>/dev/null
+else
+	echo "# SKIP: openssl is not installed; no signed commitment from a file"
+fi
+wait "$IPID"
+# The largest silence, from the stream's start to its last line; when that
+# was; how many keepalive comments came.
+read -r gap last_at comments <<EOF2
+$(awk -v t0="$t_idle" 'BEGIN { prev = t0 } $2 == ":" { n++ }
+	{ if ($1 - prev > max) max = $1 - prev; prev = $1 }
+	END { printf "%.2f %.2f %d\n", max, prev - t0, n }' "$WORK/idle.out")
+EOF2
+check "an idle stream is still open after connection_timeout = 15 s (curl gave up at $IDLE_FOR s)" 28 \
+	"$(cat "$WORK/idle.rc")"
+if awk -v l="$last_at" 'BEGIN { exit !(l > 15.5) }' && [ "$comments" -ge $((IDLE_FOR / KA - 2)) ]; then
+	ok "it gets keepalive comments all along ($comments, the last at $last_at s)"
+else
+	not_ok "it gets keepalive comments all along: $comments, the last at $last_at s"
+fi
+if awk -v g="$gap" -v k="$KA" -v s="$SLOW" 'BEGIN { exit !(g <= k + 0.5 + 0.5 * s) }'; then
+	ok "never silent longer than event_keepalive = $KA s and a little (at most $gap s)"
+else
+	not_ok "never silent longer than event_keepalive = $KA s and a little: $gap s"
+fi
 
 finish

@@ -3,8 +3,10 @@
 # copy of the tree (the source tree is never written to), check them with
 # lintian (no errors allowed), unpack them into a scratch root with dpkg -x
 # and check what they install: the daemon checks its installed
-# configuration, the conffile, the systemd unit, the manual pages, the
-# library and the Python client run from the unpacked root.
+# configuration, the conffile, the systemd unit and the system account it
+# runs as (sysusers.d, created in the scratch root with systemd-sysusers),
+# the manual pages, the library and the Python client run from the
+# unpacked root.
 #
 #   tests/package/it_deb.sh                 runs as any user (no fakeroot needed)
 #   VD_PKG_KEEP=1 tests/package/it_deb.sh   keep the scratch directory
@@ -159,6 +161,58 @@ check "the unit keeps its state in StateDirectory=lensemble-verifyd" \
 check "postinst enables and starts the unit (dh_installsystemd)" \
 	sh -c 'grep -q "deb-systemd-helper enable .lensemble-verifyd.service" "$1" &&
 		grep -q "deb-systemd-invoke" "$1"' - "$tmp/control-d/postinst"
+
+# --- the system account -------------------------------------------------------
+# A static account from sysusers.d, not DynamicUser=: the operator gives it
+# secrets (root:lensemble-verifyd 0640) and the store's group, and the state
+# directory keeps one owner.
+sysusers=usr/lib/sysusers.d/lensemble-verifyd.conf
+check "the unit runs as User=lensemble-verifyd, Group=lensemble-verifyd" \
+	sh -c 'grep -qx "User=lensemble-verifyd" "$1" && grep -qx "Group=lensemble-verifyd" "$1"' - "$unit"
+check "the unit sets no DynamicUser=" sh -c '! grep -q "^DynamicUser=" "$1"' - "$unit"
+dpkg-deb -c "$deb_d" >"$tmp/contents-d"
+check "the package ships /$sysusers" grep -q " \./$sysusers\$" "$tmp/contents-d"
+check "/$sysusers is systemd/lensemble-verifyd.sysusers, the package's only sysusers.d file" \
+	sh -c 'cmp -s "$1/systemd/lensemble-verifyd.sysusers" "$2/$3" &&
+		test "$(grep -c "/sysusers\.d/." "$4")" -eq 1' - "$top" "$root" "$sysusers" "$tmp/contents-d"
+pi=$tmp/control-d/postinst
+check "postinst runs systemd-sysusers for lensemble-verifyd.conf (dh_installsysusers)" \
+	grep -q '^ *systemd-sysusers .*lensemble-verifyd\.conf$' "$pi"
+# The account must exist before the unit is enabled and started.
+n_sysusers=$(grep -n 'systemd-sysusers ' "$pi" | head -n 1 | cut -d: -f1)
+n_unit=$(grep -n 'deb-systemd-' "$pi" | head -n 1 | cut -d: -f1)
+check "postinst creates the account before it enables and starts the unit" \
+	test "${n_sysusers:-0}" -gt 0 -a "${n_unit:-0}" -gt "${n_sysusers:-0}"
+check "the package depends on a systemd-sysusers provider" \
+	sh -c 'dpkg-deb -f "$1" Depends | grep -q "systemd-sysusers"' - "$deb_d"
+if command -v systemd-sysusers >/dev/null 2>&1; then
+	# In the unpacked root: first with the file's path, then as the
+	# postinst calls it (--root and the file's name, looked up in the
+	# root's sysusers.d), which must find the account and add nothing.
+	for f in passwd group shadow gshadow; do : >"$root/etc/$f"; done
+	out=$(systemd-sysusers --root="$root" "$root/$sysusers" 2>&1)
+	rc=$?
+	pw=$(grep '^lensemble-verifyd:' "$root/etc/passwd")
+	uid=$(echo "$pw" | cut -d: -f3)
+	gid=$(echo "$pw" | cut -d: -f4)
+	[ "$rc" -eq 0 ] || echo "$out" | sed 's/^/# /'
+	check "systemd-sysusers creates the account in the scratch root's /etc/passwd (status $rc)" \
+		sh -c 'test "$1" -eq 0 && echo "$2" |
+			grep -qx "lensemble-verifyd:x:[0-9]*:[0-9]*:Lensemble model-artifact verifier:/var/lib/lensemble-verifyd:/usr/sbin/nologin"' \
+			- "$rc" "$pw"
+	check "the account has a system UID (${uid:-none})" test "${uid:-1000}" -lt 1000 -a "${uid:-0}" -gt 0
+	check "the account's group lensemble-verifyd is in the scratch root's /etc/group (GID ${gid:-none})" \
+		grep -q "^lensemble-verifyd:x:${gid:-none}:" "$root/etc/group"
+	check "the account has no password in the scratch root's /etc/shadow" \
+		grep -q '^lensemble-verifyd:!' "$root/etc/shadow"
+	systemd-sysusers --root="$root" lensemble-verifyd.conf >/dev/null 2>&1
+	rc=$?
+	check "running the postinst's systemd-sysusers again succeeds and adds nothing (status $rc)" \
+		test "$rc" -eq 0 -a "$(grep -c '^lensemble-verifyd:' "$root/etc/passwd")" -eq 1 -a \
+			"$(grep -c '^lensemble-verifyd:' "$root/etc/group")" -eq 1
+else
+	not_ok "systemd-sysusers is installed (Debian package: systemd)"
+fi
 
 for m in man1/lensemble-verify.1 man5/lensemble-verifyd.conf.5 man8/lensemble-verifyd.8; do
 	check "manual page /usr/share/man/$m.gz" test -f "$root/usr/share/man/$m.gz"

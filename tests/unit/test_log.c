@@ -3,9 +3,13 @@
  * message holds (quotes, controls, bytes that are not UTF-8) and however
  * little room there is; a journal entry is the native protocol's KEY=value
  * lines, with the length-prefixed form for a value holding a newline.
+ * Entries reach a journal whose socket is replaced, and go to stderr while
+ * it is busy or gone.
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,6 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <json-c/json.h>
@@ -212,6 +220,161 @@ static void test_journal_entry(void **state)
 	assert_int_equal(vd_log_journal_entry(e, 30, "x", VD_LOG_ERROR, &f, "m"), 0);
 }
 
+/* A journal for the test: a datagram socket bound at path. */
+static int journal_bind(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* The MESSAGE of the next entry the journal holds; NULL when none. A
+ * datagram is queued before its send returns: nothing to wait for. */
+static const char *journal_next(int fd, char *out, size_t n)
+{
+	char e[VD_LOG_LINE_MAX];
+	ssize_t len = recv(fd, e, sizeof(e), MSG_DONTWAIT);
+
+	return len > 0 ? journal_get(e, (size_t)len, "MESSAGE", out, n) : NULL;
+}
+
+static const char *journal_msg(int fd, char *out, size_t n)
+{
+	const char *m = journal_next(fd, out, n);
+
+	return m != NULL ? m : "(nothing)";
+}
+
+/* What stderr (a file here) was given. */
+static const char *stderr_text(int fd, char *out, size_t n)
+{
+	ssize_t len = pread(fd, out, n - 1, 0);
+
+	assert_true(len >= 0);
+	out[len] = '\0';
+	return out;
+}
+
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+
+	for (; (s = strchr(s, '\n')) != NULL; s++)
+		n++;
+	return n;
+}
+
+/* stderr redirected to a file named by JOURNAL_STREAM, as systemd
+ * would have it; what cmocka says there on a failure is copied back. */
+static struct {
+	char dir[32], path[64], errpath[64];
+	int errfd, saved;
+} cap;
+
+static int capture_stderr(void **state)
+{
+	(void)state;
+	struct stat st;
+	char env[64];
+
+	snprintf(cap.dir, sizeof(cap.dir), "/tmp/test_log.XXXXXX");
+	if (mkdtemp(cap.dir) == NULL)
+		return -1;
+	snprintf(cap.path, sizeof(cap.path), "%s/socket", cap.dir);
+	snprintf(cap.errpath, sizeof(cap.errpath), "%s/stderr", cap.dir);
+	/* O_APPEND: truncated, it is written from its start again. */
+	cap.errfd = open(cap.errpath, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	fflush(stderr);
+	cap.saved = dup(STDERR_FILENO);
+	if (cap.errfd < 0 || cap.saved < 0 || dup2(cap.errfd, STDERR_FILENO) < 0 ||
+	    fstat(cap.errfd, &st) < 0)
+		return -1;
+	snprintf(env, sizeof(env), "%llu:%llu", (unsigned long long)st.st_dev,
+	    (unsigned long long)st.st_ino);
+	setenv("JOURNAL_STREAM", env, 1);
+	return 0;
+}
+
+static int restore_stderr(void **state)
+{
+	(void)state;
+	char buf[4096];
+	ssize_t n;
+	off_t at = 0;
+
+	fflush(stderr);
+	dup2(cap.saved, STDERR_FILENO);
+	close(cap.saved);
+	while ((n = pread(cap.errfd, buf, sizeof(buf), at)) > 0) {
+		fwrite(buf, 1, (size_t)n, stderr);
+		at += n;
+	}
+	close(cap.errfd);
+	unsetenv("JOURNAL_STREAM");
+	vd_log_open("test_log", 1);
+	unlink(cap.path);
+	unlink(cap.errpath);
+	rmdir(cap.dir);
+	return 0;
+}
+
+/* Each entry goes to the socket at the journal's path as it is then: a
+ * journal restarted on a new socket file gets the next entry; one busy
+ * or gone leaves that entry to stderr, and nothing is lost. */
+static void test_journal_socket(void **state)
+{
+	(void)state;
+	static char err[1 << 20];
+	char v[64], long_path[200];
+	int j, sent, received = 0;
+
+	memset(long_path, 'x', sizeof(long_path) - 1);
+	long_path[sizeof(long_path) - 1] = '\0';
+	assert_int_equal(vd_log_set_journal_socket(long_path), -ENAMETOOLONG);
+	assert_int_equal(vd_log_set_journal_socket(cap.path), 0);
+	j = journal_bind(cap.path);
+	vd_log_open("test_log", 1);
+	vd_log_set_level(VD_LOG_INFO);
+
+	log_info("first");
+	assert_string_equal(journal_msg(j, v, sizeof(v)), "first");
+
+	/* Busy: the entries it cannot take now go to stderr, the others wait
+	 * in its queue, and the journal gets the next one once it has read. */
+	for (sent = 0; sent < 100000 && count_lines(stderr_text(cap.errfd, err, sizeof(err))) == 0; sent++)
+		log_info("busy %d", sent);
+	snprintf(v, sizeof(v), "info: busy %d\n", sent - 1);
+	assert_string_equal(stderr_text(cap.errfd, err, sizeof(err)), v);
+	while (journal_next(j, v, sizeof(v)) != NULL)
+		received++;
+	assert_int_equal(received, sent - 1);
+	log_info("read");
+	assert_string_equal(journal_msg(j, v, sizeof(v)), "read");
+
+	/* Restarted: the old socket closed (refused), its file removed (gone),
+	 * a new socket at the same path. */
+	assert_int_equal(ftruncate(cap.errfd, 0), 0);
+	close(j);
+	log_info("refused");
+	assert_int_equal(unlink(cap.path), 0);
+	log_info("gone");
+	assert_string_equal(stderr_text(cap.errfd, err, sizeof(err)), "info: refused\ninfo: gone\n");
+	j = journal_bind(cap.path);
+	log_info("restarted");
+	assert_string_equal(journal_msg(j, v, sizeof(v)), "restarted");
+	log_info("again");
+	assert_string_equal(journal_msg(j, v, sizeof(v)), "again");
+	assert_string_equal(stderr_text(cap.errfd, err, sizeof(err)), "info: refused\ninfo: gone\n");
+	close(j);
+	assert_int_equal(ftruncate(cap.errfd, 0), 0);
+}
+
 static void test_names(void **state)
 {
 	(void)state;
@@ -234,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_json_cut),
 		cmocka_unit_test(test_journal_entry),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test_setup_teardown(test_journal_socket, capture_stderr, restore_stderr),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
