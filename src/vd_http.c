@@ -1135,10 +1135,13 @@ static void finish_stop(vd_http *h)
 			r->paused = 0;
 			MHD_resume_connection(r->conn);
 		}
+	/* The poll handle leaves the loop's epoll set while libmicrohttpd's
+	 * descriptor is still open: once closed, its number may already name
+	 * a file another thread opened. */
+	uv_close((uv_handle_t *)&h->poll, handle_closed);
 	/* Completion callbacks run inside MHD_stop_daemon: cancel hooks fire. */
 	MHD_stop_daemon(h->mhd);
 	h->mhd = NULL;
-	uv_close((uv_handle_t *)&h->poll, handle_closed);
 	uv_close((uv_handle_t *)&h->timer, handle_closed);
 	uv_close((uv_handle_t *)&h->sweep, handle_closed);
 	uv_close((uv_handle_t *)&h->drain, handle_closed);
