@@ -923,15 +923,16 @@ static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundc
 	    "answering the commitment (it is recorded)");
 }
 
-/* A commitment names a run the store holds: a run directory seen by the
- * last scan (not a file, FIFO, symbolic link or artifact directory). */
+/* A commitment names a run: a run directory of the store (not a file,
+ * FIFO, symbolic link or artifact directory), or one the configuration
+ * names before its directory exists. */
 static int known_run(vd_api *api, vd_req *r, const char *run)
 {
-	char detail[VD_RUN_MAX + 128];
+	char detail[VD_RUN_MAX + 160];
 
 	if (vd_store_run_known(api->store, run))
 		return 1;
-	snprintf(detail, sizeof(detail), "run %s is not a run directory of the store (none, or not a plain directory)",
+	snprintf(detail, sizeof(detail), "run %s is not a run directory of the store (none, or not a plain directory) nor a run the configuration names",
 	    vd_run_name(run));
 	vd_http_error(r, 400, "bad_request", detail, NULL);
 	return 0;

@@ -365,10 +365,17 @@ static void add_artifact(vd_scan_result *r, int fd, vd_artifact_kind kind, const
 		return;
 	}
 	r->artifacts = arr;
-	a = &arr[r->n_artifacts++];
+	a = &arr[r->n_artifacts];
 	memset(a, 0, sizeof(*a));
 	a->relpath = strdup(rel);
 	a->run = strdup(run);
+	if (a->relpath == NULL || a->run == NULL) {
+		free(a->relpath);
+		free(a->run);
+		scan_incomplete(r, rel, "out of memory");
+		return;
+	}
+	r->n_artifacts++;
 	a->kind = kind;
 	if (kind == VD_KIND_DIR) {
 		vd_fingerprint_dir(fd, &a->fp);
@@ -386,8 +393,10 @@ static void collect_entry(const vd_ledger_record *rec, size_t line, int trusted,
 	vd_scan_ledger *l = arg;
 	vd_ledger_entry *arr = vd_grow(l->entries, &l->cap_entries, l->n_entries, sizeof(*arr));
 
-	if (arr == NULL)
+	if (arr == NULL) {
+		l->oom = 1;
 		return;
+	}
 	l->entries = arr;
 	arr[l->n_entries].round_index = rec->round_index;
 	memcpy(arr[l->n_entries].global_model_hash, rec->global_model_hash, VD_HASH_HEX_LEN + 1);
@@ -436,17 +445,29 @@ void vd_scan_ledger_free(vd_scan_ledger *l)
 	memset(l, 0, sizeof(*l));
 }
 
+/* A ledger read only in part is not listed: the scan is incomplete, so
+ * its memory stands instead of taking the missing records for a rewrite. */
 static void add_ledger(vd_scan_result *r, int dirfd, const char *rel, const char *run)
 {
 	vd_scan_ledger *arr = vd_grow(r->ledgers, &r->cap_ledgers, r->n_ledgers, sizeof(*arr));
+	vd_scan_ledger *l;
 
-	if (arr == NULL)
+	if (arr == NULL) {
+		scan_incomplete(r, rel, "out of memory");
 		return;
+	}
 	r->ledgers = arr;
-	memset(&arr[r->n_ledgers], 0, sizeof(arr[0]));
-	arr[r->n_ledgers].relpath = strdup(rel);
-	arr[r->n_ledgers].run = strdup(run);
-	vd_scan_read_ledger(dirfd, &arr[r->n_ledgers]);
+	l = &arr[r->n_ledgers];
+	memset(l, 0, sizeof(*l));
+	l->relpath = strdup(rel);
+	l->run = strdup(run);
+	if (l->relpath != NULL && l->run != NULL)
+		vd_scan_read_ledger(dirfd, l);
+	if (l->relpath == NULL || l->run == NULL || l->oom) {
+		vd_scan_ledger_free(l);
+		scan_incomplete(r, rel, "out of memory");
+		return;
+	}
 	r->n_ledgers++;
 }
 
@@ -454,22 +475,56 @@ static void add_dir(vd_scan_result *r, const char *rel)
 {
 	char **arr = vd_grow(r->dirs, &r->cap_dirs, r->n_dirs, sizeof(*arr));
 
-	if (arr == NULL)
+	if (arr == NULL || (arr[r->n_dirs] = strdup(rel)) == NULL) {
+		if (arr != NULL)
+			r->dirs = arr;
+		scan_incomplete(r, rel, "out of memory");
 		return;
+	}
 	r->dirs = arr;
-	arr[r->n_dirs++] = strdup(rel);
+	r->n_dirs++;
 }
 
+/* Not listed as unreadable, its contents would be taken for gone: the
+ * scan is incomplete instead. */
 static void add_unreadable(vd_scan_result *r, const char *rel, const char *why)
 {
 	char **arr = vd_grow(r->unreadable, &r->cap_unreadable, r->n_unreadable, sizeof(*arr));
 	size_t n = strlen(rel) + strlen(why) + 2;
 
-	if (arr == NULL)
+	if (arr == NULL || (arr[r->n_unreadable] = malloc(n)) == NULL) {
+		if (arr != NULL)
+			r->unreadable = arr;
+		scan_incomplete(r, rel, "out of memory");
 		return;
+	}
 	r->unreadable = arr;
-	if ((arr[r->n_unreadable] = malloc(n)) != NULL)
-		snprintf(arr[r->n_unreadable++], n, "%s\n%s", rel, why);
+	snprintf(arr[r->n_unreadable++], n, "%s\n%s", rel, why);
+}
+
+/* A lookup failing so says the directory cannot be searched (or read):
+ * what it holds is unknown, not gone. */
+static int lookup_denied(int err)
+{
+	return err == EACCES || err == EPERM || err == EIO;
+}
+
+/* name in the directory rel could not be looked up (err): for a denial
+ * the directory is unreadable and its walk stops (1); the entry gone is
+ * nothing; any other failure leaves the scan incomplete. */
+static int lookup_failed(vd_scan_result *r, const char *rel, const char *name, int err)
+{
+	char why[VD_DETAIL_MAX];
+
+	if (err == ENOENT)
+		return 0;
+	snprintf(why, sizeof(why), "cannot look up %s in it: %s", name, strerror(err));
+	if (!lookup_denied(err)) {
+		scan_incomplete(r, rel, why);
+		return 0;
+	}
+	add_unreadable(r, rel, why);
+	return 1;
 }
 
 static int envelope_name(const char *name)
@@ -508,7 +563,9 @@ static void add_envelopes(vd_scan_result *r, int dirfd, const char *run)
 	int fd = openat(dirfd, VD_COMMITMENTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0 || rel == NULL) {
-		if (fd < 0 && errno != ENOENT && errno != ENOTDIR && rel != NULL)
+		if (rel == NULL)
+			scan_incomplete(r, run, "out of memory");
+		else if (errno != ENOENT && errno != ENOTDIR)
 			add_unreadable(r, rel, strerror(errno));
 		goto out;
 	}
@@ -517,11 +574,16 @@ static void add_envelopes(vd_scan_result *r, int dirfd, const char *run)
 	if (names == NULL || partial)
 		scan_incomplete(r, rel, "its entries could not all be listed");
 	for (i = 0; names != NULL && i < n; i++) {
-		if (names[i] == NULL || !envelope_name(names[i]) ||
-		    r->n_envelopes >= VD_SCAN_MAX_ENVELOPES)
+		if (names[i] == NULL || !envelope_name(names[i]))
 			continue;
-		if ((arr = vd_grow(r->envelopes, &r->cap_envelopes, r->n_envelopes, sizeof(*arr))) == NULL)
+		if (r->n_envelopes >= VD_SCAN_MAX_ENVELOPES) {
+			scan_incomplete(r, rel, "the store holds more statement files than the scan takes");
 			break;
+		}
+		if ((arr = vd_grow(r->envelopes, &r->cap_envelopes, r->n_envelopes, sizeof(*arr))) == NULL) {
+			scan_incomplete(r, rel, "out of memory");
+			break;
+		}
 		r->envelopes = arr;
 		e = &arr[r->n_envelopes];
 		memset(e, 0, sizeof(*e));
@@ -531,6 +593,7 @@ static void add_envelopes(vd_scan_result *r, int dirfd, const char *run)
 		if (e->relpath == NULL || e->run == NULL) {
 			free(e->relpath);
 			free(e->run);
+			scan_incomplete(r, rel, "out of memory");
 			break;
 		}
 		r->n_envelopes++;
@@ -565,31 +628,89 @@ static void add_tar(vd_scan_result *r, int dirfd, const char *rel, const char *n
 	free(child);
 }
 
+/* A directory that holds header.json is an artifact (but the root). */
+static int walk_artifact(vd_scan_result *r, int dirfd, const char *rel, int *stop)
+{
+	const char *slash = strrchr(rel, '/');
+	struct stat st;
+	char *run;
+
+	*stop = 0;
+	if (fstatat(dirfd, "header.json", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		*stop = lookup_failed(r, rel, "header.json", errno);
+		return 0;
+	}
+	if (rel[0] == '\0')
+		return 0;
+	run = slash ? strndup(rel, (size_t)(slash - rel)) : strdup("");
+	if (run == NULL)
+		scan_incomplete(r, rel, "out of memory");
+	else
+		add_artifact(r, dirfd, VD_KIND_DIR, rel, run);
+	free(run);
+	return 1;
+}
+
+static void walk_ledger(vd_scan_result *r, int dirfd, const char *rel, int *stop)
+{
+	struct stat st;
+	char *child;
+
+	*stop = 0;
+	if (fstatat(dirfd, VD_LEDGER_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		*stop = lookup_failed(r, rel, VD_LEDGER_FILE, errno);
+		return;
+	}
+	if (!S_ISREG(st.st_mode))
+		return;
+	if ((child = join(rel, VD_LEDGER_FILE)) == NULL)
+		scan_incomplete(r, rel, "out of memory");
+	else
+		add_ledger(r, dirfd, child, rel);
+	free(child);
+}
+
+static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth);
+
+/* The subdirectory name of rel: gone, or no longer a directory, by now
+ * (a symbolic link swapped in), it is nothing; otherwise it is walked or
+ * unreadable. */
+static void walk_child(vd_scan_result *r, int dirfd, const char *rel, const char *name,
+    unsigned depth)
+{
+	char *child = join(rel, name);
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int err = errno;
+
+	if (child == NULL)
+		scan_incomplete(r, rel, "out of memory");
+	else if (fd >= 0)
+		walk(r, fd, child, depth);
+	else if (err != ENOENT && err != ENOTDIR && err != ELOOP)
+		add_unreadable(r, child, strerror(err));
+	if (fd >= 0)
+		close(fd);
+	free(child);
+}
+
 /* Walk one directory: an artifact directory is not descended into, and a
  * regular file named "*.tar" beside it is an artifact too; hidden entries
  * (a save in progress, ".x.tmp-*", ".x.tar") and symbolic links are
- * skipped. */
+ * skipped. A directory that can be listed but not searched is unreadable,
+ * whatever of it was taken before the denial. */
 static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
 {
 	struct stat st;
-	char **names, *child;
+	char **names;
 	size_t n, i;
-	int fd, partial;
+	int partial, stop;
 
 	add_dir(r, rel);
-	if (fstatat(dirfd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && rel[0] != '\0') {
-		char *slash = strrchr(rel, '/');
-		char *run = slash ? strndup(rel, (size_t)(slash - rel)) : strdup("");
-		add_artifact(r, dirfd, VD_KIND_DIR, rel, run ? run : "");
-		free(run);
+	if (walk_artifact(r, dirfd, rel, &stop) || stop)
 		return;
-	}
-	if (fstatat(dirfd, VD_LEDGER_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-		child = join(rel, VD_LEDGER_FILE);
-		if (child)
-			add_ledger(r, dirfd, child, rel);
-		free(child);
-	}
+	walk_ledger(r, dirfd, rel, &stop);
+	if (stop)
+		return;
 	add_envelopes(r, dirfd, rel);
 	if (depth == 0)
 		return;
@@ -600,27 +721,15 @@ static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
 	for (i = 0; i < n; i++) {
 		if (names[i] == NULL || names[i][0] == '.' || strcmp(names[i], VD_COMMITMENTS_DIR) == 0)
 			continue;
-		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (lookup_failed(r, rel, names[i], errno))
+				break;
 			continue;
+		}
 		if (S_ISREG(st.st_mode) && vd_tar_name(names[i]))
 			add_tar(r, dirfd, rel, names[i]);
-		if (!S_ISDIR(st.st_mode))
-			continue;
-		fd = openat(dirfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if ((child = join(rel, names[i])) == NULL) {
-			if (fd >= 0)
-				close(fd);
-			continue;
-		}
-		if (fd < 0) {
-			if (errno != ENOENT)
-				add_unreadable(r, child, strerror(errno));
-			free(child);
-			continue;
-		}
-		walk(r, fd, child, depth - 1);
-		free(child);
-		close(fd);
+		else if (S_ISDIR(st.st_mode))
+			walk_child(r, dirfd, rel, names[i], depth - 1);
 	}
 	free_names(names, n);
 }

@@ -90,6 +90,7 @@ typedef struct vd_scan_ledger {
 	vd_ledger_result result;
 	vd_ledger_entry *entries;
 	size_t n_entries, cap_entries;
+	int oom;             /* an entry could not be kept: the list is partial */
 } vd_scan_ledger;
 
 /* Read and verify one ledger file (opened beneath dirfd). */
@@ -120,7 +121,8 @@ typedef struct vd_scan_result {
 	size_t n_envelopes, cap_envelopes;
 	char **dirs;         /* every directory walked, for watches */
 	size_t n_dirs, cap_dirs;
-	char **unreadable;   /* "relpath\nreason": directories that could not be opened */
+	char **unreadable;   /* "relpath\nreason": directories that could not be opened or
+	                      * searched: nothing under them is taken for gone */
 	size_t n_unreadable, cap_unreadable;
 	int truncated;       /* hit VD_SCAN_MAX_ARTIFACTS */
 	int incomplete;      /* something was not listed: nothing unseen is gone */

@@ -416,8 +416,6 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 		vd_sched_schedule(s, c, VD_JOB_BACKGROUND, NULL);
 }
 
-/* A directory that cannot be opened: a known artifact stays listed, failed
- * with io_error, until it can be read again; each is reported once. */
 /* An unreadable copy was not judged: the remediation says so. */
 static void unreadable_facts(vd_copy *c)
 {
@@ -429,6 +427,62 @@ static void unreadable_facts(vd_copy *c)
 	vd_copy_facts(c, &v.facts);
 }
 
+/* Whether relpath lies in a directory the last scan could not read (or
+ * is one, with self): what it holds there is unknown, never gone. */
+static int unreadable_covers(const vd_store *s, const char *relpath, int self)
+{
+	char *p, *slash;
+	int found = 0;
+
+	if (s->unreadable.count == 0)
+		return 0;
+	if (vd_map_get(&s->unreadable, "") != NULL ||
+	    (self && vd_map_get(&s->unreadable, relpath) != NULL))
+		return 1;
+	if ((p = strdup(relpath)) == NULL)
+		return 1;       /* unknown: kept, which loses nothing */
+	for (slash = strchr(p, '/'); slash != NULL && !found; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		found = vd_map_get(&s->unreadable, p) != NULL;
+		*slash = '/';
+	}
+	free(p);
+	return found;
+}
+
+/* A copy at an unreadable path is failed with io_error until it can be
+ * read again (and is verified again then, changed or not). */
+static void copy_unreadable(vd_store *s, vd_copy *c, const char *reason)
+{
+	char why[VD_DETAIL_MAX];
+
+	c->seen = 1;
+	vd_model_touch(&s->model, c);
+	c->has_verdict = 1;
+	c->code = VD_IO_ERROR;
+	snprintf(why, sizeof(why), "cannot read the %s: %s",
+	    c->kind == VD_KIND_TAR ? "archive" : "artifact directory", reason);
+	vd_copy_text(&c->detail, why);
+	unreadable_facts(c);
+	c->fp.ok = 0;
+	c->verdict_fp.ok = 0;
+}
+
+/* Copies the scan did not reach because a directory above them is
+ * unreadable keep their verdicts: seen, not swept, not pruned. */
+static void keep_covered(vd_store *s)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	while (vd_map_next(&s->model.copies, &it, &k, &v))
+		if (!((vd_copy *)v)->seen && unreadable_covers(s, k, 0))
+			((vd_copy *)v)->seen = 1;
+}
+
+/* Directories that cannot be opened or searched: each is reported once,
+ * at warning, until it can be read again. */
 static void merge_unreadable(vd_store *s, vd_scan_result *r)
 {
 	const char *k;
@@ -438,51 +492,51 @@ static void merge_unreadable(vd_store *s, vd_scan_result *r)
 
 	vd_map_init(&now);
 	for (i = 0; i < r->n_unreadable; i++) {
-		char *nl = strchr(r->unreadable[i], '\n'), rel[1024], why[VD_DETAIL_MAX];
+		const char *nl = strchr(r->unreadable[i], '\n');
+		char *rel = nl ? strndup(r->unreadable[i], (size_t)(nl - r->unreadable[i])) : NULL;
 		vd_copy *c;
-		if (nl == NULL || (size_t)(nl - r->unreadable[i]) >= sizeof(rel))
+		if (rel == NULL || vd_map_put(&now, rel, (void *)1) < 0) {
+			/* Not remembered as unreadable, what is under it would be
+			 * swept: nothing is, this time. */
+			if (!r->incomplete)
+				log_warn("out of memory noting an unreadable directory; nothing is taken for removed this time");
+			r->incomplete = 1;
+			free(rel);
 			continue;
-		memcpy(rel, r->unreadable[i], (size_t)(nl - r->unreadable[i]));
-		rel[nl - r->unreadable[i]] = '\0';
-		vd_map_put(&now, rel, (void *)1);
+		}
 		if (vd_map_get(&s->unreadable, rel) == NULL)
-			log_warn("cannot read %s: %s", rel, nl + 1);
-		if ((c = vd_model_copy(&s->model, rel)) == NULL)
-			continue;
-		c->seen = 1;
-		vd_model_touch(&s->model, c);
-		c->has_verdict = 1;
-		c->code = VD_IO_ERROR;
-		snprintf(why, sizeof(why), "cannot read the %s: %s",
-		    c->kind == VD_KIND_TAR ? "archive" : "artifact directory", nl + 1);
-		vd_copy_text(&c->detail, why);
-		unreadable_facts(c);
-		/* This verdict describes no contents: once readable the
-		 * directory is verified again, changed or not. */
-		c->fp.ok = 0;
-		c->verdict_fp.ok = 0;
+			log_warn("cannot read %s: %s", rel[0] ? rel : ".", nl + 1);
+		if ((c = vd_model_copy(&s->model, rel)) != NULL)
+			copy_unreadable(s, c, nl + 1);
+		free(rel);
 	}
 	while (vd_map_next(&s->unreadable, &it, &k, &v))
 		if (vd_map_get(&now, k) == NULL)
-			log_info("%s is readable again", k);
+			log_info("%s is readable again", k[0] ? k : ".");
 	vd_map_free(&s->unreadable);
 	s->unreadable = now;
+	keep_covered(s);
 }
 
-/* Verdicts stored for directories that are gone since the last run. */
+/* Verdicts stored for directories that are gone since the last run; one
+ * under an unreadable directory is kept for when it can be read. */
 static void prune_stored(vd_store *s)
 {
 	const char *k;
 	void *v;
 	size_t it = 0;
+	vd_map keep;
 
+	vd_map_init(&keep);
 	while (vd_map_next(&s->stored, &it, &k, &v)) {
+		if (unreadable_covers(s, k, 0) && vd_map_put(&keep, k, v) == 0)
+			continue;
 		if (s->state)
 			vd_state_forget_verdict(s->state, k);
 		free_stored(v);
 	}
 	vd_map_free(&s->stored);
-	vd_map_init(&s->stored);
+	s->stored = keep;
 }
 
 /* ---- the append-only memory of ledgers -------------------------------- */
@@ -610,22 +664,25 @@ static void remember_ledger(vd_store *s, const vd_scan_ledger *l)
 	extend(s, m, l);
 }
 
-/* A remembered ledger missing from a complete scan was deleted or moved. */
+/* A remembered ledger missing from a complete scan was deleted or moved,
+ * unless it is under a directory the scan could not read. */
 static void remember_ledgers(vd_store *s, vd_scan_result *r)
 {
 	const char *k;
 	void *v;
 	vd_map seen;
 	size_t i, it = 0;
+	int listed = !r->incomplete;
 
 	vd_map_init(&seen);
 	for (i = 0; i < r->n_ledgers; i++) {
 		remember_ledger(s, &r->ledgers[i]);
-		vd_map_put(&seen, r->ledgers[i].relpath, (void *)1);
+		if (vd_map_put(&seen, r->ledgers[i].relpath, (void *)1) < 0)
+			listed = 0;     /* which are missing is not known */
 	}
-	while (vd_map_next(&s->mems, &it, &k, &v)) {
+	while (listed && vd_map_next(&s->mems, &it, &k, &v)) {
 		vd_ledger_mem *m = v;
-		if (vd_map_get(&seen, k) == NULL && m->n > 0 && !r->incomplete)
+		if (vd_map_get(&seen, k) == NULL && m->n > 0 && !unreadable_covers(s, k, 0))
 			mark_rewritten(m, NULL, 0, "the file is gone");
 	}
 	vd_map_free(&seen);
@@ -814,6 +871,10 @@ static void merge_envelopes(vd_store *s, vd_scan_result *r)
 	for (i = 0; i < r->n_envelopes; i++)
 		if ((ev = envelope_eval(s, &r->envelopes[i])) != NULL)
 			((env_eval *)ev)->seen = 1;
+	/* Under an unreadable directory a statement file is unknown, not gone. */
+	for (it = 0; vd_map_next(&s->env_cache, &it, &k, &v); )
+		if (!((env_eval *)v)->seen && unreadable_covers(s, k, 0))
+			((env_eval *)v)->seen = 1;
 	if (!r->incomplete)
 		forget_unseen(s);
 	s->n_stmts = s->n_posted_stmts;
@@ -841,11 +902,61 @@ void vd_store_set_keys(vd_store *s, vd_keyring *keys)
 		vd_store_scan(s);
 }
 
+/* Directories in walk order: a directory before what is in it, names in
+ * byte order (so '/' sorts first). */
+static int walk_order(const char *a, const char *b)
+{
+	const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
+
+	for (; *x && *x == *y; x++, y++)
+		;
+	if (*x == *y)
+		return 0;
+	return (*x == '/' ? 1 : *x) - (*y == '/' ? 1 : *y);
+}
+
+static int ledger_run_cmp(const void *a, const void *b)
+{
+	return walk_order(((const vd_scan_ledger *)a)->run, ((const vd_scan_ledger *)b)->run);
+}
+
+/* A ledger the scan did not reach (under an unreadable directory, or
+ * missed by an incomplete scan) stays listed as it was last read, in its
+ * place: what the commitment sources say does not change. */
+static void carry_ledgers(vd_store *s, vd_scan_result *r)
+{
+	vd_scan_ledger *arr;
+	vd_map now;
+	size_t i, carried = 0;
+
+	vd_map_init(&now);
+	for (i = 0; i < r->n_ledgers; i++)
+		if (vd_map_put(&now, r->ledgers[i].relpath, (void *)1) < 0)
+			goto out;
+	for (i = 0; i < s->n_ledgers; i++) {
+		vd_scan_ledger *l = &s->ledgers[i];
+		if (vd_map_get(&now, l->relpath) != NULL ||
+		    (!r->incomplete && !unreadable_covers(s, l->relpath, 0)))
+			continue;
+		if ((arr = vd_grow(r->ledgers, &r->cap_ledgers, r->n_ledgers, sizeof(*arr))) == NULL)
+			break;
+		r->ledgers = arr;
+		arr[r->n_ledgers++] = *l;
+		memset(l, 0, sizeof(*l));     /* moved */
+		carried++;
+	}
+	if (carried > 0)
+		qsort(r->ledgers, r->n_ledgers, sizeof(*r->ledgers), ledger_run_cmp);
+out:
+	vd_map_free(&now);
+}
+
 static void merge_ledgers(vd_store *s, vd_scan_result *r)
 {
 	size_t i;
 
 	remember_ledgers(s, r);
+	carry_ledgers(s, r);
 	for (i = 0; i < s->n_ledgers; i++)
 		vd_scan_ledger_free(&s->ledgers[i]);
 	free(s->ledgers);
@@ -883,26 +994,77 @@ static void sweep(vd_store *s)
 	} while (n == VD_ARRAY_LEN(gone));
 }
 
-/* Every directory walked can hold a run, but an artifact directory and a
- * run's commitments directory. */
-static void merge_runs(vd_store *s, vd_scan_result *r)
+static int commitments_dir(const char *relpath)
 {
-	const char *base;
-	size_t i;
+	const char *base = strrchr(relpath, '/');
 
-	vd_map_free(&s->runs);
-	vd_map_init(&s->runs);
-	for (i = 0; i < r->n_dirs; i++) {
-		base = strrchr(r->dirs[i], '/');
-		base = base ? base + 1 : r->dirs[i];
-		if (vd_model_copy(&s->model, r->dirs[i]) == NULL && strcmp(base, VD_COMMITMENTS_DIR) != 0)
-			vd_map_put(&s->runs, r->dirs[i], (void *)1);
-	}
+	return strcmp(base ? base + 1 : relpath, VD_COMMITMENTS_DIR) == 0;
 }
 
+/* Every directory walked can hold a run, but an artifact directory and a
+ * run's commitments directory. A run the scan could not reach (under or
+ * at an unreadable directory) stays known; an incomplete scan only adds. */
+static void merge_runs(vd_store *s, vd_scan_result *r)
+{
+	const char *k;
+	void *v;
+	size_t i, it = 0;
+	vd_map now;
+
+	vd_map_init(&now);
+	for (i = 0; i < r->n_dirs; i++)
+		if (vd_model_copy(&s->model, r->dirs[i]) == NULL && !commitments_dir(r->dirs[i]) &&
+		    vd_map_put(&now, r->dirs[i], (void *)1) < 0)
+			goto keep_all;
+	while (vd_map_next(&s->runs, &it, &k, &v))
+		if ((r->incomplete || unreadable_covers(s, k, 1)) && vd_map_get(&now, k) == NULL &&
+		    vd_map_put(&now, k, (void *)1) < 0)
+			goto keep_all;
+	vd_map_free(&s->runs);
+	s->runs = now;
+	return;
+keep_all:
+	/* Out of memory: the runs known stand, and those the scan found. */
+	vd_map_free(&now);
+	for (i = 0; i < r->n_dirs; i++)
+		if (vd_model_copy(&s->model, r->dirs[i]) == NULL && !commitments_dir(r->dirs[i]))
+			vd_map_put(&s->runs, r->dirs[i], (void *)1);
+}
+
+static int pin_names(const vd_pin *pins, size_t n, const char *run)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(pins[i].run, run) == 0)
+			return 1;
+	return 0;
+}
+
+/* A run the configuration names (a genesis_hash, anchor or
+ * run_token_file entry; "*" names none) before its directory exists. */
+static int config_names_run(const vd_config *cfg, const char *run)
+{
+	size_t i;
+
+	if (strcmp(run, "*") == 0)
+		return 0;
+	if (pin_names(cfg->genesis, cfg->n_genesis, run) || pin_names(cfg->anchors, cfg->n_anchors, run))
+		return 1;
+	for (i = 0; i < cfg->n_run_tokens; i++)
+		if (strcmp(cfg->run_tokens[i].run, run) == 0)
+			return 1;
+	return 0;
+}
+
+/* A run directory seen by a scan, or a run the configuration names; never
+ * an artifact directory or a commitments directory (and, not seen as a
+ * directory, never a file, a FIFO or a symbolic link of the store). */
 int vd_store_run_known(vd_store *s, const char *run)
 {
-	return vd_map_get(&s->runs, run) != NULL;
+	if (vd_model_copy(&s->model, run) != NULL || commitments_dir(run))
+		return 0;
+	return vd_map_get(&s->runs, run) != NULL || config_names_run(s->cfg, run);
 }
 
 static void scan_thread(uv_work_t *req)

@@ -150,9 +150,11 @@ void vd_store_touch(vd_store *s);
 /* Before reading lineage: catch up if it is stale and the budget allows. */
 void vd_store_sync(vd_store *s);
 
-/* Whether run ("" for the root) is a directory of the store that can
- * hold a run: seen by the last scan, not an artifact or commitments
- * directory (so not a file, a FIFO or a symbolic link either). */
+/* Whether run ("" for the root) can hold a run: a directory of the store
+ * seen by a scan (not an artifact or commitments directory, so not a
+ * file, a FIFO or a symbolic link either), or a run the configuration
+ * names (genesis_hash, anchor, run_token_file) before its directory
+ * exists. */
 int vd_store_run_known(vd_store *s, const char *run);
 
 /* The remembered ledger at relpath, or NULL. */

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Durable state: RoundClose with the operator token (201, 200, 409 and the
-# equivocation alert), a posted commitment surviving kill -9, a restart
-# answered from stored verdicts without hashing, a damaged or newer
-# database refused, and a scrub pass.
+# equivocation alert; for a run directory or a run the configuration
+# names), a posted commitment surviving kill -9, a restart answered from
+# stored verdicts without hashing, a damaged or newer database refused,
+# and a scrub pass.
 . "$top_srcdir/tests/integration/lib.sh"
 
 cp -r "$DATA/store-basic/." "$STORE/"
@@ -13,6 +14,8 @@ H4=31ceb436627afcffadc9adaa9ebaf7b86029955c1fc49236999a28ab33cb235e
 TOKEN=3f9c2a7d0e5b48c1a6f2d9e07b3c5a81
 printf '%s\n' "$TOKEN" > "$WORK/token"
 chmod 600 "$WORK/token"
+printf '%s\n' 9d4e1b7a2c5f48e3b6a1d0c97e2f4a58 > "$WORK/run.token"
+chmod 600 "$WORK/run.token"
 settled() { [ "$(metric 'artifacts{state="pending"}')" = 0 ] && [ "$(metric 'artifacts{state="verifying"}')" = 0 ]; }
 alert() { metric "integrity_alerts{kind=\"$1\"}"; }
 rc_body() { printf '{"schema_version":2,"kind":"round_close","round_index":%s,"global_model_hash":"%s"}' "$1" "$2"; }
@@ -29,7 +32,9 @@ check "with a forbidden error" forbidden "$(jq -r .error.code "$WORK/rc.out")"
 stop_daemon
 
 # --- the token -----------------------------------------------------------------
-write_conf "token_file = $WORK/token"
+# Runs the configuration names, none of them a directory yet.
+write_conf "token_file = $WORK/token" "genesis_hash = pinned:$H3" "anchor = anchored:3:$H3" \
+	"run_token_file = tokened:$WORK/run.token"
 start_daemon
 wait_for $((10 * SLOW)) settled > /dev/null
 check "no Authorization header: 401" 401 "$(code POST /roundclose -H 'Content-Type: application/json' -d "$(rc_body 5 "$H4")")"
@@ -42,14 +47,26 @@ check "a bad body: 400" 400 "$(roundclose "$TOKEN" '{"schema_version":2,"kind":"
 check "an unknown field: 400" 400 "$(roundclose "$TOKEN" '{"schema_version":2,"kind":"round_close","round_index":5,"global_model_hash":"'"$H4"'","extra":1}')"
 check "kind other than round_close: 400" 400 "$(roundclose "$TOKEN" '{"schema_version":2,"kind":"round_open","round_index":5,"global_model_hash":"'"$H4"'"}')"
 check "a run outside the store: 400" 400 "$(roundclose "$TOKEN" "$(rc_body 9 "$H4")" '?run=../x')"
-# A commitment names a run directory of the store: not one that does not
-# exist, not a FIFO, a symbolic link or an artifact directory.
+# A commitment names a run directory of the store, or a run the
+# configuration names: not one that does not exist, not a FIFO, a symbolic
+# link or an artifact directory, even once a scan has seen them.
+# scanned_since T: a scan finished after T, so began after what came before.
+scanned_since() { awk -v a="$(metric last_scan_timestamp_seconds)" -v b="$1" 'BEGIN { exit !(a > b) }'; }
 mkfifo "$STORE/fifo"
 ln -s "$STORE/other" "$STORE/link"
+mkdir "$STORE/fresh"
+t=$(date +%s.%N)
+wait_for $((10 * SLOW)) scanned_since "$t" > /dev/null || not_ok "a scan follows the new entries"
 for run in nonexistent fifo link round-00001 commitments; do
 	check "?run=$run is not a run directory: 400" 400 "$(roundclose "$TOKEN" "$(rc_body 9 "$H4")" "?run=$run")"
 done
 check "saying so" 1 "$(grep -c 'is not a run directory' "$WORK/rc.out")"
+check "a run directory made while running, once scanned: 201" 201 \
+	"$(roundclose "$TOKEN" "$(rc_body 9 "$H4")" '?run=fresh')"
+for run in pinned anchored tokened; do
+	check "?run=$run, named in the configuration, before its directory exists: 201" 201 \
+		"$(roundclose "$TOKEN" "$(rc_body 9 "$H4")" "?run=$run")"
+done
 rm -f "$STORE/fifo" "$STORE/link"
 
 # --- 201, 200, 409 ---------------------------------------------------------------
