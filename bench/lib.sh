@@ -263,7 +263,9 @@ nap() {
 http_get() {
 	local fd line first=1 in_body=0
 	http_status='' http_body=''
-	exec {fd}<>"/dev/tcp/127.0.0.1/$port" 2>/dev/null || return 0
+	# In a group: a redirection on exec itself would stay for the whole
+	# script, and hide every later error.
+	{ exec {fd}<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null || return 0
 	# shellcheck disable=SC2261 # fd is a fresh descriptor, never 2
 	printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' "$1" >&"$fd" 2>/dev/null || true
 	while IFS= read -r -u "$fd" line || [[ -n $line ]]; do

@@ -1,11 +1,14 @@
 /*
- * Commitments, lineage and alerts. A whole pass (at start, and after a
- * commitment source changed) computes each hash's chain once from its
+ * Commitments, lineage and alerts. A whole pass (at start, and after the
+ * configuration changed) computes each hash's chain once from its
  * parent's memoized result: O(artifacts + commitments). Between whole
  * passes, a refresh recomputes only the hashes the model marked dirty and,
  * when what a child reads of a hash changed, its children (through pruned
  * links too): a verdict costs its own chain and the children it changes,
- * not the store. A walk never visits more than the store holds (a header
+ * not the store. A changed commitment source rebuilds the slots and has
+ * every group read its commitment again, but walks only the chains of
+ * the groups whose reading changed: a round appended to a ledger costs
+ * a lookup per group and the chains it reaches. A walk never visits more than the store holds (a header
  * naming its own descendant is caught as a cycle).
  *
  * The rules that make an artifact trusted hold under both policies: a
@@ -444,6 +447,21 @@ static vd_group *through_pruned(const vd_lineage_input *in, vd_group *g, const v
 	return parent_state(g, p, round, pending);
 }
 
+/* An anchor is where the operator chose to start trusting a run. */
+static int anchored(const vd_group *g)
+{
+	return g->committed && g->commit->anchor &&
+	    strcmp(g->commit->src[VD_SRC_PINNED].hash, g->hash) == 0;
+}
+
+/* Everything a chain reads of the group's commitment slots. */
+static int read_commitment(const vd_lineage *l, const vd_lineage_input *in, vd_group *g,
+    int *mismatch)
+{
+	group_commitment(l, in, g, mismatch);
+	return (g->committed ? 1 : 0) | (*mismatch ? 2 : 0) | (anchored(g) ? 4 : 0);
+}
+
 /* g's own links; returns the parent to continue through, or NULL. */
 static vd_group *local_links(vd_lineage *l, const vd_lineage_input *in, vd_group *g,
     int *pending)
@@ -452,12 +470,10 @@ static vd_group *local_links(vd_lineage *l, const vd_lineage_input *in, vd_group
 	vd_group *p;
 	int mismatch;
 
-	group_commitment(l, in, g, &mismatch);
+	g->commit_read = read_commitment(l, in, g, &mismatch);
 	if (mismatch)
 		add_break(g, g->hash, g->round_index, VD_BREAK_COMMITMENT_MISMATCH);
-	/* An anchor is where the operator chose to start trusting a run. */
-	if (g->committed && g->commit->anchor &&
-	    strcmp(g->commit->src[VD_SRC_PINNED].hash, g->hash) == 0) {
+	if (anchored(g)) {
 		memcpy(g->root, g->hash, sizeof(g->root));
 		return NULL;
 	}
@@ -691,9 +707,41 @@ static void queue_dirty(vd_lineage *l, const vd_lineage_input *in)
 	free(gs);
 }
 
-/* The dirty hashes and what depends on them. A group recomputed too often
- * means a cycle of headers: 0 then, and the caller does a whole pass. */
-static int update_chains(vd_lineage *l, const vd_lineage_input *in)
+/* The slots were rebuilt: every group reads its commitment again (the
+ * slots it pointed to are gone), and those whose reading changed are
+ * queued. O(groups) lookups, no chain walked for the others. */
+static void queue_recommitted(vd_lineage *l, const vd_lineage_input *in)
+{
+	vd_group **gs = NULL, **grown;
+	const char *k;
+	void *v;
+	size_t it = 0, n = 0, cap = 0, i;
+	int mismatch;
+
+	while (vd_map_next(&in->model->groups, &it, &k, &v)) {
+		vd_group *g = v;
+		if (read_commitment(l, in, g, &mismatch) == g->commit_read || g->mark != 2)
+			continue;       /* unchanged, or queued already */
+		if ((grown = vd_grow(gs, &cap, n, sizeof(*gs))) == NULL) {
+			l->queue_failed = 1;
+			break;
+		}
+		gs = grown;
+		g->mark = 0;
+		gs[n++] = g;
+	}
+	if (n > 0)
+		qsort(gs, n, sizeof(*gs), by_round);
+	for (i = 0; i < n; i++)
+		enqueue(l, gs[i]->hash);
+	free(gs);
+}
+
+/* The dirty hashes (and, after the slots changed, the groups whose
+ * commitment changed) and what depends on them. A group recomputed too
+ * often means a cycle of headers: 0 then, and the caller does a whole
+ * pass. */
+static int update_chains(vd_lineage *l, const vd_lineage_input *in, int commits)
 {
 	size_t limit = 8 * (in->model->groups.count + in->model->dirty.count) + 1024, i;
 	vd_group *g;
@@ -702,6 +750,8 @@ static int update_chains(vd_lineage *l, const vd_lineage_input *in)
 	l->n_queue = l->n_touched = 0;
 	l->queue_failed = 0;
 	queue_dirty(l, in);
+	if (commits)
+		queue_recommitted(l, in);
 	for (i = 0; i < l->n_queue && !l->queue_failed; i++) {
 		if (i > limit) {
 			ok = 0;
@@ -993,6 +1043,25 @@ static void clear_unseen(vd_lineage *l, const vd_lineage_input *in)
 	} while (n == VD_ARRAY_LEN(gone));
 }
 
+/* The alerts of the commitment sources alone (ledgers, their memory,
+ * equivocations), after the slots changed: raised again, or cleared. */
+static void commit_alerts(vd_lineage *l, const vd_lineage_input *in)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	while (vd_map_next(&l->alerts, &it, &k, &v)) {
+		vd_alert *a = v;
+		if (a->kind == VD_ALERT_LEDGER_BROKEN || a->kind == VD_ALERT_LEDGER_REWRITTEN ||
+		    a->kind == VD_ALERT_EQUIVOCATION)
+			a->seen = 0;
+	}
+	ledger_alerts(l, in);
+	equivocation_alerts(l, in);
+	clear_unseen(l, in);
+}
+
 static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
@@ -1045,21 +1114,25 @@ static void refresh_whole(vd_lineage *l, const vd_lineage_input *in)
 	whole_alerts(l, in);
 }
 
-void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, int commits)
+void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
 {
+	int commits = what != VD_REFRESH_MODEL;
+
 	if (commits || !l->built) {
 		build_commits(l, in);
 		count_series(l);
-		l->built = 1;
-		refresh_whole(l, in);
-		return;
 	}
-	if (in->model->dirty_all) {
+	/* The first pass over a whole scan is whole too: only it can tell
+	 * which alerts an earlier run of the daemon left open have ended. */
+	if (what == VD_REFRESH_WHOLE || !l->built || in->model->dirty_all ||
+	    (in->scanned && !l->scanned)) {
+		l->built = 1;
+		l->scanned |= in->scanned;
 		refresh_whole(l, in);
 		return;
 	}
 	l->whole = 0;
-	if (!update_chains(l, in)) {
+	if (!update_chains(l, in, commits)) {
 		log_warn("lineage: recomputing every chain (%s)", l->queue_failed ?
 		    "out of memory" : "a cycle of parent hashes");
 		refresh_whole(l, in);
@@ -1067,6 +1140,8 @@ void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, int commits)
 	}
 	update_head(l, in);
 	update_alerts(l, in);
+	if (commits)
+		commit_alerts(l, in);
 	log_debug("lineage: %zu hash(es) looked at, %zu chain(s) recomputed", l->n_queue,
 	    l->n_touched);
 }

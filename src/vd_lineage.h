@@ -134,6 +134,7 @@ typedef struct vd_lineage {
 	uint64_t alert_counts[VD_ALERT_COUNT];
 	uint64_t series[VD_CS_COUNT];  /* commitments by source and signature */
 	int built;                     /* the slots were built once */
+	int scanned;                   /* a whole pass saw a whole scan */
 	int64_t head_round;            /* committed head, -1: none */
 	char head_hash[VD_HASH_HEX_LEN + 1];
 	const char *head_run;          /* its run (head_run_buf), NULL: none */
@@ -148,14 +149,22 @@ typedef struct vd_lineage {
 	int queue_failed;              /* out of memory: a whole pass instead */
 } vd_lineage;
 
+/* What changed since the last refresh. */
+typedef enum vd_refresh {
+	VD_REFRESH_MODEL,        /* only what the model marked dirty */
+	VD_REFRESH_COMMITS,      /* a commitment source too (ledgers, posts, statements, keys) */
+	VD_REFRESH_WHOLE         /* anything: the configuration (policies, pins) */
+} vd_refresh;
+
 void vd_lineage_init(vd_lineage *l);
 void vd_lineage_free(vd_lineage *l);
-/* Catch up with in. When commits is set (a commitment source changed),
- * or on the first call, the commitment slots are rebuilt and every chain,
- * the head and every alert recomputed; otherwise only what the model
- * marked dirty and what depends on it (children, through pruned links):
- * the cost follows the change, not the store. */
-void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, int commits);
+/* Catch up with in. The first call, VD_REFRESH_WHOLE, and a model too
+ * changed to list recompute every chain, the head and every alert. Else
+ * only what the model marked dirty and what depends on it (children,
+ * through pruned links), and with VD_REFRESH_COMMITS the slots rebuilt
+ * and the groups whose commitment reads differently from them: the cost
+ * of the chains follows the change, not the store. */
+void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what);
 
 /* The slot of (run, round), or NULL. */
 const vd_commit_slot *vd_lineage_slot(const vd_lineage *l, const char *run, int64_t round);

@@ -90,6 +90,9 @@ typedef struct vd_group {      /* every copy claiming one content hash */
 	const struct vd_commit_slot *commit;  /* the commitment for its round, if any */
 	int commit_source;          /* vd_commit_source shown */
 	int committed;              /* a counting source names this hash, unopposed */
+	int commit_read;            /* what its chain read of its commitment, as last
+	                             * computed: a change of slots alone recomputes
+	                             * only the groups whose reading changed */
 	int trusted;
 	int legacy_untrusted;       /* legacy, and legacy_policy = untrusted */
 } vd_group;

@@ -18,7 +18,7 @@
 #include "vd_store.h"
 #include "vd_waiters.h"
 
-static void refresh_now(vd_store *s, int commits);
+static void refresh_now(vd_store *s, vd_refresh what);
 static void on_merge_timer(uv_timer_t *t);
 static void close_step(vd_store *s);
 
@@ -1178,7 +1178,7 @@ static void finish_merge(vd_store *s)
 		s->commit_sig = sig;
 		s->commits_dirty = 1;
 	}
-	refresh_now(s, 0);
+	refresh_now(s, VD_REFRESH_MODEL);
 	vd_waiters_check(s);
 	scan_done(s);
 }
@@ -1481,7 +1481,7 @@ static void on_refresh_timer(uv_timer_t *t)
 	vd_store *s = t->data;
 
 	if (s->lineage_dirty)
-		refresh_now(s, 0);
+		refresh_now(s, VD_REFRESH_MODEL);
 }
 
 /* After the I/O callbacks of a turn and before the loop sleeps: what the
@@ -1510,12 +1510,12 @@ void vd_store_touch(vd_store *s)
 void vd_store_sync(vd_store *s)
 {
 	if (s->lineage_dirty)
-		refresh_now(s, 0);
+		refresh_now(s, VD_REFRESH_MODEL);
 }
 
 void vd_store_refresh(vd_store *s)
 {
-	refresh_now(s, 1);
+	refresh_now(s, VD_REFRESH_COMMITS);
 }
 
 static void trim_heap(vd_store *s)
@@ -1528,7 +1528,7 @@ static void trim_heap(vd_store *s)
 	}
 }
 
-static void refresh_now(vd_store *s, int commits)
+static void refresh_now(vd_store *s, vd_refresh what)
 {
 	vd_lineage_input in;
 
@@ -1550,9 +1550,11 @@ static void refresh_now(vd_store *s, int commits)
 	in.events = s->events;
 	in.retained = &s->retained;
 	in.retained_children = &s->retained_children;
-	vd_lineage_refresh(&s->lineage, &in, commits || s->commits_dirty);
+	if (what == VD_REFRESH_MODEL && s->commits_dirty)
+		what = VD_REFRESH_COMMITS;
+	vd_lineage_refresh(&s->lineage, &in, what);
 	vd_events_lineage(s->events, &s->lineage, &s->model, s->cfg,
-	    commits || s->commits_dirty, s->scanned_once);
+	    what != VD_REFRESH_MODEL, s->scanned_once);
 	retain_committed(s);
 	vd_model_clear_dirty(&s->model);
 	s->lineage_dirty = s->commits_dirty = 0;
@@ -1647,7 +1649,8 @@ void vd_store_set_config(vd_store *s, const vd_config *cfg)
 	    (uint64_t)cfg->rescan_interval * 1000);
 	vd_sched_arm_scrub(s);
 	vd_events_set_config(s->events, cfg);
-	vd_store_refresh(s);         /* the pinned genesis may have changed */
+	/* Pins and policies may have changed: every chain is looked at. */
+	refresh_now(s, VD_REFRESH_WHOLE);
 }
 
 static void free_all(vd_store *s)

@@ -853,6 +853,50 @@ static json_object *link_json(int *oom, const vd_group *g)
 	return o;
 }
 
+static int retained_cmp(const void *a, const void *b)
+{
+	const vd_retained *x = *(const vd_retained *const *)a, *y = *(const vd_retained *const *)b;
+
+	if (x->round_index != y->round_index)
+		return x->round_index < y->round_index ? -1 : 1;
+	return strcmp(x->hash, y->hash);
+}
+
+/* The run's pruned links (remembered rounds whose directories are gone)
+ * of the rounds above after, up to and including until (-1: no end): the
+ * same span as the page's artifacts. */
+static json_object *pruned_json(int *oom, vd_store *s, const char *run, long long after,
+    int64_t until)
+{
+	json_object *list = jarr(oom), *o;
+	vd_retained **rs;
+	const char *k;
+	void *v;
+	size_t n = 0, i, it = 0;
+
+	if ((rs = calloc(s->retained.count + 1, sizeof(*rs))) == NULL) {
+		*oom = 1;
+		return list;
+	}
+	while (vd_map_next(&s->retained, &it, &k, &v)) {
+		vd_retained *r = v;
+		if (strcmp(r->run, run) == 0 && r->round_index > after &&
+		    (until < 0 || r->round_index <= until) && vd_model_group(&s->model, r->hash) == NULL)
+			rs[n++] = r;
+	}
+	qsort(rs, n, sizeof(*rs), retained_cmp);
+	for (i = 0; i < n && !*oom; i++) {
+		o = jobj(oom);
+		add(oom, o, "round_index", ji64(oom, rs[i]->round_index));
+		add(oom, o, "content_hash", jstr(oom, rs[i]->hash));
+		add(oom, o, "parent_hash", rs[i]->has_parent ? jstr(oom, rs[i]->parent) : NULL);
+		add(oom, o, "verified_at", jtime(oom, rs[i]->verified_at));
+		push(oom, list, o);
+	}
+	free(rs);
+	return list;
+}
+
 json_object *vd_view_run_chain(vd_store *s, const char *run, long long after, size_t limit)
 {
 	json_object *o, *list;
@@ -889,6 +933,7 @@ json_object *vd_view_run_chain(vd_store *s, const char *run, long long after, si
 	add(&oom, o, "run", jstr(&oom, vd_run_name(run)));
 	add(&oom, o, "committed_head", best ? head_json(&oom, best->round_index, best->hash) : NULL);
 	add(&oom, o, "artifacts", list);
+	add(&oom, o, "pruned", pruned_json(&oom, s, run, after, more ? last : -1));
 	add(&oom, o, "next", more ? ji64(&oom, last) : NULL);
 	free(gs);
 	return done(oom, o);

@@ -76,6 +76,8 @@ typedef struct fx {
 	size_t n_stmts;
 	vd_keyring ring;
 	unsigned records;              /* record hashes handed out */
+	int whole;                     /* the configuration changed, or the memory
+	                                * of an artifact whose directory is gone */
 	vd_lineage l;
 } fx;
 
@@ -136,6 +138,7 @@ static void cfg_set(fx *f, const char *key, const char *value)
 
 	if (vd_config_set(&f->cfg, key, value, err, sizeof(err)) != 0)
 		fail_msg("%s = %s: %s", key, value, err);
+	f->whole = 1;
 }
 
 /* "RUN:HEX" or "RUN:ROUND:HEX" for a pin. */
@@ -169,16 +172,21 @@ static void input_for(fx *f, const vd_model *m, vd_lineage_input *in)
 	in->retained_children = &f->retained_children;
 }
 
-/* As the store does: commits set when anything but the model changed
- * (commitment sources, ledgers as read, the configuration, keys, a
- * remembered artifact whose directory is gone); then what the model
+/* As the store does: commits set when anything but the model changed.
+ * Commitment sources, ledgers as read and keys are a VD_REFRESH_COMMITS;
+ * the configuration or the memory of an artifact whose directory is gone
+ * since the last such refresh, a VD_REFRESH_WHOLE. Then what the model
  * marked is forgotten. */
 static void refresh(fx *f, int commits)
 {
 	vd_lineage_input in;
+	vd_refresh what = !commits ? VD_REFRESH_MODEL : f->whole ? VD_REFRESH_WHOLE :
+	    VD_REFRESH_COMMITS;
 
+	if (commits)
+		f->whole = 0;
 	input_for(f, &f->model, &in);
-	vd_lineage_refresh(&f->l, &in, commits);
+	vd_lineage_refresh(&f->l, &in, what);
 	vd_model_clear_dirty(&f->model);
 }
 
@@ -400,6 +408,8 @@ static void retain(fx *f, const char *hash, const char *run, int64_t round, cons
 	snprintf(r->parent, sizeof(r->parent), "%s", parent ? parent : "");
 	assert_null(vd_map_get(&f->retained, r->hash));
 	assert_int_equal(vd_map_put(&f->retained, r->hash, r), 0);
+	if (vd_model_group(&f->model, hash) == NULL)
+		f->whole = 1;
 	if (r->has_parent) {
 		r->next_child = vd_map_get(&f->retained_children, r->parent);
 		assert_int_equal(vd_map_put(&f->retained_children, r->parent, r), 0);
@@ -411,6 +421,8 @@ static void forget_retained(fx *f, const char *hash)
 	vd_retained *r = vd_map_del(&f->retained, hash), **pp, *first;
 
 	assert_non_null(r);
+	if (vd_model_group(&f->model, hash) == NULL)
+		f->whole = 1;
 	if (r->has_parent) {
 		first = vd_map_get(&f->retained_children, r->parent);
 		for (pp = &first; *pp != r; pp = &(*pp)->next_child)
