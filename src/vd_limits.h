@@ -162,6 +162,11 @@
 #define VD_CHAIN_MAX_BREAKS 16     /* breaks listed per chain; the rest counted */
 #define VD_STATE_BUSY_MS 5000      /* SQLite waits this long for a lock */
 #define VD_STATE_PRUNE_INTERVAL 3600   /* seconds between prunes of old cleared alerts */
+/* The loop's batches (verdicts, events, alert episodes, remembered
+ * artifacts) are committed every turn but synced to disk at most this
+ * often, in seconds: a power loss costs at most this much of them, and
+ * the loop no fsync a turn. */
+#define VD_STATE_SYNC_INTERVAL 1.0
 /* SQLite's page cache, in KiB (negative: a size, not pages): the
  * database is written far more than read back, and the operating system
  * caches its file anyway. */
@@ -173,7 +178,7 @@
 #define VD_SCAN_SETTLE_MAX_MS 1000   /* a stream of events delays a scan at most this */
 /* The scan result is merged a slice at a time, one slice a loop turn:
  * on a store of many thousand rounds, clients are answered meanwhile. */
-#define VD_MERGE_SLICE 2000
+#define VD_MERGE_SLICE 500
 /* After a verdict, lineage catches up this long after, so that the
  * verdicts of one burst are looked at together. Readers and waiters catch
  * it up at once (vd_store_sync). */

@@ -17,7 +17,9 @@
 
 struct vd_state {
 	sqlite3 *db;
-	int batch;           /* a write transaction is open (vd_state_flush ends it) */
+	int batch;           /* a write transaction is open (vd_state_flush ends
+	                      * it): 1 committed without a sync, 2 with one */
+	double synced_at;    /* when a batch was last committed with a sync */
 	char error[256];
 	unsigned alert_retention;    /* seconds; 0: cleared alerts are kept */
 	double next_prune;   /* when old cleared alerts are next removed */
@@ -185,18 +187,32 @@ static int exec(vd_state *st, const char *sql)
 	return 0;
 }
 
-/* Verdicts, forgotten verdicts, equivocations and alert events join one
- * transaction that the loop commits once per turn (vd_state_flush): a
- * stream of verdicts then costs one fsync a turn, not one each. What a
- * client is told is stored (posted commitments, checkpoints, forgetting a
- * ledger, remembered records) is committed before the call returns. */
+/* Verdicts, forgotten verdicts, remembered artifacts, alert episodes,
+ * events and statement files' audit rows join one transaction that the
+ * loop commits once per turn (vd_state_flush), synced to disk at most once
+ * per VD_STATE_SYNC_INTERVAL: a batch between syncs is committed with
+ * synchronous = NORMAL, which in WAL mode loses nothing to a crash of the
+ * process and at most that interval of batches, all of which can be
+ * computed again, to a power loss. Everything else, what a client is told
+ * is stored among it (posted commitments and checkpoints, forgetting a
+ * ledger, remembered ledger records, equivocations), is committed under
+ * the connection's synchronous = FULL before the call returns, which
+ * syncs the batches before it too. */
 static int batch_begin(vd_state *st)
 {
+	int sync;
+
 	if (st->batch)
 		return 0;
-	if (exec(st, "BEGIN IMMEDIATE") < 0)
+	sync = vd_wall_now() - st->synced_at >= VD_STATE_SYNC_INTERVAL;
+	if (!sync && exec(st, "PRAGMA synchronous = NORMAL") < 0)
 		return -1;
-	st->batch = 1;
+	if (exec(st, "BEGIN IMMEDIATE") < 0) {
+		if (!sync)
+			exec(st, "PRAGMA synchronous = FULL");
+		return -1;
+	}
+	st->batch = sync ? 2 : 1;
 	return 0;
 }
 
@@ -205,6 +221,7 @@ static void prune_alerts(vd_state *st, double now);
 int vd_state_flush(vd_state *st)
 {
 	double now;
+	int synced, rc;
 
 	if (st == NULL)
 		return 0;
@@ -216,13 +233,18 @@ int vd_state_flush(vd_state *st)
 	}
 	if (!st->batch)
 		return 0;
+	synced = st->batch == 2;
 	st->batch = 0;
-	if (exec(st, "COMMIT") < 0) {
+	if ((rc = exec(st, "COMMIT")) < 0) {
 		db_fail(st, "committing state");
 		exec(st, "ROLLBACK");
-		return -1;
+	} else if (synced) {
+		st->synced_at = vd_wall_now();
 	}
-	return 0;
+	/* Whatever the commit did: every other write is synced. */
+	if (!synced && exec(st, "PRAGMA synchronous = FULL") < 0)
+		rc = db_fail(st, "restoring synchronous = FULL");
+	return rc;
 }
 
 static int user_version(vd_state *st, int *v)
