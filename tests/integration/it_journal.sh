@@ -138,6 +138,11 @@ verdict() {
 OK4='{"CODE":"ok","STORE_PATH":"round-00004","RUN":".","PRIORITY":"6","SYSLOG_IDENTIFIER":"lensemble-verifyd"}'
 FAIL3='{"CODE":"checkpoint_integrity","STORE_PATH":"round-00003","RUN":"."}'
 
+# failed_fields N: the fields of round 3's failed verdict in journal N.
+failed_fields() {
+	query "$1" "CONTENT_HASH=$H3" "CODE=checkpoint_integrity" | jq -c '{CODE, STORE_PATH, RUN}' | head -n 1
+}
+
 # --- the journal found, its fields indexed ---------------------------------------------
 start_receiver
 start_journal_daemon
@@ -148,8 +153,7 @@ code GET /nope > /dev/null
 wait_for $((5 * SLOW)) in_journal "$NOPE" > /dev/null || not_ok "the journal received a request's line"
 stop_receiver
 check "journalctl CONTENT_HASH= finds the verdict, with its fields" "$OK4" "$(verdict 1 "$H4")"
-check "a failed verdict: its code, path and run" "$FAIL3" \
-	"$(query 1 "CONTENT_HASH=$H3" "CODE=checkpoint_integrity" | jq -c '{CODE, STORE_PATH, RUN}' | head -n 1)"
+check "a failed verdict: its code, path and run" "$FAIL3" "$(failed_fields 1)"
 check "an alert: its kind and path" "artifact_failed round-00003" \
 	"$(query 1 KIND=artifact_failed | jq -r '"\(.KIND) \(.STORE_PATH)"' | head -n 1)"
 check "every entry names the daemon" 0 \
@@ -165,8 +169,7 @@ code GET /nope > /dev/null
 wait_for $((5 * SLOW)) in_journal "$NOPE" > /dev/null || not_ok "entries reach the new socket"
 stop_receiver
 check "after the restart: the verdict, with its fields" "$OK4" "$(verdict 2 "$H4")"
-check "after the restart: the failed verdict" "$FAIL3" \
-	"$(query 2 "CONTENT_HASH=$H3" "CODE=checkpoint_integrity" | jq -c '{CODE, STORE_PATH, RUN}' | head -n 1)"
+check "after the restart: the failed verdict" "$FAIL3" "$(failed_fields 2)"
 check "after the restart: no verdict on stderr" 0 "$(grep -c 'verif' "$LOG")"
 
 # --- the journal gone, then back ---------------------------------------------------------
