@@ -8,8 +8,9 @@
  * not the store. A changed commitment source rebuilds the slots and has
  * every group read its commitment again, but walks only the chains of
  * the groups whose reading changed: a round appended to a ledger costs
- * a lookup per group and the chains it reaches. A walk never visits more than the store holds (a header
- * naming its own descendant is caught as a cycle).
+ * a lookup per group and the chains it reaches. A walk never visits more
+ * than the store holds (a header naming its own descendant is caught as a
+ * cycle).
  *
  * The rules that make an artifact trusted hold under both policies: a
  * counting commitment of its own run names it and nothing opposes it (a
