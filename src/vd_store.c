@@ -519,22 +519,31 @@ static void merge_unreadable(vd_store *s, vd_scan_result *r)
 }
 
 /* Verdicts stored for directories that are gone since the last run; one
- * under an unreadable directory is kept for when it can be read. */
+ * under an unreadable directory is kept for when it can be read. A
+ * remembered round removed meanwhile is pruned as if the daemon had seen
+ * it go: counted and logged once per hash. */
 static void prune_stored(vd_store *s)
 {
+	const vd_retained *r;
 	const char *k;
 	void *v;
 	size_t it = 0;
-	vd_map keep;
+	vd_map keep, noted;
 
 	vd_map_init(&keep);
+	vd_map_init(&noted);
 	while (vd_map_next(&s->stored, &it, &k, &v)) {
+		const char *hash = ((stored *)v)->v.content_hash;
 		if (unreadable_covers(s, k, 0) && vd_map_put(&keep, k, v) == 0)
 			continue;
+		if ((r = vd_map_get(&s->retained, hash)) != NULL && vd_map_get(&noted, hash) == NULL &&
+		    vd_map_put(&noted, hash, (void *)1) == 0)
+			note_removed(s, r->hash, r->round_index, k);
 		if (s->state)
 			vd_state_forget_verdict(s->state, k);
 		free_stored(v);
 	}
+	vd_map_free(&noted);
 	vd_map_free(&s->stored);
 	s->stored = keep;
 }

@@ -58,11 +58,16 @@ if wait_for $((5 * SLOW)) gone6 > /dev/null; then ok "a removed uncommitted roun
 check "and is not counted as pruned" 3 "$(metric artifacts_pruned_total)"
 
 # --- the memory of what was committed survives a restart ---------------------------
+# Round 4 is removed while the daemon is stopped: pruned all the same.
 stop_daemon
+rm -rf "$STORE/round-00004"
 start_daemon
 wait_for $((10 * SLOW)) settled > /dev/null
-check "after a restart round 5 is still trusted through its pruned links" "true 3" \
+check "after a restart round 5 is still trusted through its pruned links" "true 4" \
 	"$(field "$H5" '"\(.trusted) \(.chain.pruned)"')"
+check "a round removed while the daemon was stopped is counted as pruned" 1 \
+	"$(metric artifacts_pruned_total)"
+check "... and logged once" 1 "$(grep -c 'round 4 (round-00004, .*stays in its descendants. chains as a pruned link' "$LOG")"
 
 # --- one bad copy of a committed round does not break the chain --------------------
 cp -r "$STORE/round-00003" "$STORE/round-00003-copy"
