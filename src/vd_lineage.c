@@ -15,9 +15,11 @@
  * The rules that make an artifact trusted hold under both policies: a
  * counting commitment of its own run names it and nothing opposes it (a
  * round under equivocation is never trusted, whichever side a ledger
- * takes), its chain is intact down to round 0 and never crosses runs;
- * and under legacy_policy = untrusted, its header.json is not of an
- * older schema_version (its children's chains pass through it still).
+ * takes), its chain is intact down to round 0 (or an anchor), never
+ * crosses runs, and has no link, present or pruned, that a counting
+ * commitment contradicts; and under legacy_policy = untrusted, its
+ * header.json is not of an older schema_version (its children's chains
+ * pass through it still).
  */
 #include "config.h"
 
@@ -291,16 +293,38 @@ static void count_series(vd_lineage *l)
 	}
 }
 
-/* The commitment for the round of a copy's artifact in the copy's run. */
-static const vd_commit_slot *slot_for(const vd_lineage *l, const vd_copy *c)
+/* The commitment for an artifact of a round in a run. */
+static const vd_commit_slot *slot_at(const vd_lineage *l, const char *run, int64_t round)
 {
 	const vd_commit_slot *sl;
 
-	if (c->hdr.round_index > 0)
-		return vd_lineage_slot(l, c->run, c->hdr.round_index - 1);
-	if ((sl = vd_lineage_slot(l, c->run, -1)) != NULL)
+	if (round > 0)
+		return vd_lineage_slot(l, run, round - 1);
+	if ((sl = vd_lineage_slot(l, run, -1)) != NULL)
 		return sl;
 	return vd_lineage_slot(l, GENESIS_RUN, -1);
+}
+
+static const vd_commit_slot *slot_for(const vd_lineage *l, const vd_copy *c)
+{
+	return slot_at(l, c->run, c->hdr.round_index);
+}
+
+/* Whether a counting source of the slot names hash; *mismatch is set when
+ * one names another. */
+static int slot_names(const vd_commit_slot *sl, const char *hash, int policy, int *mismatch)
+{
+	int s, names = 0;
+
+	for (s = 0; s < VD_SRC_COUNT; s++) {
+		if (!vd_commit_counts(&sl->src[s], (vd_commit_source)s, policy))
+			continue;
+		if (strcmp(sl->src[s].hash, hash) == 0)
+			names = 1;
+		else
+			*mismatch = 1;
+	}
+	return names;
 }
 
 /* The entry shown: the strongest that names the hash, else the strongest. */
@@ -324,7 +348,7 @@ static int shown_source(const vd_commit_slot *sl, const char *hash)
 static void group_commitment(const vd_lineage *l, const vd_lineage_input *in, vd_group *g,
     int *mismatch)
 {
-	int policy = vd_config_policy(in->cfg), s;
+	int policy = vd_config_policy(in->cfg);
 	size_t i;
 
 	g->commit = NULL;
@@ -332,18 +356,9 @@ static void group_commitment(const vd_lineage *l, const vd_lineage_input *in, vd
 	*mismatch = 0;
 	for (i = 0; i < g->n; i++) {
 		const vd_commit_slot *sl = slot_for(l, g->copies[i]);
-		int names = 0;
 		if (sl == NULL)
 			continue;
-		for (s = 0; s < VD_SRC_COUNT; s++) {
-			if (!vd_commit_counts(&sl->src[s], (vd_commit_source)s, policy))
-				continue;
-			if (strcmp(sl->src[s].hash, g->hash) == 0)
-				names = 1;
-			else
-				*mismatch = 1;
-		}
-		if (names && sl->other_hash[0] == '\0') {
+		if (slot_names(sl, g->hash, policy, mismatch) && sl->other_hash[0] == '\0') {
 			g->committed = 1;
 			g->commit = sl;
 		} else if (g->commit == NULL) {
@@ -404,16 +419,44 @@ static const vd_retained *retained(const vd_lineage_input *in, const char *hash)
 	return in->retained ? vd_map_get(in->retained, hash) : NULL;
 }
 
+/* A pruned link's commitment as it is now, not as when it was
+ * remembered: a counting commitment of its round naming another hash
+ * breaks the chains through it, as at a present artifact, and the run's
+ * anchor pinning it is a root. */
+enum { LINK_MISMATCH = 1, LINK_ANCHOR = 2 };
+
+static int link_read(const vd_lineage *l, const vd_lineage_input *in, const vd_retained *r)
+{
+	const vd_commit_slot *sl = slot_at(l, r->run, r->round_index);
+	int mismatch = 0, names;
+
+	if (sl == NULL)
+		return 0;
+	names = slot_names(sl, r->hash, vd_config_policy(in->cfg), &mismatch);
+	return (mismatch ? LINK_MISMATCH : 0) |
+	    (names && sl->other_hash[0] == '\0' && sl->anchor && sl->src[VD_SRC_PINNED].has &&
+	    strcmp(sl->src[VD_SRC_PINNED].hash, r->hash) == 0 ? LINK_ANCHOR : 0);
+}
+
+/* Whether g's chain goes on through pruned links: its commitments are
+ * read again whenever a commitment source changes. */
+static int through_link(const vd_lineage_input *in, const vd_group *g)
+{
+	return g->has_parent && vd_model_group(in->model, g->parent) == NULL &&
+	    retained(in, g->parent) != NULL;
+}
+
 /* The parent's directory is gone but it was verified and committed: walk
  * the remembered artifacts (pruned links) to a present ancestor, a root,
  * or a break. Returns the present ancestor to continue through, or NULL. */
-static vd_group *through_pruned(const vd_lineage_input *in, vd_group *g, const vd_retained *r,
-    int *pending)
+static vd_group *through_pruned(const vd_lineage *l, const vd_lineage_input *in, vd_group *g,
+    const vd_retained *r, int *pending)
 {
 	int64_t round = g->round_index;
 	const char *run = NULL;
 	size_t hops = 0;
 	vd_group *p;
+	int read;
 
 	for (;;) {
 		if (run ? strcmp(run, r->run) != 0 : !vd_group_in_run(g, r->run)) {
@@ -424,6 +467,13 @@ static vd_group *through_pruned(const vd_lineage_input *in, vd_group *g, const v
 			add_break(g, r->hash, r->round_index, VD_BREAK_ROUND_GAP);
 		g->pruned++;
 		g->chain_len++;
+		read = link_read(l, in, r);
+		if (read & LINK_MISMATCH)
+			add_break(g, r->hash, r->round_index, VD_BREAK_COMMITMENT_MISMATCH);
+		if (read & LINK_ANCHOR) {
+			memcpy(g->root, r->hash, sizeof(g->root));
+			return NULL;
+		}
 		if (!r->has_parent) {
 			if (r->round_index == 0)
 				memcpy(g->root, r->hash, sizeof(g->root));
@@ -487,7 +537,7 @@ static vd_group *local_links(vd_lineage *l, const vd_lineage_input *in, vd_group
 	}
 	if ((p = vd_model_group(in->model, g->parent)) == NULL &&
 	    (r = retained(in, g->parent)) != NULL)
-		return through_pruned(in, g, r, pending);
+		return through_pruned(l, in, g, r, pending);
 	if (p == NULL || p->mark == 1) {
 		add_break(g, g->hash, g->round_index, VD_BREAK_MISSING_PARENT);
 		return NULL;
@@ -710,7 +760,9 @@ static void queue_dirty(vd_lineage *l, const vd_lineage_input *in)
 
 /* The slots were rebuilt: every group reads its commitment again (the
  * slots it pointed to are gone), and those whose reading changed are
- * queued. O(groups) lookups, no chain walked for the others. */
+ * queued, with those whose chains go on through pruned links (one per
+ * run and cut, walking only the links). O(groups) lookups, no chain
+ * walked for the others. */
 static void queue_recommitted(vd_lineage *l, const vd_lineage_input *in)
 {
 	vd_group **gs = NULL, **grown;
@@ -721,7 +773,8 @@ static void queue_recommitted(vd_lineage *l, const vd_lineage_input *in)
 
 	while (vd_map_next(&in->model->groups, &it, &k, &v)) {
 		vd_group *g = v;
-		if (read_commitment(l, in, g, &mismatch) == g->commit_read || g->mark != 2)
+		if ((read_commitment(l, in, g, &mismatch) == g->commit_read && !through_link(in, g)) ||
+		    g->mark != 2)
 			continue;       /* unchanged, or queued already */
 		if ((grown = vd_grow(gs, &cap, n, sizeof(*gs))) == NULL) {
 			l->queue_failed = 1;

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Long runs: old rounds removed to save space stay in their descendants'
 # chains as pruned links (when they were verified and committed), over a
-# restart too; a removed round nobody committed still breaks the chain; a
-# broken extra copy of a committed round raises its alert without breaking
-# the chains through the good copy; the loop-stall histogram is exported.
+# restart too, and held to commitments made after they went; a removed
+# round nobody committed still breaks the chain; a broken extra copy of a
+# committed round raises its alert without breaking the chains through the
+# good copy; the loop-stall histogram is exported.
 . "$top_srcdir/tests/integration/lib.sh"
 
 CLI="$top_builddir/lensemble-verify"
@@ -48,6 +49,21 @@ check "... a page shows the pruned links of its rounds only" "1 2|3" \
 	"$(get '/chain?run=.&after=0&limit=1' | jq -r '"\([.pruned[].round_index] | join(" "))|\([.artifacts[].round_index] | join(" "))"')"
 check "... and the next page none" "|4" \
 	"$(get '/chain?run=.&after=3&limit=1' | jq -r '"\([.pruned[].round_index] | join(" "))|\([.artifacts[].round_index] | join(" "))"')"
+
+# --- a pruned round contradicted later ----------------------------------------------
+# The coordinator's key signs another hash for round 1 after round 1 was
+# removed: the chains through the pruned link break there, as they would at
+# the artifact itself; withdrawn, they mend.
+"$CLI" sign-roundclose --key "$WORK/coord.key" --run . --round 0 --hash "$H7" \
+	-o "$STORE/commitments/other-1.json" > /dev/null
+broken1() { [ "$(field "$H5" '"\(.chain.status) \(.chain.breaks[0].reason) \(.chain.breaks[0].round_index)"')" = "broken commitment_mismatch 1" ]; }
+if wait_for $((5 * SLOW)) broken1 > /dev/null; then ok "a signed RoundClose naming another hash for pruned round 1 breaks round 5's chain there"; else not_ok "a signed RoundClose naming another hash for pruned round 1 breaks round 5's chain"; fi
+check "round 3 is no longer trusted; no round is the committed head" "false -1" \
+	"$(field "$H3" .trusted) $(metric committed_head_round)"
+rm "$STORE/commitments/other-1.json"
+mended() { [ "$(field "$H5" '"\(.trusted) \(.chain.status)"')" = "true intact" ]; }
+if wait_for $((5 * SLOW)) mended > /dev/null; then ok "the statement removed, the chain through the pruned links mends"; else not_ok "the statement removed, the chain mends"; fi
+check "the committed head is round 5 again" 5 "$(metric committed_head_round)"
 
 # --- a removed round nobody committed still breaks the chain -----------------------
 check "round 7 is verified, its chain intact, not committed" "verified intact false" \

@@ -888,6 +888,76 @@ static void test_pruned_then_missing(void **state)
 	fx_free(f);
 }
 
+/* A key signs another hash for round 1 after round 1 was pruned: the
+ * chains through it break there, as they would at the artifact itself,
+ * and the head falls back below it. */
+static void test_pruned_link_contradicted(void **state)
+{
+	fx *f = committed_chain(3);
+	vd_group *g;
+
+	retain(f, H(1), "r", 1, H(0));
+	drop(f, "r/round-00001");
+	refresh(f, 0);
+	assert_intact(f, H(3), 4, H(0), 1);
+	assert_head(f, 3, H(3), "r");
+
+	signed_roundclose(f, "r", 0, X(1), vd_key_id(keys[0]));
+	refresh(f, 1);
+	g = G(f, H(2));
+	assert_chain(g, VD_CHAIN_BROKEN, 3, H(0));
+	assert_int_equal(g->pruned, 1);
+	assert_break(g, 0, H(1), 1, VD_BREAK_COMMITMENT_MISMATCH);
+	assert_int_equal(g->trusted, 0);
+	g = G(f, H(3));
+	assert_chain(g, VD_CHAIN_BROKEN, 4, H(0));
+	assert_break(g, 0, H(1), 1, VD_BREAK_COMMITMENT_MISMATCH);
+	assert_int_equal(g->trusted, 0);
+	assert_head(f, 0, H(0), "r");
+	assert_true(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 0"));
+
+	/* The statement withdrawn: the chains mend. */
+	f->n_stmts = 0;
+	refresh(f, 1);
+	assert_intact(f, H(3), 4, H(0), 1);
+	assert_head(f, 3, H(3), "r");
+	fx_free(f);
+}
+
+/* The anchored round pruned: still the run's root. */
+static void test_pruned_anchor(void **state)
+{
+	fx *f = fx_new();
+	vd_group *g;
+
+	pin(f, "anchor", "r", 3, H(3));
+	copy(f, "r", "round-00003", H(3), 3, H(2), V_OK);
+	copy(f, "r", "round-00004", H(4), 4, H(3), V_OK);
+	copy(f, "r", "round-00005", H(5), 5, H(4), V_OK);
+	post(f, "r", 3, H(4), NULL);
+	post(f, "r", 4, H(5), NULL);
+	refresh(f, 1);
+	assert_intact(f, H(5), 3, H(3), 1);
+
+	retain(f, H(3), "r", 3, H(2));
+	drop(f, "r/round-00003");
+	refresh(f, 0);
+	g = G(f, H(4));
+	assert_intact(f, H(4), 2, H(3), 1);
+	assert_int_equal(g->pruned, 1);
+	assert_intact(f, H(5), 3, H(3), 1);
+	assert_head(f, 5, H(5), "r");
+
+	/* Another hash for the anchor's round: no root any more. */
+	refused(f, "r", 2, X(3));
+	refresh(f, 1);
+	g = G(f, H(4));
+	assert_chain(g, VD_CHAIN_BROKEN, 2, NULL);
+	assert_break(g, 0, H(4), 4, VD_BREAK_MISSING_PARENT);
+	assert_head(f, -1, NULL, NULL);
+	fx_free(f);
+}
+
 #define ORDER_VARIANTS 16          /* hash sets: the marked hashes come in many orders */
 #define ORDER_BASE 700             /* hx() offset of their hashes */
 #define ORDER_ROUNDS 4
@@ -1939,6 +2009,8 @@ int main(void)
 		cmocka_unit_test(test_pruned_link),
 		cmocka_unit_test(test_removed_unverified),
 		cmocka_unit_test(test_pruned_then_missing),
+		cmocka_unit_test(test_pruned_link_contradicted),
+		cmocka_unit_test(test_pruned_anchor),
 		cmocka_unit_test(test_pruned_link_sees_ancestor_change),
 		cmocka_unit_test(test_genesis_per_run),
 		cmocka_unit_test(test_anchor),
