@@ -81,9 +81,29 @@ void vd_lineage_init(vd_lineage *l)
 
 /* ---- commitments ------------------------------------------------------ */
 
+/* "run\nround": looked up once per group whenever a commitment source
+ * changes, so written without snprintf. Truncated like snprintf. */
 static void slot_key(char *out, size_t n, const char *run, int64_t round)
 {
-	snprintf(out, n, "%s\n%lld", run, (long long)round);
+	char digits[24];
+	size_t len = strlen(run), d = 0;
+	uint64_t v = round < 0 ? (uint64_t)0 - (uint64_t)round : (uint64_t)round;
+
+	do {
+		digits[d++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	if (round < 0)
+		digits[d++] = '-';
+	if (len + 1 + d + 1 > n) {
+		snprintf(out, n, "%s\n%lld", run, (long long)round);
+		return;
+	}
+	memcpy(out, run, len);
+	out[len++] = '\n';
+	while (d > 0)
+		out[len++] = digits[--d];
+	out[len] = '\0';
 }
 
 static vd_commit_slot *slot(vd_lineage *l, const char *run, int64_t round)
@@ -438,14 +458,6 @@ static int link_read(const vd_lineage *l, const vd_lineage_input *in, const vd_r
 	    strcmp(sl->src[VD_SRC_PINNED].hash, r->hash) == 0 ? LINK_ANCHOR : 0);
 }
 
-/* Whether g's chain goes on through pruned links: its commitments are
- * read again whenever a commitment source changes. */
-static int through_link(const vd_lineage_input *in, const vd_group *g)
-{
-	return g->has_parent && vd_model_group(in->model, g->parent) == NULL &&
-	    retained(in, g->parent) != NULL;
-}
-
 /* The parent's directory is gone but it was verified and committed: walk
  * the remembered artifacts (pruned links) to a present ancestor, a root,
  * or a break. Returns the present ancestor to continue through, or NULL. */
@@ -522,6 +534,7 @@ static vd_group *local_links(vd_lineage *l, const vd_lineage_input *in, vd_group
 	int mismatch;
 
 	g->commit_read = read_commitment(l, in, g, &mismatch);
+	g->via_pruned = 0;
 	if (mismatch)
 		add_break(g, g->hash, g->round_index, VD_BREAK_COMMITMENT_MISMATCH);
 	if (anchored(g)) {
@@ -536,8 +549,10 @@ static vd_group *local_links(vd_lineage *l, const vd_lineage_input *in, vd_group
 		return NULL;
 	}
 	if ((p = vd_model_group(in->model, g->parent)) == NULL &&
-	    (r = retained(in, g->parent)) != NULL)
+	    (r = retained(in, g->parent)) != NULL) {
+		g->via_pruned = 1;
 		return through_pruned(l, in, g, r, pending);
+	}
 	if (p == NULL || p->mark == 1) {
 		add_break(g, g->hash, g->round_index, VD_BREAK_MISSING_PARENT);
 		return NULL;
@@ -773,7 +788,7 @@ static void queue_recommitted(vd_lineage *l, const vd_lineage_input *in)
 
 	while (vd_map_next(&in->model->groups, &it, &k, &v)) {
 		vd_group *g = v;
-		if ((read_commitment(l, in, g, &mismatch) == g->commit_read && !through_link(in, g)) ||
+		if ((read_commitment(l, in, g, &mismatch) == g->commit_read && !g->via_pruned) ||
 		    g->mark != 2)
 			continue;       /* unchanged, or queued already */
 		if ((grown = vd_grow(gs, &cap, n, sizeof(*gs))) == NULL) {

@@ -93,6 +93,7 @@ typedef struct vd_group {      /* every copy claiming one content hash */
 	int commit_read;            /* what its chain read of its commitment, as last
 	                             * computed: a change of slots alone recomputes
 	                             * only the groups whose reading changed */
+	int via_pruned;             /* its parent was a pruned link, as last computed */
 	int trusted;
 	int legacy_untrusted;       /* legacy, and legacy_policy = untrusted */
 } vd_group;
