@@ -176,6 +176,9 @@
 
 /* ---- the daemon's loop --------------------------------------------- */
 #define VD_SCAN_SETTLE_MAX_MS 1000   /* a stream of events delays a scan at most this */
+/* Changes noted between two scans; past this the whole store is scanned
+ * instead of the places they name. */
+#define VD_SCAN_CHANGES_MAX 256
 /* The scan result is merged a slice at a time, one slice a loop turn:
  * on a store of many thousand rounds, clients are answered meanwhile. */
 #define VD_MERGE_SLICE 500

@@ -76,6 +76,11 @@ void vd_metrics_verified(vd_metrics *m, vd_code code, uint64_t bytes, double sec
 	vd_histogram_observe(&m->verify_duration, seconds);
 }
 
+void vd_metrics_scan(vd_metrics *m, int whole)
+{
+	m->scans_total[whole ? 1 : 0]++;
+}
+
 static void help(vd_buf *b, const char *name, const char *type, const char *text)
 {
 	vd_buf_printf(b, "# HELP " P "%s %s\n# TYPE " P "%s %s\n", name, text, name, type);
@@ -159,6 +164,12 @@ static void render_runtime(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
 	help(b, "committed_head_round", "gauge",
 	    "Round index of the newest trusted artifact (-1: none).");
 	vd_buf_printf(b, P "committed_head_round %lld\n", (long long)g->committed_head_round);
+	help(b, "store_scans_total", "counter",
+	    "Store scans begun: of the places changes named, or of the whole store.");
+	vd_buf_printf(b, P "store_scans_total{scope=\"changes\"} %llu\n",
+	    (unsigned long long)m->scans_total[0]);
+	vd_buf_printf(b, P "store_scans_total{scope=\"whole\"} %llu\n",
+	    (unsigned long long)m->scans_total[1]);
 	help(b, "last_scan_timestamp_seconds", "gauge", "When the last store scan finished.");
 	vd_buf_printf(b, P "last_scan_timestamp_seconds %.3f\n", g->last_scan);
 	help(b, "last_scrub_timestamp_seconds", "gauge", "When the last scrub pass finished.");

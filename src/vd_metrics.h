@@ -59,6 +59,7 @@ typedef struct vd_metrics {
 	size_t n_http;
 	uint64_t envelopes_rejected[VD_ENV_REASON_COUNT];
 	uint64_t artifacts_pruned_total;
+	uint64_t scans_total[2];          /* of changes, whole */
 } vd_metrics;
 
 /* Values read off the store when rendering. */
@@ -78,6 +79,7 @@ void vd_metrics_init(vd_metrics *m);
 void vd_metrics_http(vd_metrics *m, const char *route, unsigned code, double seconds);
 void vd_metrics_envelope_rejected(vd_metrics *m, vd_env_reason why);
 void vd_metrics_verified(vd_metrics *m, vd_code code, uint64_t bytes, double seconds);
+void vd_metrics_scan(vd_metrics *m, int whole);
 int vd_metrics_render(const vd_metrics *m, const vd_gauges *g, vd_buf *out);
 
 #endif

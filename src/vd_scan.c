@@ -553,13 +553,44 @@ static void read_envelope(int dirfd, const char *name, vd_scan_envelope *e)
 		close(fd);
 }
 
+/* The statement file name of rel (the commitments directory dirfd of
+ * run); -1 when the scan can take no more. */
+static int add_envelope(vd_scan_result *r, int dirfd, const char *rel, const char *run,
+    const char *name)
+{
+	vd_scan_envelope *arr, *e;
+
+	if (r->n_envelopes >= VD_SCAN_MAX_ENVELOPES) {
+		scan_incomplete(r, rel, "the store holds more statement files than the scan takes");
+		return -1;
+	}
+	if ((arr = vd_grow(r->envelopes, &r->cap_envelopes, r->n_envelopes, sizeof(*arr))) == NULL) {
+		scan_incomplete(r, rel, "out of memory");
+		return -1;
+	}
+	r->envelopes = arr;
+	e = &arr[r->n_envelopes];
+	memset(e, 0, sizeof(*e));
+	vd_buf_init(&e->bytes);
+	e->relpath = join(rel, name);
+	e->run = strdup(run);
+	if (e->relpath == NULL || e->run == NULL) {
+		free(e->relpath);
+		free(e->run);
+		scan_incomplete(r, rel, "out of memory");
+		return -1;
+	}
+	r->n_envelopes++;
+	read_envelope(dirfd, name, e);
+	return 0;
+}
+
 /* The *.json files of <run>/commitments: never an artifact directory. */
 static void add_envelopes(vd_scan_result *r, int dirfd, const char *run)
 {
 	char **names, *rel = join(run, VD_COMMITMENTS_DIR);
 	size_t n = 0, i;
 	int partial = 0;
-	vd_scan_envelope *arr, *e;
 	int fd = openat(dirfd, VD_COMMITMENTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0 || rel == NULL) {
@@ -576,28 +607,8 @@ static void add_envelopes(vd_scan_result *r, int dirfd, const char *run)
 	for (i = 0; names != NULL && i < n; i++) {
 		if (names[i] == NULL || !envelope_name(names[i]))
 			continue;
-		if (r->n_envelopes >= VD_SCAN_MAX_ENVELOPES) {
-			scan_incomplete(r, rel, "the store holds more statement files than the scan takes");
+		if (add_envelope(r, fd, rel, run, names[i]) < 0)
 			break;
-		}
-		if ((arr = vd_grow(r->envelopes, &r->cap_envelopes, r->n_envelopes, sizeof(*arr))) == NULL) {
-			scan_incomplete(r, rel, "out of memory");
-			break;
-		}
-		r->envelopes = arr;
-		e = &arr[r->n_envelopes];
-		memset(e, 0, sizeof(*e));
-		vd_buf_init(&e->bytes);
-		e->relpath = join(rel, names[i]);
-		e->run = strdup(run);
-		if (e->relpath == NULL || e->run == NULL) {
-			free(e->relpath);
-			free(e->run);
-			scan_incomplete(r, rel, "out of memory");
-			break;
-		}
-		r->n_envelopes++;
-		read_envelope(fd, names[i], e);
 	}
 	if (names != NULL)
 		free_names(names, n);
@@ -753,6 +764,305 @@ void vd_scan_store(const char *root, unsigned depth, const vd_bounds *bounds,
 	close(fd);
 }
 
+/* ---- targeted scans ---------------------------------------------------- */
+
+static unsigned components(const char *rel)
+{
+	unsigned n = rel[0] != '\0';
+
+	for (; *rel; rel++)
+		n += *rel == '/';
+	return n;
+}
+
+/* path is dir, or lies in it ("" holds everything). */
+static int under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return n == 0 || (strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/'));
+}
+
+/* path is dir's entry name (exact), or lies in it (tree). */
+static int at_entry(const char *path, const char *dir, const char *name, int tree)
+{
+	size_t n = strlen(dir), m = strlen(name);
+
+	if (n > 0) {
+		if (strncmp(path, dir, n) != 0 || path[n] != '/')
+			return 0;
+		path += n + 1;
+	}
+	return strncmp(path, name, m) == 0 && (path[m] == '\0' || (tree && path[m] == '/'));
+}
+
+static int scope_covers(const vd_scope *sc, const char *relpath)
+{
+	switch (sc->kind) {
+	case VD_SCOPE_TREE:
+		return under(relpath, sc->relpath);
+	case VD_SCOPE_DIR:
+		return strcmp(relpath, sc->relpath) == 0 ||
+		    at_entry(relpath, sc->relpath, VD_LEDGER_FILE, 0);
+	case VD_SCOPE_STMTS:
+		return at_entry(relpath, sc->relpath, VD_COMMITMENTS_DIR, 1);
+	case VD_SCOPE_FILE:
+		return strcmp(relpath, sc->relpath) == 0;
+	}
+	return 0;
+}
+
+int vd_scan_covers(const vd_scan_result *r, const char *relpath)
+{
+	size_t i;
+
+	if (r->incomplete)
+		return 0;
+	if (!r->targeted)
+		return 1;
+	for (i = 0; i < r->n_scopes; i++)
+		if (scope_covers(&r->scopes[i], relpath))
+			return 1;
+	return 0;
+}
+
+static void add_scope(vd_scan_result *r, vd_scope_kind kind, const char *dir, const char *name)
+{
+	vd_scope *arr;
+	char *rel = name ? join(dir, name) : strdup(dir);
+	size_t i;
+
+	if (rel == NULL) {
+		scan_incomplete(r, dir, "out of memory");
+		return;
+	}
+	for (i = 0; i < r->n_scopes; i++)
+		if (r->scopes[i].kind == kind && strcmp(r->scopes[i].relpath, rel) == 0) {
+			free(rel);
+			return;
+		}
+	if ((arr = vd_grow(r->scopes, &r->cap_scopes, r->n_scopes, sizeof(*arr))) == NULL) {
+		free(rel);
+		scan_incomplete(r, dir, "out of memory");
+		return;
+	}
+	r->scopes = arr;
+	arr[r->n_scopes].kind = kind;
+	arr[r->n_scopes++].relpath = rel;
+}
+
+/* The directory of rel, in out (n bytes); its last component in *base. */
+static int split(const char *rel, char *out, size_t n, const char **base)
+{
+	const char *slash = strrchr(rel, '/');
+	size_t len = slash ? (size_t)(slash - rel) : 0;
+
+	if (len >= n)
+		return -1;
+	memcpy(out, rel, len);
+	out[len] = '\0';
+	*base = slash ? slash + 1 : rel;
+	return 0;
+}
+
+/* Gone, or no longer a directory: what was there is not. */
+static int open_gone(int err)
+{
+	return err == -ENOENT || err == -ENOTDIR || err == -ELOOP;
+}
+
+/* The scopes a change can affect. A file of an artifact directory is its
+ * artifact; a new, renamed or removed entry of any other directory is
+ * walked as a whole scan would (a round, a tar, a new run); a ledger is
+ * its directory's, a statement file only itself; a header.json appearing
+ * or going makes its directory walked again, whatever it was. */
+static void scope_change(vd_scan_result *r, int rootfd, unsigned depth, const vd_scan_change *c)
+{
+	char parent[PATH_MAX];
+	const char *base;
+	struct stat st;
+	int fd;
+
+	if (c->dir[0] != '\0' && split(c->dir, parent, sizeof(parent), &base) == 0 &&
+	    strcmp(base, VD_COMMITMENTS_DIR) == 0) {
+		if (c->name[0] == '\0')
+			add_scope(r, VD_SCOPE_STMTS, parent, NULL);
+		else if (envelope_name(c->name))
+			add_scope(r, VD_SCOPE_FILE, c->dir, c->name);
+		return;
+	}
+	if (c->name[0] == '\0' || (c->dir[0] != '\0' && strcmp(c->name, "header.json") == 0)) {
+		add_scope(r, VD_SCOPE_TREE, c->dir, NULL);
+		return;
+	}
+	if (strcmp(c->name, VD_COMMITMENTS_DIR) == 0) {
+		add_scope(r, VD_SCOPE_STMTS, c->dir, NULL);
+		return;
+	}
+	if (strcmp(c->name, VD_LEDGER_FILE) == 0 || components(c->dir) + 1 > depth) {
+		add_scope(r, VD_SCOPE_DIR, c->dir, NULL);
+		return;
+	}
+	if ((fd = vd_open_beneath(rootfd, c->dir)) < 0) {
+		if (open_gone(fd))
+			add_scope(r, VD_SCOPE_TREE, c->dir, NULL);
+		else
+			scan_incomplete(r, c->dir, strerror(-fd));
+		return;
+	}
+	if (c->dir[0] != '\0' && fstatat(fd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
+		add_scope(r, VD_SCOPE_DIR, c->dir, NULL);
+	else
+		add_scope(r, VD_SCOPE_TREE, c->dir, c->name);
+	close(fd);
+}
+
+/* A scope inside a tree scope (or a statement file in a run's scope) is
+ * walked with it. */
+static int subsumed(const vd_scan_result *r, size_t k)
+{
+	const vd_scope *x = &r->scopes[k];
+	size_t i;
+
+	for (i = 0; i < r->n_scopes; i++) {
+		const vd_scope *t = &r->scopes[i];
+		if (i == k)
+			continue;
+		if (t->kind == VD_SCOPE_TREE && under(x->relpath, t->relpath) &&
+		    (x->kind != VD_SCOPE_TREE || strcmp(x->relpath, t->relpath) != 0))
+			return 1;
+		if (t->kind == VD_SCOPE_STMTS && x->kind == VD_SCOPE_FILE && scope_covers(t, x->relpath))
+			return 1;
+	}
+	return 0;
+}
+
+/* Scopes are distinct: of two that cover each other, neither is a
+ * tree inside the other, so one of each pair stays. */
+static void drop_subsumed(vd_scan_result *r)
+{
+	size_t i, n = 0;
+	char *drop;
+
+	if (r->n_scopes == 0 || (drop = calloc(r->n_scopes, 1)) == NULL)
+		return;         /* walked twice, no harm */
+	for (i = 0; i < r->n_scopes; i++)
+		drop[i] = (char)subsumed(r, i);
+	for (i = 0; i < r->n_scopes; i++) {
+		if (drop[i])
+			free(r->scopes[i].relpath);
+		else
+			r->scopes[n++] = r->scopes[i];
+	}
+	r->n_scopes = n;
+	free(drop);
+}
+
+/* A directory of a scope: gone is nothing; unreadable, the scan cannot
+ * tell (the store then walks the whole store, which records it). */
+static int open_scope_dir(vd_scan_result *r, int rootfd, const char *rel)
+{
+	int fd = vd_open_beneath(rootfd, rel);
+
+	if (fd < 0 && !open_gone(fd))
+		scan_incomplete(r, rel[0] ? rel : ".", strerror(-fd));
+	return fd;
+}
+
+static void walk_tree_scope(vd_scan_result *r, int rootfd, unsigned depth, const char *rel)
+{
+	char parent[PATH_MAX];
+	const char *base;
+	struct stat st;
+	unsigned k = components(rel);
+	int fd;
+
+	if (rel[0] == '\0') {
+		walk(r, rootfd, "", depth);
+		return;
+	}
+	if (k > depth || split(rel, parent, sizeof(parent), &base) < 0 ||
+	    (fd = open_scope_dir(r, rootfd, parent)) < 0)
+		return;
+	/* Inside an artifact directory nothing is walked. */
+	if (parent[0] != '\0' && fstatat(fd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		close(fd);
+		return;
+	}
+	if (fstatat(fd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		lookup_failed(r, parent, base, errno == ENOTDIR ? ENOENT : errno);
+	} else if (S_ISREG(st.st_mode) && vd_tar_name(base)) {
+		add_tar(r, fd, parent, base);
+	} else if (S_ISDIR(st.st_mode)) {
+		walk_child(r, fd, parent, base, depth - k);
+	}
+	close(fd);
+}
+
+static void walk_scope(vd_scan_result *r, int rootfd, unsigned depth, const vd_scope *sc)
+{
+	char dir[PATH_MAX], run[PATH_MAX];
+	const char *base, *b2;
+	struct stat st;
+	int fd, stop;
+
+	switch (sc->kind) {
+	case VD_SCOPE_TREE:
+		walk_tree_scope(r, rootfd, depth, sc->relpath);
+		return;
+	case VD_SCOPE_DIR:
+		if ((fd = open_scope_dir(r, rootfd, sc->relpath)) < 0)
+			return;
+		add_dir(r, sc->relpath);
+		if (!walk_artifact(r, fd, sc->relpath, &stop) && !stop)
+			walk_ledger(r, fd, sc->relpath, &stop);
+		break;
+	case VD_SCOPE_STMTS:
+		if ((fd = open_scope_dir(r, rootfd, sc->relpath)) < 0)
+			return;
+		add_envelopes(r, fd, sc->relpath);
+		break;
+	case VD_SCOPE_FILE:
+		if (split(sc->relpath, dir, sizeof(dir), &base) < 0 ||
+		    split(dir, run, sizeof(run), &b2) < 0 ||
+		    (fd = open_scope_dir(r, rootfd, dir)) < 0)
+			return;
+		if (fstatat(fd, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			add_envelope(r, fd, dir, run, base);
+		else
+			lookup_failed(r, dir, base, errno);
+		break;
+	default:
+		return;
+	}
+	close(fd);
+}
+
+void vd_scan_changes(const char *root, unsigned depth, const vd_bounds *bounds,
+    const vd_scan_change *changes, size_t n, vd_scan_result *out)
+{
+	size_t i;
+	int fd;
+
+	memset(out, 0, sizeof(*out));
+	out->targeted = 1;
+	if (bounds != NULL)
+		out->bounds = *bounds;
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(out->root_error, sizeof(out->root_error),
+		    "cannot open the store %s: %s", root, strerror(errno));
+		return;
+	}
+	out->root_ok = 1;
+	for (i = 0; i < n; i++)
+		scope_change(out, fd, depth, &changes[i]);
+	drop_subsumed(out);
+	for (i = 0; i < out->n_scopes; i++)
+		walk_scope(out, fd, depth, &out->scopes[i]);
+	close(fd);
+}
+
 void vd_scan_result_free(vd_scan_result *r)
 {
 	size_t i;
@@ -775,6 +1085,9 @@ void vd_scan_result_free(vd_scan_result *r)
 	for (i = 0; i < r->n_unreadable; i++)
 		free(r->unreadable[i]);
 	free(r->unreadable);
+	for (i = 0; i < r->n_scopes; i++)
+		free(r->scopes[i].relpath);
+	free(r->scopes);
 	free(r->artifacts);
 	free(r->ledgers);
 	free(r->dirs);

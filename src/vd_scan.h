@@ -109,6 +109,25 @@ typedef struct vd_scan_envelope {
 	char read_error[VD_DETAIL_MAX];
 } vd_scan_envelope;
 
+/* What a targeted scan looked at, and so what it can tell is gone. */
+typedef enum vd_scope_kind {
+	VD_SCOPE_TREE,       /* relpath and all under it, walked as a whole scan walks it */
+	VD_SCOPE_DIR,        /* the directory alone: an artifact or not, and its ledger */
+	VD_SCOPE_STMTS,      /* the commitments directory of the run relpath */
+	VD_SCOPE_FILE        /* one statement file */
+} vd_scope_kind;
+
+typedef struct vd_scope {
+	vd_scope_kind kind;
+	char *relpath;       /* a directory ("" the root), or FILE's file */
+} vd_scope;
+
+/* A change the watches reported: name in the directory dir, or dir
+ * itself when name is "". */
+typedef struct vd_scan_change {
+	char *dir, *name;
+} vd_scan_change;
+
 typedef struct vd_scan_result {
 	vd_bounds bounds;           /* headers are read within these (0: defaults) */
 	int root_ok;
@@ -127,10 +146,23 @@ typedef struct vd_scan_result {
 	int truncated;       /* hit VD_SCAN_MAX_ARTIFACTS */
 	int incomplete;      /* something was not listed: nothing unseen is gone */
 	char incomplete_why[VD_DETAIL_MAX];
+	int targeted;        /* only the scopes were looked at */
+	vd_scope *scopes;
+	size_t n_scopes, cap_scopes;
 } vd_scan_result;
 
 void vd_scan_store(const char *root, unsigned depth, const vd_bounds *bounds,
     vd_scan_result *out);
+/* A targeted scan: each change becomes the scopes it can affect (a new
+ * or removed entry of a run, an artifact's files, a ledger, a statement
+ * file), and only those are walked. What they hold is listed as a whole
+ * scan lists it. */
+void vd_scan_changes(const char *root, unsigned depth, const vd_bounds *bounds,
+    const vd_scan_change *changes, size_t n, vd_scan_result *out);
+/* Whether the scan listed all there is at relpath, so that what it did
+ * not list there is gone: everything for a complete whole scan, nothing
+ * for an incomplete one, a targeted one's scopes. */
+int vd_scan_covers(const vd_scan_result *r, const char *relpath);
 void vd_scan_result_free(vd_scan_result *r);
 
 /* Open relpath below rootfd one component at a time, following no

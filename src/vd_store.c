@@ -20,6 +20,7 @@
 
 static void refresh_now(vd_store *s, vd_refresh what);
 static void on_merge_timer(uv_timer_t *t);
+static void scan_path(vd_store *s, const char *relpath);
 static void close_step(vd_store *s);
 
 vd_group *vd_store_group(vd_store *s, const char *hash)
@@ -129,7 +130,7 @@ static void take_header(vd_store *s, vd_copy *c, vd_job *j)
 static void job_abandoned(vd_store *s, vd_copy *c)
 {
 	c->fp.ok = 0;
-	vd_store_scan(s);
+	scan_path(s, c->relpath);
 }
 
 static void on_job_done(vd_job *j, void *arg)
@@ -187,7 +188,7 @@ static void on_job_done(vd_job *j, void *arg)
 	if (changed) {
 		c->fp = j->fp_after;
 		vd_sched_follow_up(s, c, j->kind, j->gen);
-		vd_store_scan(s);
+		scan_path(s, c->relpath);
 	} else {
 		c->done_gen = j->gen;
 		/* Not judged: a restart verifies it again at once. */
@@ -482,7 +483,7 @@ static void keep_covered(vd_store *s)
 }
 
 /* Directories that cannot be opened or searched: each is reported once,
- * at warning, until it can be read again. */
+ * at warning, until a scan that looks at it can read it again. */
 static void merge_unreadable(vd_store *s, vd_scan_result *r)
 {
 	const char *k;
@@ -510,9 +511,15 @@ static void merge_unreadable(vd_store *s, vd_scan_result *r)
 			copy_unreadable(s, c, nl + 1);
 		free(rel);
 	}
-	while (vd_map_next(&s->unreadable, &it, &k, &v))
-		if (vd_map_get(&now, k) == NULL)
+	/* What the scan did not look at stays as it was. */
+	while (vd_map_next(&s->unreadable, &it, &k, &v)) {
+		if (vd_map_get(&now, k) != NULL)
+			continue;
+		if (vd_scan_covers(r, k))
 			log_info("%s is readable again", k[0] ? k : ".");
+		else if (vd_map_put(&now, k, (void *)1) < 0)
+			r->incomplete = 1;
+	}
 	vd_map_free(&s->unreadable);
 	s->unreadable = now;
 	keep_covered(s);
@@ -673,8 +680,8 @@ static void remember_ledger(vd_store *s, const vd_scan_ledger *l)
 	extend(s, m, l);
 }
 
-/* A remembered ledger missing from a complete scan was deleted or moved,
- * unless it is under a directory the scan could not read. */
+/* A remembered ledger missing where a complete scan looked was deleted
+ * or moved, unless it is under a directory the scan could not read. */
 static void remember_ledgers(vd_store *s, vd_scan_result *r)
 {
 	const char *k;
@@ -691,7 +698,8 @@ static void remember_ledgers(vd_store *s, vd_scan_result *r)
 	}
 	while (listed && vd_map_next(&s->mems, &it, &k, &v)) {
 		vd_ledger_mem *m = v;
-		if (vd_map_get(&seen, k) == NULL && m->n > 0 && !unreadable_covers(s, k, 0))
+		if (vd_map_get(&seen, k) == NULL && m->n > 0 && vd_scan_covers(r, k) &&
+		    !unreadable_covers(s, k, 0))
 			mark_rewritten(m, NULL, 0, "the file is gone");
 	}
 	vd_map_free(&seen);
@@ -838,9 +846,9 @@ static const env_eval *envelope_eval(vd_store *s, const vd_scan_envelope *e)
 	return ev;
 }
 
-/* Envelope files that are gone are forgotten, a batch at a time (the
- * map cannot change under its iterator). */
-static void forget_unseen(vd_store *s)
+/* Envelope files gone where the scan looked are forgotten, a batch at a
+ * time (the map cannot change under its iterator). */
+static void forget_unseen(vd_store *s, const vd_scan_result *r)
 {
 	char *gone[64];
 	const char *k;
@@ -851,7 +859,7 @@ static void forget_unseen(vd_store *s)
 		n = 0;
 		it = 0;
 		while (n < VD_ARRAY_LEN(gone) && vd_map_next(&s->env_cache, &it, &k, &v))
-			if (!((env_eval *)v)->seen && (gone[n] = strdup(k)) != NULL)
+			if (!((env_eval *)v)->seen && vd_scan_covers(r, k) && (gone[n] = strdup(k)) != NULL)
 				n++;
 		for (i = 0; i < n; i++) {
 			free(vd_map_del(&s->env_cache, gone[i]));
@@ -866,7 +874,7 @@ static int stmt_where_cmp(const void *a, const void *b)
 }
 
 /* The file statements, from every envelope accepted and not known gone
- * (an incomplete scan keeps those it did not list), in path order. */
+ * (a scan keeps those where it did not look), in path order. */
 static void merge_envelopes(vd_store *s, vd_scan_result *r)
 {
 	const env_eval **ok;
@@ -884,8 +892,7 @@ static void merge_envelopes(vd_store *s, vd_scan_result *r)
 	for (it = 0; vd_map_next(&s->env_cache, &it, &k, &v); )
 		if (!((env_eval *)v)->seen && unreadable_covers(s, k, 0))
 			((env_eval *)v)->seen = 1;
-	if (!r->incomplete)
-		forget_unseen(s);
+	forget_unseen(s, r);
 	s->n_stmts = s->n_posted_stmts;
 	if ((ok = calloc(s->env_cache.count + 1, sizeof(*ok))) == NULL)
 		return;
@@ -929,9 +936,10 @@ static int ledger_run_cmp(const void *a, const void *b)
 	return walk_order(((const vd_scan_ledger *)a)->run, ((const vd_scan_ledger *)b)->run);
 }
 
-/* A ledger the scan did not reach (under an unreadable directory, or
- * missed by an incomplete scan) stays listed as it was last read, in its
- * place: what the commitment sources say does not change. */
+/* A ledger the scan did not reach (under an unreadable directory, missed
+ * by an incomplete scan, or where a targeted one did not look) stays
+ * listed as it was last read, in its place: what the commitment sources
+ * say does not change. */
 static void carry_ledgers(vd_store *s, vd_scan_result *r)
 {
 	vd_scan_ledger *arr;
@@ -945,7 +953,7 @@ static void carry_ledgers(vd_store *s, vd_scan_result *r)
 	for (i = 0; i < s->n_ledgers; i++) {
 		vd_scan_ledger *l = &s->ledgers[i];
 		if (vd_map_get(&now, l->relpath) != NULL ||
-		    (!r->incomplete && !unreadable_covers(s, l->relpath, 0)))
+		    (vd_scan_covers(r, l->relpath) && !unreadable_covers(s, l->relpath, 0)))
 			continue;
 		if ((arr = vd_grow(r->ledgers, &r->cap_ledgers, r->n_ledgers, sizeof(*arr))) == NULL)
 			break;
@@ -985,7 +993,8 @@ static void merge_ledgers(vd_store *s, vd_scan_result *r)
 	}
 }
 
-static void sweep(vd_store *s)
+/* Copies gone where the scan looked. */
+static void sweep(vd_store *s, const vd_scan_result *r)
 {
 	vd_copy *gone[256];
 	const char *k;
@@ -996,7 +1005,7 @@ static void sweep(vd_store *s)
 		n = 0;
 		it = 0;
 		while (n < VD_ARRAY_LEN(gone) && vd_map_next(&s->model.copies, &it, &k, &v))
-			if (!((vd_copy *)v)->seen)
+			if (!((vd_copy *)v)->seen && vd_scan_covers(r, k))
 				gone[n++] = v;
 		for (i = 0; i < n; i++)
 			remove_copy(s, gone[i]);
@@ -1012,7 +1021,8 @@ static int commitments_dir(const char *relpath)
 
 /* Every directory walked can hold a run, but an artifact directory and a
  * run's commitments directory. A run the scan could not reach (under or
- * at an unreadable directory) stays known; an incomplete scan only adds. */
+ * at an unreadable directory, or where it did not look) stays known; an
+ * incomplete scan only adds. */
 static void merge_runs(vd_store *s, vd_scan_result *r)
 {
 	const char *k;
@@ -1026,7 +1036,7 @@ static void merge_runs(vd_store *s, vd_scan_result *r)
 		    vd_map_put(&now, r->dirs[i], (void *)1) < 0)
 			goto keep_all;
 	while (vd_map_next(&s->runs, &it, &k, &v))
-		if ((r->incomplete || unreadable_covers(s, k, 1)) && vd_map_get(&now, k) == NULL &&
+		if ((!vd_scan_covers(r, k) || unreadable_covers(s, k, 1)) && vd_map_get(&now, k) == NULL &&
 		    vd_map_put(&now, k, (void *)1) < 0)
 			goto keep_all;
 	vd_map_free(&s->runs);
@@ -1080,16 +1090,23 @@ static void scan_thread(uv_work_t *req)
 {
 	vd_store *s = req->data;
 
-	vd_scan_store(s->root, s->scan_depth, &s->scan_bounds, &s->scan_result);
+	if (s->scan_changes.whole)
+		vd_scan_store(s->root, s->scan_depth, &s->scan_bounds, &s->scan_result);
+	else
+		vd_scan_changes(s->root, s->scan_depth, &s->scan_bounds, s->scan_changes.v,
+		    s->scan_changes.n, &s->scan_result);
 }
+
+static void scan_request(vd_store *s);
 
 static void scan_done(vd_store *s)
 {
 	s->merging = 0;
 	vd_scan_result_free(&s->scan_result);
+	vd_changes_free(&s->scan_changes);
 	if (s->scan_again) {
 		s->scan_again = 0;
-		vd_store_scan(s);
+		scan_request(s);
 	}
 }
 
@@ -1159,6 +1176,19 @@ static uint64_t commit_sources_sig(const vd_store *s)
 	return h;
 }
 
+static int watch_covers(void *arg, const char *dir)
+{
+	return vd_scan_covers(&((vd_store *)arg)->scan_result, dir);
+}
+
+static void watch_added(void *arg, const char *dir)
+{
+	vd_store *s = arg;
+
+	vd_changes_add(&s->changes, dir, "");
+	s->scan_again = 1;
+}
+
 static void finish_merge(vd_store *s)
 {
 	uint64_t sig;
@@ -1166,17 +1196,17 @@ static void finish_merge(vd_store *s)
 
 	merge_unreadable(s, r);
 	if (!r->incomplete)
-		sweep(s);
-	if (!s->scanned_once && !r->incomplete)
+		sweep(s, r);
+	if (!s->scanned_once && !r->incomplete && !r->targeted)
 		prune_stored(s);
 	merge_ledgers(s, r);
 	merge_envelopes(s, r);
 	merge_runs(s, r);
 	/* A file written into a new directory before its watch was added
-	 * raised no event: one more scan finds it now, not at the next
+	 * raised no event: one more scan of it finds it now, not at the next
 	 * rescan_interval. */
-	if (vd_watch_sync(&s->watch, r->dirs, r->n_dirs) > 0 && s->scanned_once)
-		s->scan_again = 1;
+	vd_watch_sync(&s->watch, r->dirs, r->n_dirs, &(vd_watch_scope){ watch_covers,
+	    s->scanned_once ? watch_added : NULL, s });
 	/* Merged: freed before lineage catches up, whose first whole pass
 	 * allocates as much again. */
 	vd_scan_result_free(r);
@@ -1242,32 +1272,77 @@ static void after_scan(uv_work_t *req, int status)
 		log_warn("the store holds more than %d artifacts; the rest are ignored",
 		    VD_SCAN_MAX_ARTIFACTS);
 	/* A partial walk proves nothing gone: its sweep is skipped and every
-	 * known verdict kept until a complete one. */
-	if (r->incomplete)
+	 * known verdict kept until a complete one. A targeted one is followed
+	 * by a whole one, which records what it could not read. */
+	if (r->incomplete && r->targeted) {
+		log_debug("a scan of what changed was incomplete (%s); scanning the whole store",
+		    r->incomplete_why);
+		vd_changes_whole(&s->changes);
+		s->scan_again = 1;
+	} else if (r->incomplete) {
 		log_warn("the store scan was incomplete (%s); nothing it missed is taken for removed",
 		    r->incomplete_why);
+	}
 	while (vd_map_next(&s->model.copies, &it, &k, &v))
 		((vd_copy *)v)->seen = 0;
 	s->merge_next = 0;
 	merge_more(s);
 }
 
-void vd_store_scan(vd_store *s)
+/* A scan now, or right after the one under way: of the places the
+ * changes noted name, or of the whole store (always the first time). */
+static void scan_request(vd_store *s)
 {
+	int whole;
+
 	if (s->closing)
 		return;
 	if (s->scanning || s->merging) {
 		s->scan_again = 1;
 		return;
 	}
+	whole = !s->scanned_once || s->changes.whole ||
+	    s->model.copies.count >= VD_SCAN_MAX_ARTIFACTS;
+	if (!whole && s->changes.n == 0)
+		return;
+	vd_changes_take(&s->changes, &s->scan_changes);
+	if (whole)
+		vd_changes_whole(&s->scan_changes);
+	vd_metrics_scan(s->metrics, whole);
 	s->scanning = 1;
 	s->scan_depth = s->cfg->scan_depth;
 	s->scan_bounds.max_tensors = s->cfg->max_tensors;
 	s->scan_bounds.max_job_memory = s->cfg->max_job_memory;
 	s->scan_bounds.max_artifact_bytes = s->cfg->max_artifact_bytes;
 	s->scan_work.data = s;
-	if (uv_queue_work(s->loop, &s->scan_work, scan_thread, after_scan) < 0)
+	if (uv_queue_work(s->loop, &s->scan_work, scan_thread, after_scan) < 0) {
 		s->scanning = 0;
+		vd_changes_free(&s->scan_changes);
+		vd_changes_whole(&s->changes);
+	}
+}
+
+void vd_store_scan(vd_store *s)
+{
+	vd_changes_whole(&s->changes);
+	scan_request(s);
+}
+
+/* A scan of one artifact's path (one a job or a client named). */
+static void scan_path(vd_store *s, const char *relpath)
+{
+	const char *slash = strrchr(relpath, '/');
+	char dir[PATH_MAX];
+
+	if (slash == NULL) {
+		vd_changes_add(&s->changes, "", relpath);
+	} else if ((size_t)(slash - relpath) >= sizeof(dir)) {
+		vd_changes_whole(&s->changes);
+	} else {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - relpath), relpath);
+		vd_changes_add(&s->changes, dir, slash + 1);
+	}
+	scan_request(s);
 }
 
 static void on_debounce(uv_timer_t *t)
@@ -1275,7 +1350,7 @@ static void on_debounce(uv_timer_t *t)
 	vd_store *s = t->data;
 
 	s->first_event_ms = 0;
-	vd_store_scan(s);
+	scan_request(s);
 }
 
 /* Coalesce bursts of events into one scan, but never wait forever. */
@@ -1285,6 +1360,10 @@ static void on_fs_event(void *arg, const char *dir, const char *name, int overfl
 	uint64_t now = uv_now(s->loop);
 
 	log_debug("change in %s%s%s", dir[0] ? dir : ".", name[0] ? "/" : "", name);
+	if (overflow || (dir[0] == '\0' && name[0] == '\0'))
+		vd_changes_whole(&s->changes);
+	else
+		vd_changes_add(&s->changes, dir, name);
 	if (s->first_event_ms == 0)
 		s->first_event_ms = now;
 	if (overflow || now - s->first_event_ms >= VD_SCAN_SETTLE_MAX_MS) {
@@ -1318,7 +1397,7 @@ vd_copy *vd_store_adopt(vd_store *s, const char *relpath, vd_artifact_kind kind)
 		c->seen = 1;
 		c->kind = kind;
 	}
-	vd_store_scan(s);           /* fills in its header */
+	scan_path(s, relpath);      /* fills in its header */
 	return c;
 }
 
@@ -1670,6 +1749,8 @@ static void free_all(vd_store *s)
 
 	if (s->merging)
 		vd_scan_result_free(&s->scan_result);
+	vd_changes_free(&s->changes);
+	vd_changes_free(&s->scan_changes);
 	vd_lineage_free(&s->lineage);
 	vd_model_free(&s->model);
 	while (vd_map_next(&s->mems, &it, &k, &v))

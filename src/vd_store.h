@@ -20,6 +20,7 @@
 #include "vd_metrics.h"
 #include "vd_model.h"
 #include "vd_pool.h"
+#include "vd_changes.h"
 #include "vd_scan.h"
 #include "vd_state.h"
 #include "vd_watch.h"
@@ -48,6 +49,8 @@ typedef struct vd_store {
 	vd_bounds scan_bounds;
 	uv_work_t scan_work;
 	vd_scan_result scan_result;
+	vd_changes changes;         /* noted since the scan under way began */
+	vd_changes scan_changes;    /* what the scan under way looks at */
 	int scanning, scan_again, scanned_once;
 	int merging;                /* the last scan's result is being merged */
 	size_t merge_next;          /* its next artifact */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "vd_log.h"
+#include "vd_util.h"
 #include "vd_watch.h"
 
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
@@ -126,13 +127,32 @@ static void add_watch(vd_watch *w, const char *dir)
 	vd_map_put(&w->by_dir, dir, (void *)(intptr_t)wd);
 }
 
-size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n)
+/* A directory gone from the watched ones. A directory renamed keeps its
+ * watch (inotify's is the inode's): under its new name, added with the
+ * same wd, it stays watched. */
+static void drop_dir(vd_watch *w, const char *dir)
+{
+	int wd = (int)(intptr_t)vd_map_del(&w->by_dir, dir);
+	char key[16];
+	const char *now;
+
+	if (wd <= 0)
+		return;
+	wd_key(wd, key, sizeof(key));
+	now = vd_map_get(&w->by_wd, key);
+	if (now != NULL && strcmp(now, dir) != 0 && (intptr_t)vd_map_get(&w->by_dir, now) == wd)
+		return;
+	inotify_rm_watch(w->fd, wd);
+	forget_wd(w, wd);
+}
+
+size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope)
 {
 	vd_map keep;
 	const char *k;
 	void *v;
-	size_t i, it = 0, added = 0;
-	int stale[256], nstale;
+	size_t i, it = 0, added = 0, nstale;
+	char *stale[256];
 
 	if (!w->active)
 		return 0;
@@ -142,20 +162,25 @@ size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n)
 		if (vd_map_get(&w->by_dir, dirs[i]) == NULL) {
 			add_watch(w, dirs[i]);
 			added++;
+			if (scope != NULL && scope->added != NULL)
+				scope->added(scope->arg, dirs[i]);
 		}
 	}
-	/* Drop watches of directories that went away, in batches. */
+	/* Drop the watches of directories that went away, in batches (the
+	 * map cannot change under its iterator). */
 	do {
 		nstale = 0;
 		it = 0;
-		while (nstale < 256 && vd_map_next(&w->by_dir, &it, &k, &v))
-			if (vd_map_get(&keep, k) == NULL)
-				stale[nstale++] = (int)(intptr_t)v;
-		for (i = 0; i < (size_t)nstale; i++) {
-			inotify_rm_watch(w->fd, stale[i]);
-			forget_wd(w, stale[i]);
+		while (nstale < VD_ARRAY_LEN(stale) && vd_map_next(&w->by_dir, &it, &k, &v))
+			if (vd_map_get(&keep, k) == NULL &&
+			    (scope == NULL || scope->covers == NULL || scope->covers(scope->arg, k)) &&
+			    (stale[nstale] = strdup(k)) != NULL)
+				nstale++;
+		for (i = 0; i < nstale; i++) {
+			drop_dir(w, stale[i]);
+			free(stale[i]);
 		}
-	} while (nstale == 256);
+	} while (nstale == VD_ARRAY_LEN(stale));
 	vd_map_free(&keep);
 	return added;
 }

@@ -30,10 +30,18 @@ typedef struct vd_watch {
 
 int vd_watch_init(vd_watch *w, uv_loop_t *loop, const char *root,
     vd_watch_fn fn, void *arg);
-/* Watch exactly these directories (add new ones, drop vanished ones).
- * Returns how many were added: what appeared in one before its watch
- * did raised no event. */
-size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n);
+/* What a scan looked at: the watches it can drop (covers; NULL: all), and
+ * who hears of each watch added. */
+typedef struct vd_watch_scope {
+	int (*covers)(void *arg, const char *dir);
+	void (*added)(void *arg, const char *dir);
+	void *arg;
+} vd_watch_scope;
+
+/* Watch these directories: add new ones, and drop the others the scan
+ * covered (scope NULL: every other). Returns how many were added: what
+ * appeared in one before its watch did raised no event. */
+size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope);
 /* Close: the poll handle is closed; maps and fd are freed in its callback. */
 void vd_watch_close(vd_watch *w);
 

@@ -29,6 +29,7 @@ for series in 'artifacts{state="pending"}' 'artifacts{state="verifying"}' \
 	'integrity_alerts{kind="equivocation"}' 'integrity_alerts{kind="chain_broken"}' \
 	bytes_hashed_total verify_duration_seconds_count 'verify_duration_seconds_bucket{le="+Inf"}' \
 	queue_depth workers_busy committed_head_round last_scan_timestamp_seconds \
+	'store_scans_total{scope="whole"}' 'store_scans_total{scope="changes"}' \
 	last_scrub_timestamp_seconds 'http_requests_total{route="/healthz",code="200"}' \
 	http_request_duration_seconds_count 'build_info{version="'"$(sed -n 's/^PACKAGE_VERSION = //p' "$top_builddir/Makefile")"'"}'; do
 	v=$(awk -v n="lensemble_verifyd_$series" '$1 == n { print $2 }' "$WORK/metrics")

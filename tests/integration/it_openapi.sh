@@ -247,7 +247,7 @@ for s in artifacts verifications_total verification_failures_total integrity_ale
 	bytes_hashed_total verify_duration_seconds queue_depth workers_busy committed_head_round \
 	last_scan_timestamp_seconds last_scrub_timestamp_seconds http_requests_total \
 	http_request_duration_seconds build_info commitments envelopes_rejected_total \
-	artifacts_pruned_total loop_stall_seconds unreadable_dirs; do
+	artifacts_pruned_total loop_stall_seconds unreadable_dirs store_scans_total; do
 	if grep -q "^# TYPE lensemble_verifyd_$s " "$WORK/body"; then ok "metric $s is exported"; else not_ok "metric $s is exported"; fi
 done
 
