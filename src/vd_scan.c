@@ -354,7 +354,7 @@ static void add_artifact(vd_scan_result *r, int fd, vd_artifact_kind kind, const
 	vd_scan_artifact *a, *arr;
 	struct stat st;
 
-	if (r->n_artifacts >= VD_SCAN_MAX_ARTIFACTS) {
+	if (r->n_artifacts >= (r->room > 0 ? r->room : VD_SCAN_MAX_ARTIFACTS)) {
 		r->truncated = 1;
 		scan_incomplete(r, rel, "the store holds more artifacts than the scan takes");
 		return;
@@ -745,8 +745,8 @@ static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
 	free_names(names, n);
 }
 
-void vd_scan_store(const char *root, unsigned depth, const vd_bounds *bounds,
-    vd_scan_result *out)
+/* An empty result and the store root open, or -1 with root_error. */
+static int scan_begin(const char *root, const vd_bounds *bounds, vd_scan_result *out)
 {
 	int fd;
 
@@ -757,9 +757,19 @@ void vd_scan_store(const char *root, unsigned depth, const vd_bounds *bounds,
 	if (fd < 0) {
 		snprintf(out->root_error, sizeof(out->root_error),
 		    "cannot open the store %s: %s", root, strerror(errno));
-		return;
+		return -1;
 	}
 	out->root_ok = 1;
+	return fd;
+}
+
+void vd_scan_store(const char *root, unsigned depth, const vd_bounds *bounds,
+    vd_scan_result *out)
+{
+	int fd = scan_begin(root, bounds, out);
+
+	if (fd < 0)
+		return;
 	walk(out, fd, "", depth);
 	close(fd);
 }
@@ -875,32 +885,30 @@ static int open_gone(int err)
  * artifact; a new, renamed or removed entry of any other directory is
  * walked as a whole scan would (a round, a tar, a new run); a ledger is
  * its directory's, a statement file only itself; a header.json appearing
- * or going makes its directory walked again, whatever it was. */
+ * or going makes its directory walked again, whatever it was. Past the
+ * depth limit (a path a client named) nothing is walked, and what was
+ * taken for an artifact there is gone, as a whole scan finds it. */
 static void scope_change(vd_scan_result *r, int rootfd, unsigned depth, const vd_scan_change *c)
 {
+	const char *name = c->name[0] != '\0' ? c->name : NULL, *base;
 	char parent[PATH_MAX];
-	const char *base;
 	struct stat st;
-	int fd;
+	int fd, artifact;
 
+	if (components(c->dir) > depth) {
+		add_scope(r, VD_SCOPE_TREE, c->dir, name);
+		return;
+	}
 	if (c->dir[0] != '\0' && split(c->dir, parent, sizeof(parent), &base) == 0 &&
 	    strcmp(base, VD_COMMITMENTS_DIR) == 0) {
-		if (c->name[0] == '\0')
+		if (name == NULL)
 			add_scope(r, VD_SCOPE_STMTS, parent, NULL);
-		else if (envelope_name(c->name))
-			add_scope(r, VD_SCOPE_FILE, c->dir, c->name);
+		else if (envelope_name(name))
+			add_scope(r, VD_SCOPE_FILE, c->dir, name);
 		return;
 	}
-	if (c->name[0] == '\0' || (c->dir[0] != '\0' && strcmp(c->name, "header.json") == 0)) {
+	if (name == NULL || (c->dir[0] != '\0' && strcmp(name, "header.json") == 0)) {
 		add_scope(r, VD_SCOPE_TREE, c->dir, NULL);
-		return;
-	}
-	if (strcmp(c->name, VD_COMMITMENTS_DIR) == 0) {
-		add_scope(r, VD_SCOPE_STMTS, c->dir, NULL);
-		return;
-	}
-	if (strcmp(c->name, VD_LEDGER_FILE) == 0 || components(c->dir) + 1 > depth) {
-		add_scope(r, VD_SCOPE_DIR, c->dir, NULL);
 		return;
 	}
 	if ((fd = vd_open_beneath(rootfd, c->dir)) < 0) {
@@ -910,11 +918,19 @@ static void scope_change(vd_scan_result *r, int rootfd, unsigned depth, const vd
 			scan_incomplete(r, c->dir, strerror(-fd));
 		return;
 	}
-	if (c->dir[0] != '\0' && fstatat(fd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
-		add_scope(r, VD_SCOPE_DIR, c->dir, NULL);
-	else
-		add_scope(r, VD_SCOPE_TREE, c->dir, c->name);
+	artifact = c->dir[0] != '\0' && fstatat(fd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0;
 	close(fd);
+	if (artifact) {
+		/* Nothing inside an artifact directory is walked. */
+		add_scope(r, VD_SCOPE_DIR, c->dir, NULL);
+		add_scope(r, VD_SCOPE_TREE, c->dir, name);
+	} else if (strcmp(name, VD_COMMITMENTS_DIR) == 0) {
+		add_scope(r, VD_SCOPE_STMTS, c->dir, NULL);
+	} else if (strcmp(name, VD_LEDGER_FILE) == 0) {
+		add_scope(r, VD_SCOPE_DIR, c->dir, NULL);
+	} else {
+		add_scope(r, VD_SCOPE_TREE, c->dir, name);
+	}
 }
 
 /* A scope inside a tree scope (or a statement file in a run's scope) is
@@ -938,14 +954,19 @@ static int subsumed(const vd_scan_result *r, size_t k)
 }
 
 /* Scopes are distinct: of two that cover each other, neither is a
- * tree inside the other, so one of each pair stays. */
+ * tree inside the other, so one of each pair stays. Walked twice, a
+ * ledger would be listed twice: out of memory, the scan is incomplete. */
 static void drop_subsumed(vd_scan_result *r)
 {
 	size_t i, n = 0;
 	char *drop;
 
-	if (r->n_scopes == 0 || (drop = calloc(r->n_scopes, 1)) == NULL)
-		return;         /* walked twice, no harm */
+	if (r->n_scopes == 0)
+		return;
+	if ((drop = calloc(r->n_scopes, 1)) == NULL) {
+		scan_incomplete(r, "", "out of memory");
+		return;
+	}
 	for (i = 0; i < r->n_scopes; i++)
 		drop[i] = (char)subsumed(r, i);
 	for (i = 0; i < r->n_scopes; i++) {
@@ -969,6 +990,35 @@ static int open_scope_dir(vd_scan_result *r, int rootfd, const char *rel)
 	return fd;
 }
 
+/* Whether the directory rel (not the root) is, or lies in, an artifact
+ * directory or a commitments directory, where a whole scan walks nothing;
+ * gone counts as walled too (nothing is there). */
+static int walled(int rootfd, const char *rel)
+{
+	char prefix[PATH_MAX];
+	const char *p = rel, *slash, *base;
+	struct stat st;
+	size_t len;
+	int fd, found = 0;
+
+	for (; !found && *p; p = slash ? slash + 1 : p + strlen(p)) {
+		slash = strchr(p, '/');
+		len = slash ? (size_t)(slash - rel) : strlen(rel);
+		if (len >= sizeof(prefix))
+			return 1;
+		memcpy(prefix, rel, len);
+		prefix[len] = '\0';
+		base = strrchr(prefix, '/');
+		if (strcmp(base ? base + 1 : prefix, VD_COMMITMENTS_DIR) == 0)
+			return 1;
+		if ((fd = vd_open_beneath(rootfd, prefix)) < 0)
+			return 1;
+		found = fstatat(fd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0;
+		close(fd);
+	}
+	return found;
+}
+
 static void walk_tree_scope(vd_scan_result *r, int rootfd, unsigned depth, const char *rel)
 {
 	char parent[PATH_MAX];
@@ -984,8 +1034,8 @@ static void walk_tree_scope(vd_scan_result *r, int rootfd, unsigned depth, const
 	if (k > depth || split(rel, parent, sizeof(parent), &base) < 0 ||
 	    (fd = open_scope_dir(r, rootfd, parent)) < 0)
 		return;
-	/* Inside an artifact directory nothing is walked. */
-	if (parent[0] != '\0' && fstatat(fd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	/* Inside an artifact or commitments directory nothing is walked. */
+	if (parent[0] != '\0' && walled(rootfd, parent)) {
 		close(fd);
 		return;
 	}
@@ -1006,6 +1056,8 @@ static void walk_scope(vd_scan_result *r, int rootfd, unsigned depth, const vd_s
 	struct stat st;
 	int fd, stop;
 
+	if (sc->kind != VD_SCOPE_TREE && sc->kind != VD_SCOPE_FILE && components(sc->relpath) > depth)
+		return;
 	switch (sc->kind) {
 	case VD_SCOPE_TREE:
 		walk_tree_scope(r, rootfd, depth, sc->relpath);
@@ -1039,22 +1091,15 @@ static void walk_scope(vd_scan_result *r, int rootfd, unsigned depth, const vd_s
 }
 
 void vd_scan_changes(const char *root, unsigned depth, const vd_bounds *bounds,
-    const vd_scan_change *changes, size_t n, vd_scan_result *out)
+    const vd_scan_change *changes, size_t n, size_t room, vd_scan_result *out)
 {
 	size_t i;
-	int fd;
+	int fd = scan_begin(root, bounds, out);
 
-	memset(out, 0, sizeof(*out));
 	out->targeted = 1;
-	if (bounds != NULL)
-		out->bounds = *bounds;
-	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(out->root_error, sizeof(out->root_error),
-		    "cannot open the store %s: %s", root, strerror(errno));
+	out->room = room;
+	if (fd < 0)
 		return;
-	}
-	out->root_ok = 1;
 	for (i = 0; i < n; i++)
 		scope_change(out, fd, depth, &changes[i]);
 	drop_subsumed(out);

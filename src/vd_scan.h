@@ -147,6 +147,7 @@ typedef struct vd_scan_result {
 	int incomplete;      /* something was not listed: nothing unseen is gone */
 	char incomplete_why[VD_DETAIL_MAX];
 	int targeted;        /* only the scopes were looked at */
+	size_t room;         /* artifacts it may list (0: VD_SCAN_MAX_ARTIFACTS) */
 	vd_scope *scopes;
 	size_t n_scopes, cap_scopes;
 } vd_scan_result;
@@ -156,9 +157,10 @@ void vd_scan_store(const char *root, unsigned depth, const vd_bounds *bounds,
 /* A targeted scan: each change becomes the scopes it can affect (a new
  * or removed entry of a run, an artifact's files, a ledger, a statement
  * file), and only those are walked. What they hold is listed as a whole
- * scan lists it. */
+ * scan lists it, at most room artifacts (the store's room left under
+ * VD_SCAN_MAX_ARTIFACTS; 0: that many): past it the scan is incomplete. */
 void vd_scan_changes(const char *root, unsigned depth, const vd_bounds *bounds,
-    const vd_scan_change *changes, size_t n, vd_scan_result *out);
+    const vd_scan_change *changes, size_t n, size_t room, vd_scan_result *out);
 /* Whether the scan listed all there is at relpath, so that what it did
  * not list there is gone: everything for a complete whole scan, nothing
  * for an incomplete one, a targeted one's scopes. */

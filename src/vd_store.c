@@ -940,32 +940,43 @@ static int ledger_run_cmp(const void *a, const void *b)
  * by an incomplete scan, or where a targeted one did not look) stays
  * listed as it was last read, in its place: what the commitment sources
  * say does not change. */
+/* Among the first n ledgers the scan listed; out of memory for a map. */
+static int ledger_listed(const vd_scan_result *r, size_t n, const char *relpath)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(r->ledgers[i].relpath, relpath) == 0)
+			return 1;
+	return 0;
+}
+
 static void carry_ledgers(vd_store *s, vd_scan_result *r)
 {
 	vd_scan_ledger *arr;
 	vd_map now;
-	size_t i, carried = 0;
+	size_t i, scanned = r->n_ledgers;
+	int mapped = 1, listed;
 
 	vd_map_init(&now);
-	for (i = 0; i < r->n_ledgers; i++)
-		if (vd_map_put(&now, r->ledgers[i].relpath, (void *)1) < 0)
-			goto out;
+	for (i = 0; i < scanned && mapped; i++)
+		mapped = vd_map_put(&now, r->ledgers[i].relpath, (void *)1) == 0;
 	for (i = 0; i < s->n_ledgers; i++) {
 		vd_scan_ledger *l = &s->ledgers[i];
-		if (vd_map_get(&now, l->relpath) != NULL ||
-		    (vd_scan_covers(r, l->relpath) && !unreadable_covers(s, l->relpath, 0)))
+		listed = mapped ? vd_map_get(&now, l->relpath) != NULL :
+		    ledger_listed(r, scanned, l->relpath);
+		if (listed || (vd_scan_covers(r, l->relpath) && !unreadable_covers(s, l->relpath, 0)))
 			continue;
 		if ((arr = vd_grow(r->ledgers, &r->cap_ledgers, r->n_ledgers, sizeof(*arr))) == NULL)
 			break;
 		r->ledgers = arr;
 		arr[r->n_ledgers++] = *l;
 		memset(l, 0, sizeof(*l));     /* moved */
-		carried++;
 	}
-	if (carried > 0)
-		qsort(r->ledgers, r->n_ledgers, sizeof(*r->ledgers), ledger_run_cmp);
-out:
 	vd_map_free(&now);
+	/* In walk order, whatever order a scan of changes listed them in. */
+	if (r->n_ledgers > 1)
+		qsort(r->ledgers, r->n_ledgers, sizeof(*r->ledgers), ledger_run_cmp);
 }
 
 static void merge_ledgers(vd_store *s, vd_scan_result *r)
@@ -1094,7 +1105,7 @@ static void scan_thread(uv_work_t *req)
 		vd_scan_store(s->root, s->scan_depth, &s->scan_bounds, &s->scan_result);
 	else
 		vd_scan_changes(s->root, s->scan_depth, &s->scan_bounds, s->scan_changes.v,
-		    s->scan_changes.n, &s->scan_result);
+		    s->scan_changes.n, s->scan_room, &s->scan_result);
 }
 
 static void scan_request(vd_store *s);
@@ -1268,7 +1279,7 @@ static void after_scan(uv_work_t *req, int status)
 	if (!s->root_ok && s->scanned_once)
 		log_info("the store %s is back", s->cfg->store);
 	s->root_ok = 1;
-	if (r->truncated)
+	if (r->truncated && !r->targeted)
 		log_warn("the store holds more than %d artifacts; the rest are ignored",
 		    VD_SCAN_MAX_ARTIFACTS);
 	/* A partial walk proves nothing gone: its sweep is skipped and every
@@ -1308,6 +1319,7 @@ static void scan_request(vd_store *s)
 	vd_changes_take(&s->changes, &s->scan_changes);
 	if (whole)
 		vd_changes_whole(&s->scan_changes);
+	s->scan_room = VD_SCAN_MAX_ARTIFACTS - s->model.copies.count;
 	vd_metrics_scan(s->metrics, whole);
 	s->scanning = 1;
 	s->scan_depth = s->cfg->scan_depth;

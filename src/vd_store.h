@@ -51,6 +51,7 @@ typedef struct vd_store {
 	vd_scan_result scan_result;
 	vd_changes changes;         /* noted since the scan under way began */
 	vd_changes scan_changes;    /* what the scan under way looks at */
+	size_t scan_room;           /* artifacts it may add */
 	int scanning, scan_again, scanned_once;
 	int merging;                /* the last scan's result is being merged */
 	size_t merge_next;          /* its next artifact */

@@ -105,7 +105,8 @@ int vd_watch_init(vd_watch *w, uv_loop_t *loop, const char *root,
 	return uv_poll_start(&w->poll, UV_READABLE, on_readable);
 }
 
-static void add_watch(vd_watch *w, const char *dir)
+/* 0 when dir is watched now. */
+static int add_watch(vd_watch *w, const char *dir)
 {
 	char path[PATH_MAX], key[16], *copy;
 	int wd;
@@ -116,15 +117,34 @@ static void add_watch(vd_watch *w, const char *dir)
 		if (errno == ENOSPC)
 			log_warn("out of inotify watches at %s: raise fs.inotify.max_user_watches; the periodic rescan still sees changes",
 			    path);
-		return;
+		return -1;
 	}
 	wd_key(wd, key, sizeof(key));
 	copy = strdup(dir);
 	if (copy == NULL)
-		return;
+		return -1;
 	free(vd_map_del(&w->by_wd, key));
-	vd_map_put(&w->by_wd, key, copy);
-	vd_map_put(&w->by_dir, dir, (void *)(intptr_t)wd);
+	if (vd_map_put(&w->by_wd, key, copy) < 0) {
+		free(copy);
+		return -1;
+	}
+	return vd_map_put(&w->by_dir, dir, (void *)(intptr_t)wd);
+}
+
+/* Whether dir's watch is its own: a directory renamed away keeps the
+ * watch it had (inotify's is the inode's), and one made under its old
+ * name needs a watch of its own. */
+static int watched(const vd_watch *w, const char *dir)
+{
+	char key[16];
+	const char *name;
+	intptr_t wd = (intptr_t)vd_map_get(&w->by_dir, dir);
+
+	if (wd <= 0)
+		return 0;
+	wd_key((int)wd, key, sizeof(key));
+	name = vd_map_get(&w->by_wd, key);
+	return name != NULL && strcmp(name, dir) == 0;
 }
 
 /* A directory gone from the watched ones. A directory renamed keeps its
@@ -153,19 +173,27 @@ size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_sc
 	void *v;
 	size_t i, it = 0, added = 0, nstale;
 	char *stale[256];
+	int pass;
 
 	if (!w->active)
 		return 0;
 	vd_map_init(&keep);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		vd_map_put(&keep, dirs[i], (void *)1);
-		if (vd_map_get(&w->by_dir, dirs[i]) == NULL) {
-			add_watch(w, dirs[i]);
+	/* Twice: a directory renamed takes its watch along under its new
+	 * name, and one made under the old name needs its own after that. A
+	 * watch that cannot be added (out of watches) is not tried again
+	 * until the next scan, nor announced. */
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < n; i++) {
+			int known = vd_map_get(&w->by_dir, dirs[i]) != NULL;
+			if ((pass == 0 ? known : !known || watched(w, dirs[i])) ||
+			    add_watch(w, dirs[i]) < 0)
+				continue;
 			added++;
 			if (scope != NULL && scope->added != NULL)
 				scope->added(scope->arg, dirs[i]);
 		}
-	}
 	/* Drop the watches of directories that went away, in batches (the
 	 * map cannot change under its iterator). */
 	do {

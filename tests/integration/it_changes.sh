@@ -97,10 +97,26 @@ readable "$STORE/.d7"
 mv "$STORE/.d7" "$STORE/d7"
 found_d7() { [ "$(state_of "$D7")" = verified ]; }
 wait_for $((5 * SLOW)) found_d7 > /dev/null || not_ok "d7 is verified"
-rm "$STORE/d7/header.json"
+# Renamed away, and a new directory made under its old name: that one is
+# watched too, so files written into it in place are seen.
+mv "$STORE/d7" "$STORE/d7.old"
+mkdir "$STORE/d7"
+chmod 755 "$STORE/d7"
+moved_d7() { [ "$(get "/artifact/$D7" | jq -r '.copies[0].path')" = d7.old ]; }
+wait_for $((5 * SLOW)) moved_d7 > /dev/null || not_ok "d7 renamed to d7.old is found there"
+sleep 0.5
+"$MKART" --round 7 --parent "$H6" --seed 79 "$WORK/d8" > "$WORK/h8"
+D8=$(cat "$WORK/h8")
+cp "$WORK/d8/weights.safetensors" "$WORK/d8/header.json" "$STORE/d7/"
+chmod a+r "$STORE/d7/weights.safetensors" "$STORE/d7/header.json"
+found_d8() { [ "$(state_of "$D8")" = verified ]; }
+if wait_for $((5 * SLOW)) found_d8 > /dev/null; then ok "files written in place into a new directory made under a renamed one's name are seen"; else not_ok "files written into a new directory under a renamed one's name are seen"; fi
+rm "$STORE/d7.old/header.json"
 gone_d7() { [ "$(code GET "/artifact/$D7")" = 404 ]; }
 if wait_for $((5 * SLOW)) gone_d7 > /dev/null; then ok "a directory whose header.json is removed is no longer an artifact"; else not_ok "a directory whose header.json is removed is no longer an artifact"; fi
-rm -rf "$STORE/d7"
+rm -rf "$STORE/d7" "$STORE/d7.old"
+gone_d8() { [ "$(code GET "/artifact/$D8")" = 404 ]; }
+if wait_for $((5 * SLOW)) gone_d8 > /dev/null; then ok "both directories removed are forgotten"; else not_ok "both directories removed are forgotten"; fi
 
 check "none of these walked the whole store" "$W0" "$(whole)"
 

@@ -72,6 +72,19 @@ static int setup(void **state)
 	mkpath("run-a/deep");
 	mkpath("run-a/deep/round-00002");
 	touch("run-a/deep/round-00002/header.json");
+	/* Inside an artifact: never walked by a whole scan. */
+	mkpath("run-a/round-00001/commitments");
+	touch("run-a/round-00001/commitments/z.json");
+	mkpath("run-a/round-00001/sub");
+	mkpath("run-a/round-00001/sub/x");
+	touch("run-a/round-00001/sub/x/header.json");
+	/* Past the depth limit, with a ledger beside a round. */
+	mkpath("p");
+	mkpath("p/q");
+	mkpath("p/q/r");
+	mkpath("p/q/r/round-00003");
+	touch("p/q/r/round-00003/header.json");
+	touch("p/q/r/ledger.jsonl");
 	return 0;
 }
 
@@ -83,7 +96,7 @@ static int teardown(void **state)
 
 static void scan(vd_scan_result *r, const vd_scan_change *c, size_t n)
 {
-	vd_scan_changes(root, DEPTH, NULL, c, n, r);
+	vd_scan_changes(root, DEPTH, NULL, c, n, 0, r);
 	assert_true(r->root_ok);
 	assert_true(r->targeted);
 }
@@ -206,8 +219,9 @@ static void test_artifact_files_and_new_runs(void **state)
 
 	(void)state;
 	scan(&r, c1, 1);
-	assert_int_equal(r.n_scopes, 1);
+	assert_int_equal(r.n_scopes, 2);
 	assert_true(has_scope(&r, VD_SCOPE_DIR, "run-a/round-00001"));
+	assert_true(has_scope(&r, VD_SCOPE_TREE, "run-a/round-00001/weights.safetensors"));
 	assert_int_equal(r.n_artifacts, 1);
 	assert_int_equal(r.n_ledgers, 0);
 	vd_scan_result_free(&r);
@@ -226,17 +240,54 @@ static void test_artifact_files_and_new_runs(void **state)
 	vd_scan_result_free(&r);
 }
 
-/* Past the depth limit an entry is not walked (a whole scan would not
- * either); its directory's own files still are. */
+/* Past the depth limit nothing is walked (a whole scan would not walk it
+ * either), and what a client named there is covered, so that what was
+ * taken for an artifact there is gone; no ledger there is read. */
 static void test_depth_limit(void **state)
 {
-	vd_scan_change c[] = { { (char *)"run-a/deep", (char *)"round-00002" } };
+	vd_scan_change one[] = { { (char *)"run-a/deep", (char *)"round-00002" } };
+	vd_scan_change two[] = { { (char *)"p/q/r", (char *)"round-00003" } };
 	vd_scan_result r;
 
 	(void)state;
-	vd_scan_changes(root, 2, NULL, c, 1, &r);
-	assert_true(has_scope(&r, VD_SCOPE_DIR, "run-a/deep"));
+	vd_scan_changes(root, 2, NULL, one, 1, 0, &r);
+	assert_int_equal(r.n_scopes, 1);
+	assert_true(has_scope(&r, VD_SCOPE_TREE, "run-a/deep/round-00002"));
 	assert_int_equal(r.n_artifacts, 0);
+	assert_true(vd_scan_covers(&r, "run-a/deep/round-00002"));
+	vd_scan_result_free(&r);
+
+	vd_scan_changes(root, 2, NULL, two, 1, 0, &r);
+	assert_int_equal(r.n_scopes, 1);
+	assert_true(has_scope(&r, VD_SCOPE_TREE, "p/q/r/round-00003"));
+	assert_int_equal(r.n_artifacts, 0);
+	assert_int_equal(r.n_ledgers, 0);
+	assert_int_equal(r.n_dirs, 0);
+	assert_false(vd_scan_covers(&r, "p/q/r/ledger.jsonl"));
+	vd_scan_result_free(&r);
+}
+
+/* What lies inside an artifact directory is never walked: a commitments
+ * directory made in one is the artifact's change, not statements; a path
+ * below one is nothing. */
+static void test_inside_an_artifact(void **state)
+{
+	vd_scan_change stmts[] = { { (char *)"run-a/round-00001", (char *)"commitments" } };
+	vd_scan_change below[] = { { (char *)"run-a/round-00001/sub", (char *)"x" } };
+	vd_scan_result r;
+
+	(void)state;
+	scan(&r, stmts, 1);
+	assert_true(has_scope(&r, VD_SCOPE_DIR, "run-a/round-00001"));
+	assert_int_equal(r.n_envelopes, 0);
+	assert_int_equal(r.n_artifacts, 1);
+	assert_string_equal(r.artifacts[0].relpath, "run-a/round-00001");
+	vd_scan_result_free(&r);
+
+	scan(&r, below, 1);
+	assert_int_equal(r.n_artifacts, 0);
+	assert_int_equal(r.n_dirs, 0);
+	assert_true(vd_scan_covers(&r, "run-a/round-00001/sub/x"));
 	vd_scan_result_free(&r);
 }
 
@@ -359,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_changes_in_a_run),
 		cmocka_unit_test(test_artifact_files_and_new_runs),
 		cmocka_unit_test(test_depth_limit),
+		cmocka_unit_test(test_inside_an_artifact),
 		cmocka_unit_test(test_statements),
 		cmocka_unit_test(test_gone_directory),
 		cmocka_unit_test(test_unopenable_scope),
