@@ -1079,10 +1079,10 @@ static void walk_scope(vd_scan_result *r, int rootfd, unsigned depth, const vd_s
 		    split(dir, run, sizeof(run), &b2) < 0 ||
 		    (fd = open_scope_dir(r, rootfd, dir)) < 0)
 			return;
-		if (fstatat(fd, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		/* As a whole scan lists it: one that cannot be read is a
+		 * statement refused with the reason, gone is nothing. */
+		if (fstatat(fd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
 			add_envelope(r, fd, dir, run, base);
-		else
-			lookup_failed(r, dir, base, errno);
 		break;
 	default:
 		return;

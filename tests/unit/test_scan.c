@@ -327,6 +327,27 @@ static void test_statements(void **state)
 	vd_scan_result_free(&r);
 }
 
+/* A statement file that cannot be looked up (here a name too long; for a
+ * daemon not run as root, a directory it cannot search) is listed
+ * unread, with the reason, as a whole scan lists it: a refused statement,
+ * not an incomplete scan. */
+static void test_statement_unreadable(void **state)
+{
+	char name[320];
+	vd_scan_change c[] = { { (char *)"run-a/commitments", name } };
+	vd_scan_result r;
+
+	(void)state;
+	memset(name, 'a', 300);
+	strcpy(name + 300, ".json");
+	scan(&r, c, 1);
+	assert_false(r.incomplete);
+	assert_int_equal(r.n_envelopes, 1);
+	assert_false(r.envelopes[0].read_ok);
+	assert_non_null(strstr(r.envelopes[0].read_error, "cannot read"));
+	vd_scan_result_free(&r);
+}
+
 /* A change in a directory that is gone by now covers it, whole. */
 static void test_gone_directory(void **state)
 {
@@ -412,6 +433,7 @@ int main(void)
 		cmocka_unit_test(test_depth_limit),
 		cmocka_unit_test(test_inside_an_artifact),
 		cmocka_unit_test(test_statements),
+		cmocka_unit_test(test_statement_unreadable),
 		cmocka_unit_test(test_gone_directory),
 		cmocka_unit_test(test_unopenable_scope),
 		cmocka_unit_test(test_changes_set),
