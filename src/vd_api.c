@@ -277,6 +277,10 @@ int vd_api_early(vd_req *r, void *arg)
 		r->route = "/ledger";
 		return !authorized(api, r);
 	}
+	if (strcmp(r->url, "/commitment") == 0 && strcmp(r->method, "DELETE") == 0) {
+		r->route = "/commitment";
+		return !authorized(api, r);
+	}
 	if (strcmp(r->url, "/roundclose") != 0 || strcmp(r->method, "POST") != 0)
 		return 0;
 	r->route = "/roundclose";
@@ -891,16 +895,67 @@ static int audit_post(vd_api *api, vd_req *r, const char *run, const vd_roundclo
 /* Record (run, round) -> hash and answer as trust.md section 3 says. A
  * commitment is in the audit before it is answered: when that fails the
  * client is told to try again, and the repeat is recorded. */
+/* The trusted keys whose signatures on a posted statement verified. */
+typedef struct vd_post_keys {
+	const char *ids[VD_DSSE_MAX_SIGS];
+	size_t n;
+} vd_post_keys;
+
+/* A RoundClose naming an artifact of its run whose header says another
+ * round commits nothing (trust.md section 8): 1 with the 422 sent. */
+static int round_mismatch(vd_api *api, vd_req *r, const char *run, const vd_roundclose *rc)
+{
+	char detail[400];
+	int64_t hr;
+
+	if (!vd_store_round_mismatch(api->store, run, rc->round_index, rc->global_model_hash, &hr))
+		return 0;
+	snprintf(detail, sizeof(detail), "a RoundClose for round %lld commits the artifact of round %lld, but %s is the artifact of round %lld in run %s",
+	    (long long)rc->round_index, (long long)rc->round_index + 1, rc->global_model_hash,
+	    (long long)hr, vd_run_name(run));
+	vd_metrics_envelope_rejected(api->metrics, VD_ENV_ROUND_MISMATCH);
+	vd_logf(VD_LOG_WARN, &(vd_log_fields){ .run = vd_run_name(run), .code = "round_mismatch",
+	    .content_hash = rc->global_model_hash }, "RoundClose refused: %s", detail);
+	vd_http_error(r, 422, "round_mismatch", detail, NULL);
+	return 1;
+}
+
+/* Every trusted key that signed a posted statement is remembered, so that
+ * a statement re-signed by a current key survives the revocation of an
+ * old one. -1 when it could not be stored. */
+static int remember_signers(vd_api *api, const char *run, const vd_roundclose *rc,
+    const vd_post_keys *pk, const uint8_t *env, size_t env_len)
+{
+	vd_statement st;
+
+	if (pk == NULL)
+		return 0;
+	memset(&st, 0, sizeof(st));
+	st.kind = VD_STMT_ROUNDCLOSE;
+	snprintf(st.run, sizeof(st.run), "%s", run[0] ? run : ".");
+	st.schema_version = rc->schema_version;
+	st.round_index = rc->round_index;
+	memcpy(st.hash, rc->global_model_hash, sizeof(st.hash));
+	if (vd_store_remember_statement(api->store, &st, run, pk->ids, pk->n, "api", env,
+	    env_len) < 0 || vd_state_flush(api->store->state) < 0)
+		return -1;
+	return 0;
+}
+
 static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundclose *rc,
-    const char *key_id, const uint8_t *env, size_t env_len)
+    const vd_post_keys *pk, const uint8_t *env, size_t env_len)
 {
 	char existing[VD_HASH_HEX_LEN + 1], detail[400];
 	vd_log_fields f = { .run = vd_run_name(run), .content_hash = rc->global_model_hash };
+	const char *key_id = pk ? pk->ids[0] : NULL;
 	int res;
 
+	if (round_mismatch(api, r, run, rc))
+		return;
 	res = vd_store_post_commitment(api->store, run, rc->round_index, rc->global_model_hash,
 	    rc->schema_version, key_id, env, env_len, existing);
-	if (res < 0 || (res != 2 && audit_post(api, r, run, rc, key_id) < 0)) {
+	if (res < 0 || (res != 2 && (audit_post(api, r, run, rc, key_id) < 0 ||
+	    remember_signers(api, run, rc, pk, env, env_len) < 0))) {
 		vd_http_error(r, 503, "overloaded", "the commitment could not be stored durably; try again",
 		    RETRY_AFTER);
 		return;
@@ -966,13 +1021,17 @@ static void refuse_envelope(vd_api *api, vd_req *r, vd_env_reason why, const cha
 	vd_http_error(r, auth ? 403 : 400, auth ? "forbidden" : "bad_request", detail, NULL);
 }
 
-static void post_checkpoint(vd_api *api, vd_req *r, const vd_statement *st, const char *key_id)
+static void post_checkpoint(vd_api *api, vd_req *r, const vd_statement *st, const vd_post_keys *pk)
 {
 	char peer[PEER_MAX];
+	const char *key_id = pk->ids[0];
 	int res = vd_store_post_checkpoint(api->store, st, key_id, r->body.p, r->body.len);
 
 	peer_address(r, peer, sizeof(peer));
-	if (res < 0 || vd_state_audit_signed(api->store->state, st, st->run, key_id, peer, NULL) < 0) {
+	/* Every trusted signer is remembered, as for a RoundClose. */
+	if (res < 0 || vd_state_audit_signed(api->store->state, st, st->run, key_id, peer, NULL) < 0 ||
+	    vd_store_remember_statement(api->store, st, st->run, pk->ids, pk->n, "api", r->body.p,
+	    r->body.len) < 0 || vd_state_flush(api->store->state) < 0) {
 		vd_http_error(r, 503, "overloaded", "the checkpoint could not be stored durably; try again",
 		    RETRY_AFTER);
 		return;
@@ -988,19 +1047,23 @@ static void post_checkpoint(vd_api *api, vd_req *r, const vd_statement *st, cons
 /* A signed statement needs no token: the key is the authority. */
 static void post_envelope(vd_api *api, vd_req *r, const char *qrun)
 {
-	char why[VD_DETAIL_MAX], key_id[VD_KEYID_LEN + 1];
+	char why[VD_DETAIL_MAX], key_ids[VD_DSSE_MAX_SIGS][VD_KEYID_LEN + 1];
 	vd_dsse env;
 	vd_statement st;
-	const vd_key *signer;
+	const vd_key *signers[VD_DSSE_MAX_SIGS];
+	vd_post_keys pk;
 	vd_env_reason rc;
 	vd_roundclose msg;
+	size_t i;
 
 	if ((rc = vd_dsse_parse(r->body.p, r->body.len, &env, why, sizeof(why))) != VD_ENV_OK) {
 		refuse_envelope(api, r, rc, why);
 		return;
 	}
 	rc = vd_statement_parse(env.payload_type, env.payload, env.payload_len, &st, why, sizeof(why));
-	if (rc == VD_ENV_OK && (rc = vd_dsse_verify(&env, api->store->keys, &signer)) != VD_ENV_OK)
+	pk.n = 0;
+	if (rc == VD_ENV_OK && (rc = vd_dsse_verify_all(&env, api->store->keys, signers,
+	    VD_DSSE_MAX_SIGS, &pk.n)) != VD_ENV_OK)
 		snprintf(why, sizeof(why), "%s", rc == VD_ENV_BAD_SIGNATURE ?
 		    "a trusted key's signature does not verify" :
 		    "no signature by a key in trusted_keys");
@@ -1021,16 +1084,19 @@ static void post_envelope(vd_api *api, vd_req *r, const char *qrun)
 	}
 	if (!known_run(api, r, st.run))
 		return;
-	snprintf(key_id, sizeof(key_id), "%s", vd_key_id(signer));
+	for (i = 0; i < pk.n; i++) {
+		snprintf(key_ids[i], sizeof(key_ids[i]), "%s", vd_key_id(signers[i]));
+		pk.ids[i] = key_ids[i];
+	}
 	if (st.kind == VD_STMT_CHECKPOINT) {
-		post_checkpoint(api, r, &st, key_id);
+		post_checkpoint(api, r, &st, &pk);
 		return;
 	}
 	memset(&msg, 0, sizeof(msg));
 	msg.schema_version = st.schema_version;
 	msg.round_index = st.round_index;
 	memcpy(msg.global_model_hash, st.hash, sizeof(msg.global_model_hash));
-	answer_post(api, r, st.run, &msg, key_id, r->body.p, r->body.len);
+	answer_post(api, r, st.run, &msg, &pk, r->body.p, r->body.len);
 }
 
 static void post_roundclose(vd_api *api, vd_req *r)
@@ -1094,6 +1160,73 @@ static void delete_ledger(vd_api *api, vd_req *r)
 	    "answering (the ledger's memory is removed)");
 }
 
+/* DELETE /commitment?run=&round=&hash=&reason=: the operator withdraws a
+ * commitment, whatever its source; recorded durably and audited. */
+static int withdrawal_params(vd_req *r, vd_withdrawal *w)
+{
+	const char *round = vd_req_query(r, "round"), *hash = vd_req_query(r, "hash");
+	const char *reason = vd_req_query(r, "reason");
+	char *end;
+
+	memset(w, 0, sizeof(*w));
+	if (run_param(r, w->run, sizeof(w->run)) < 0) {
+		bad_run(r);
+		return -1;
+	}
+	errno = 0;
+	if (round == NULL || round[0] < '0' || round[0] > '9' ||
+	    (w->round_index = strtoll(round, &end, 10)) < 0 || *end != '\0' || errno != 0) {
+		vd_http_error(r, 400, "bad_request", "round must be the RoundClose round: a whole number, 0 or above", NULL);
+		return -1;
+	}
+	if (hash == NULL || !vd_is_hex64((vd_str){ hash, strlen(hash) })) {
+		vd_http_error(r, 400, "bad_request", "hash must be the committed hash: 64 lowercase hex digits", NULL);
+		return -1;
+	}
+	if (reason != NULL && strlen(reason) > VD_WITHDRAW_REASON_MAX) {
+		vd_http_error(r, 400, "bad_request", "reason is longer than " VD_XSTR(VD_WITHDRAW_REASON_MAX) " bytes", NULL);
+		return -1;
+	}
+	memcpy(w->hash, hash, sizeof(w->hash));
+	snprintf(w->reason, sizeof(w->reason), "%s", reason ? reason : "");
+	peer_address(r, w->peer, sizeof(w->peer));
+	return 0;
+}
+
+static int audit_withdrawal(vd_api *api, const vd_withdrawal *w)
+{
+	vd_audit a = {
+		.run = w->run, .kind = VD_AUDIT_WITHDRAWAL, .number = w->round_index, .hash = w->hash,
+		.source = w->sources, .author = VD_AUDIT_OPERATOR, .key_id = "", .peer = w->peer,
+	};
+
+	return vd_state_audit(api->store->state, &a);
+}
+
+static void delete_commitment(vd_api *api, vd_req *r)
+{
+	vd_withdrawal w;
+	int rc;
+
+	if (!authorized(api, r) || withdrawal_params(r, &w) < 0)
+		return;
+	if ((rc = vd_store_withdraw(api->store, &w)) == -ENOENT) {
+		vd_http_error(r, 404, "not_found", "no source commits that hash for that run and round", NULL);
+		return;
+	}
+	if (rc < 0 || (rc == 0 && audit_withdrawal(api, &w) < 0)) {
+		vd_http_error(r, 503, "overloaded", "the withdrawal could not be stored durably; try again",
+		    RETRY_AFTER);
+		return;
+	}
+	if (rc == 0)
+		vd_logf(VD_LOG_WARN, &(vd_log_fields){ .run = vd_run_name(w.run), .content_hash = w.hash },
+		    "commitment withdrawn by the operator from %s: run %s round %lld -> %s (%s); reason: %s",
+		    w.peer, vd_run_name(w.run), (long long)w.round_index, w.hash, w.sources, w.reason);
+	send_json(r, 200, vd_view_withdrawn(&w, rc == 0), NULL,
+	    "answering (the withdrawal is recorded)");
+}
+
 /* ---- routing ---------------------------------------------------------- */
 
 typedef void (*route_fn)(vd_api *api, vd_req *r);
@@ -1108,6 +1241,7 @@ static const struct route {
 	{ "/verify", 0, "POST", post_verify },
 	{ "/roundclose", 0, "POST", post_roundclose },
 	{ "/ledger", 0, "DELETE", delete_ledger },
+	{ "/commitment", 0, "DELETE", delete_commitment },
 	{ "/chain", 0, "GET", get_chain },
 	{ "/key", 0, "GET", get_key },
 	{ "/artifacts", 0, "GET", get_artifacts },

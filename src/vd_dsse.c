@@ -29,6 +29,7 @@ const char *vd_env_reason_name(vd_env_reason r)
 	case VD_ENV_UNKNOWN_KEY: return "unknown_key";
 	case VD_ENV_BAD_SIGNATURE: return "bad_signature";
 	case VD_ENV_WRONG_RUN: return "wrong_run";
+	case VD_ENV_ROUND_MISMATCH: return "round_mismatch";
 	case VD_ENV_REASON_COUNT: break;
 	}
 	return "unknown";
@@ -303,16 +304,15 @@ int vd_dsse_pae(const char *type, const uint8_t *payload, size_t len, vd_buf *b)
 	return b->oom ? -1 : 0;
 }
 
-vd_env_reason vd_dsse_verify(const vd_dsse *e, const vd_keyring *kr,
-    const vd_key **signer)
+vd_env_reason vd_dsse_verify_all(const vd_dsse *e, const vd_keyring *kr,
+    const vd_key **signers, size_t cap, size_t *n)
 {
 	vd_env_reason r = VD_ENV_UNKNOWN_KEY;
 	const vd_key *k;
 	vd_buf pae;
-	size_t i;
+	size_t i, j;
 
-	if (signer != NULL)
-		*signer = NULL;
+	*n = 0;
 	if (e->n_sigs == 0)
 		return VD_ENV_NO_SIGNATURE;
 	vd_buf_init(&pae);
@@ -321,18 +321,32 @@ vd_env_reason vd_dsse_verify(const vd_dsse *e, const vd_keyring *kr,
 		vd_buf_free(&pae);
 		return VD_ENV_BAD_SIGNATURE;
 	}
-	for (i = 0; i < e->n_sigs; i++) {
+	for (i = 0; i < e->n_sigs && *n < cap; i++) {
 		if ((k = vd_keyring_find(kr, e->sigs[i].keyid)) == NULL)
 			continue;
-		r = VD_ENV_BAD_SIGNATURE;
-		if (vd_key_verify(k, pae.p, pae.len, e->sigs[i].sig, e->sigs[i].siglen) == 1) {
-			if (signer != NULL)
-				*signer = k;
-			r = VD_ENV_OK;
-			break;
-		}
+		if (r != VD_ENV_OK)
+			r = VD_ENV_BAD_SIGNATURE;
+		if (vd_key_verify(k, pae.p, pae.len, e->sigs[i].sig, e->sigs[i].siglen) != 1)
+			continue;
+		r = VD_ENV_OK;
+		for (j = 0; j < *n && signers[j] != k; j++)
+			;
+		if (j == *n)
+			signers[(*n)++] = k;   /* a key's second signature adds nothing */
 	}
 	vd_buf_free(&pae);
+	return r;
+}
+
+vd_env_reason vd_dsse_verify(const vd_dsse *e, const vd_keyring *kr,
+    const vd_key **signer)
+{
+	const vd_key *all[VD_DSSE_MAX_SIGS];
+	size_t n;
+	vd_env_reason r = vd_dsse_verify_all(e, kr, all, VD_DSSE_MAX_SIGS, &n);
+
+	if (signer != NULL)
+		*signer = r == VD_ENV_OK ? all[0] : NULL;
 	return r;
 }
 

@@ -29,6 +29,7 @@ typedef enum vd_env_reason {
 	VD_ENV_UNKNOWN_KEY,    /* no signature names a trusted key */
 	VD_ENV_BAD_SIGNATURE,  /* a trusted key's signature does not verify */
 	VD_ENV_WRONG_RUN,      /* a statement for another run than where it was found */
+	VD_ENV_ROUND_MISMATCH, /* a RoundClose naming an artifact of another round */
 	VD_ENV_REASON_COUNT
 } vd_env_reason;
 
@@ -66,6 +67,11 @@ int vd_dsse_pae(const char *type, const uint8_t *payload, size_t len, vd_buf *b)
  * trusted keyid's signature fails). */
 vd_env_reason vd_dsse_verify(const vd_dsse *e, const vd_keyring *kr,
     const vd_key **signer);
+/* Every trusted key whose signature verifies (trust.md section 8: each
+ * counts), at most cap, each once, in the envelope's order. The reason
+ * is as vd_dsse_verify's: VD_ENV_OK when at least one verifies. */
+vd_env_reason vd_dsse_verify_all(const vd_dsse *e, const vd_keyring *kr,
+    const vd_key **signers, size_t cap, size_t *n);
 
 /* A signed envelope as compact JSON (one signature by k), appended to b
  * with a trailing newline. 0 or -1. */

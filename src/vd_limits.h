@@ -84,6 +84,7 @@
 #define VD_RUN_MAX 1024                 /* bytes in a run name, with its NUL */
 #define VD_KEY_FILE_MAX (16u << 10) /* a PEM key file larger than this is refused */
 #define VD_KEYRING_MAX 256          /* keys in one trusted_keys directory */
+#define VD_WITHDRAW_REASON_MAX 512  /* bytes of the reason given for a withdrawal */
 
 /* ---- tar archives -------------------------------------------------- */
 /* Members of every kind, directories included: twice the weight files an

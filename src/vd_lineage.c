@@ -76,6 +76,7 @@ void vd_lineage_init(vd_lineage *l)
 	vd_map_init_borrowed(&l->commits);
 	vd_map_init(&l->key_ids);
 	vd_map_init(&l->alerts);
+	vd_map_init(&l->named);
 	l->head_round = -1;
 }
 
@@ -202,14 +203,17 @@ static const char *key_copy(vd_lineage *l, const char *key_id)
 	return k;
 }
 
-/* Keep the first entry of a source; a different hash from the same
- * source is still noted as an equivocation. */
+/* Keep the first entry of a source. Only what counts under the policy is
+ * noted, so that a different hash from a counting source is an
+ * equivocation and an unsigned record under "signed" never is one
+ * (trust.md section 8). */
 static void put(vd_lineage *l, vd_commit_slot *sl, vd_commit_source src, const char *hash,
-    const char *where, size_t line, const char *key_id)
+    const char *where, size_t line, const char *key_id, int counts)
 {
 	vd_commit_entry *e = &sl->src[src];
 
-	note_hash(sl, hash, where);
+	if (counts)
+		note_hash(sl, hash, where);
 	if (e->has || (e->hash = slot_hash(sl, hash)) == NULL ||
 	    (e->key_id = key_copy(l, key_id)) == NULL)
 		return;
@@ -217,6 +221,117 @@ static void put(vd_lineage *l, vd_commit_slot *sl, vd_commit_source src, const c
 	e->where = where;
 	e->line = line;
 	e->is_signed = e->key_id[0] != '\0';
+}
+
+void vd_withdrawal_key(char *out, size_t n, const char *run, int64_t round, const char *hash)
+{
+	snprintf(out, n, "%s\n%lld\n%s", run, (long long)round, hash);
+}
+
+/* The operator withdrew (run, round) -> hash: no source of it counts. */
+static int withdrawn(const vd_lineage_input *in, const char *run, int64_t round,
+    const char *hash)
+{
+	char key[VD_WITHDRAWAL_KEY_MAX];
+
+	if (in->withdrawn == NULL || in->withdrawn->count == 0)
+		return 0;
+	vd_withdrawal_key(key, sizeof(key), run, round, hash);
+	return vd_map_get(in->withdrawn, key) != NULL;
+}
+
+int vd_round_mismatch(const vd_model *m, const char *run, int64_t round, const char *hash,
+    int64_t *header_round)
+{
+	const vd_group *g = vd_model_group(m, hash);
+	size_t i;
+
+	/* Only a verified copy speaks for the hash: its header's round is bound
+	 * by it. A copy that merely claims the hash proves nothing, or a store
+	 * writer could veto any commitment with a directory claiming it. */
+	for (i = 0; g != NULL && i < g->n; i++) {
+		const vd_copy *c = g->copies[i];
+		if (vd_copy_settled(c) == VD_AS_VERIFIED && strcmp(c->run, run) == 0 &&
+		    c->hdr.round_index != round + 1) {
+			if (header_round != NULL)
+				*header_round = c->hdr.round_index;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Whether a RoundClose counts depends on the model too (the round check):
+ * each hash a RoundClose names is kept with what the check said, so that
+ * a refresh of the model alone rebuilds the slots only when an artifact
+ * it names changes that answer. */
+typedef struct named_hash {
+	const char *run;               /* in the same allocation */
+	int64_t round;
+	int mismatch;
+	int multi;                     /* named for more than one (run, round) */
+} named_hash;
+
+static void clear_named(vd_lineage *l)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	while (vd_map_next(&l->named, &it, &k, &v))
+		free(v);
+	vd_map_free(&l->named);
+}
+
+static void note_named(vd_lineage *l, const char *run, int64_t round, const char *hash,
+    int mismatch)
+{
+	named_hash *n = vd_map_get(&l->named, hash);
+
+	if (n != NULL) {
+		n->multi |= n->round != round || strcmp(n->run, run) != 0;
+		return;
+	}
+	if ((n = calloc(1, sizeof(*n) + strlen(run) + 1)) == NULL ||
+	    vd_map_put(&l->named, hash, n) < 0) {
+		free(n);
+		l->named_failed = 1;   /* every model refresh rebuilds the slots */
+		return;
+	}
+	n->run = strcpy((char *)(n + 1), run);
+	n->round = round;
+	n->mismatch = mismatch;
+}
+
+/* A RoundClose counts when nothing withdrew it and it names no artifact
+ * of its run whose header says another round. */
+static int roundclose_ok(vd_lineage *l, const vd_lineage_input *in, const char *run,
+    int64_t round, const char *hash)
+{
+	int mismatch;
+
+	if (withdrawn(in, run, round, hash))
+		return 0;
+	mismatch = vd_round_mismatch(in->model, run, round, hash, NULL);
+	note_named(l, run, round, hash, mismatch);
+	return !mismatch;
+}
+
+/* Whether a change of the model changes what a RoundClose commits. */
+static int named_changed(const vd_lineage *l, const vd_lineage_input *in)
+{
+	const named_hash *n;
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	if (l->named_failed)
+		return 1;
+	while (vd_map_next(&in->model->dirty, &it, &k, &v))
+		if ((n = vd_map_get(&l->named, k)) != NULL && (n->multi ||
+		    vd_round_mismatch(in->model, n->run, n->round, k, NULL) != n->mismatch))
+			return 1;
+	return 0;
 }
 
 /* How many records of a remembered ledger a trusted checkpoint of its run
@@ -243,14 +358,24 @@ static void ledger_commits(vd_lineage *l, const vd_lineage_input *in, const vd_l
 {
 	const char *key_id;
 	size_t signed_n = covered(in, m, &key_id), i;
+	int policy = vd_config_policy(in->cfg);
 	vd_commit_slot *sl;
 
-	for (i = 0; i < m->n; i++)
-		if ((sl = slot(l, m->run, m->recs[i].round_index)) != NULL)
-			put(l, sl, VD_SRC_LEDGER, m->recs[i].hash, m->relpath, m->recs[i].line,
-			    i < signed_n ? key_id : NULL);
+	for (i = 0; i < m->n; i++) {
+		const vd_ledger_rec *r = &m->recs[i];
+		int is_signed = i < signed_n;
+		if (withdrawn(in, m->run, r->round_index, r->hash) ||
+		    (sl = slot(l, m->run, r->round_index)) == NULL)
+			continue;
+		put(l, sl, VD_SRC_LEDGER, r->hash, m->relpath, r->line, is_signed ? key_id : NULL,
+		    is_signed || policy == VD_POLICY_LEDGER);
+	}
+	/* What a rewritten file says now is no commitment under "signed". */
+	if (policy != VD_POLICY_LEDGER)
+		return;
 	for (i = 0; i < m->n_diverged; i++)
-		if ((sl = slot(l, m->run, m->diverged[i].round_index)) != NULL)
+		if (!withdrawn(in, m->run, m->diverged[i].round_index, m->diverged[i].hash) &&
+		    (sl = slot(l, m->run, m->diverged[i].round_index)) != NULL)
 			note_hash(sl, m->diverged[i].hash, m->relpath);
 }
 
@@ -262,6 +387,8 @@ static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 	size_t i, it = 0;
 
 	clear_commits(l);
+	clear_named(l);
+	l->named_failed = 0;
 	while (vd_map_next(in->mems, &it, &k, &v))
 		ledger_commits(l, in, v);
 	for (i = 0; i < in->n_posted; i++) {
@@ -269,28 +396,36 @@ static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 		int is_signed = c->key_id[0] != '\0';
 		if (is_signed && vd_keyring_find(in->keys, c->key_id) == NULL)
 			continue;       /* the key was revoked */
-		if ((sl = slot(l, c->run, c->round_index)) != NULL)
+		if (roundclose_ok(l, in, c->run, c->round_index, c->hash) &&
+		    (sl = slot(l, c->run, c->round_index)) != NULL)
 			put(l, sl, is_signed ? VD_SRC_SIGNED : VD_SRC_ROUNDCLOSE, c->hash, "api", 0,
-			    c->key_id);
+			    c->key_id, 1);
 	}
 	for (i = 0; i < in->n_stmts; i++) {
 		const vd_signed_stmt *s = &in->stmts[i];
 		if (s->st.kind == VD_STMT_ROUNDCLOSE && vd_keyring_find(in->keys, s->key_id) != NULL &&
+		    roundclose_ok(l, in, s->run, s->st.round_index, s->st.hash) &&
 		    (sl = slot(l, s->run, s->st.round_index)) != NULL)
-			put(l, sl, VD_SRC_SIGNED, s->st.hash, s->where, 0, s->key_id);
+			put(l, sl, VD_SRC_SIGNED, s->st.hash, s->where, 0, s->key_id, 1);
 	}
-	for (i = 0; i < in->n_equivs; i++)
-		if ((sl = slot(l, in->equivs[i].run, in->equivs[i].round_index)) != NULL)
-			note_hash(sl, in->equivs[i].hash, "api");
+	for (i = 0; i < in->n_equivs; i++) {
+		const vd_commitment *c = &in->equivs[i];
+		if (c->key_id[0] != '\0' && vd_keyring_find(in->keys, c->key_id) == NULL)
+			continue;       /* the key was revoked */
+		if (roundclose_ok(l, in, c->run, c->round_index, c->hash) &&
+		    (sl = slot(l, c->run, c->round_index)) != NULL)
+			note_hash(sl, c->hash, "api");
+	}
 	/* Pins: a run's genesis (its own, or the bare one, under "*"), and
-	 * anchors, each the commitment of its round and a root. */
+	 * anchors, each the commitment of its round and a root. The operator
+	 * withdraws a pin by editing the configuration. */
 	for (i = 0; i < in->cfg->n_genesis; i++)
 		if ((sl = slot(l, in->cfg->genesis[i].run, -1)) != NULL)
-			put(l, sl, VD_SRC_PINNED, in->cfg->genesis[i].hash, "config", 0, NULL);
+			put(l, sl, VD_SRC_PINNED, in->cfg->genesis[i].hash, "config", 0, NULL, 1);
 	for (i = 0; i < in->cfg->n_anchors; i++) {
 		const vd_pin *a = &in->cfg->anchors[i];
 		if ((sl = slot(l, a->run, a->round_index - 1)) != NULL) {
-			put(l, sl, VD_SRC_PINNED, a->hash, "config", 0, NULL);
+			put(l, sl, VD_SRC_PINNED, a->hash, "config", 0, NULL, 1);
 			sl->anchor = 1;
 		}
 	}
@@ -347,7 +482,15 @@ static int slot_names(const vd_commit_slot *sl, const char *hash, int policy, in
 	return names;
 }
 
-/* The entry shown: the strongest that names the hash, else the strongest. */
+const vd_commit_entry *vd_slot_entry(const vd_commit_slot *sl, int src)
+{
+	if (sl == NULL || src < 0 || src >= VD_SRC_COUNT || !sl->src[src].has)
+		return NULL;
+	return &sl->src[src];
+}
+
+/* The entry shown: the strongest that names the hash, else the strongest;
+ * -1 when the slot holds only noted hashes (an equivocation's other side). */
 static int shown_source(const vd_commit_slot *sl, const char *hash)
 {
 	int s, best = -1, best_any = -1;
@@ -385,8 +528,7 @@ static void group_commitment(const vd_lineage *l, const vd_lineage_input *in, vd
 			g->commit = sl;
 		}
 	}
-	if (g->commit != NULL)
-		g->commit_source = shown_source(g->commit, g->hash);
+	g->commit_source = g->commit != NULL ? shown_source(g->commit, g->hash) : -1;
 }
 
 /* ---- chains ----------------------------------------------------------- */
@@ -1185,7 +1327,7 @@ static void refresh_whole(vd_lineage *l, const vd_lineage_input *in)
 
 void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
 {
-	int commits = what != VD_REFRESH_MODEL;
+	int commits = what != VD_REFRESH_MODEL || (l->built && named_changed(l, in));
 
 	if (commits || !l->built) {
 		build_commits(l, in);
@@ -1223,6 +1365,7 @@ void vd_lineage_free(vd_lineage *l)
 
 	clear_commits(l);
 	vd_map_free(&l->commits);
+	clear_named(l);
 	it = 0;
 	while (vd_map_next(&l->key_ids, &it, &k, &v))
 		free(v);

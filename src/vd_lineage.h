@@ -113,6 +113,7 @@ typedef struct vd_lineage_input {
 	size_t n_equivs;
 	const vd_signed_stmt *stmts;
 	size_t n_stmts;
+	const vd_map *withdrawn;       /* vd_withdrawal_key -> anything; may be NULL */
 	const vd_map *retained;        /* hash -> vd_retained; may be NULL */
 	const vd_map *retained_children; /* parent hash -> first vd_retained; may be NULL */
 	struct vd_state *state;        /* alert history; NULL: none */
@@ -130,6 +131,8 @@ typedef struct vd_alert {
 typedef struct vd_lineage {
 	vd_map commits;                /* "run\nround" -> vd_commit_slot */
 	vd_map key_ids;                /* key id -> its one copy, for the slots */
+	vd_map named;                  /* hash a RoundClose names -> what the round check said */
+	int named_failed;              /* out of memory: not all are in named */
 	vd_map alerts;                 /* "kind\nsubject" -> vd_alert */
 	uint64_t alert_counts[VD_ALERT_COUNT];
 	uint64_t series[VD_CS_COUNT];  /* commitments by source and signature */
@@ -171,6 +174,21 @@ const vd_commit_slot *vd_lineage_slot(const vd_lineage *l, const char *run, int6
 /* Whether an entry counts under the policy: every source but an unsigned
  * ledger record under "signed". */
 int vd_commit_counts(const vd_commit_entry *e, vd_commit_source src, int policy);
+
+/* The slot's entry of source src, or NULL when src is not a source or the
+ * slot has no such entry (a slot may hold only noted hashes): every view
+ * reads a slot through this. */
+const vd_commit_entry *vd_slot_entry(const vd_commit_slot *sl, int src);
+
+/* The map key of a withdrawn commitment (run in store form). */
+#define VD_WITHDRAWAL_KEY_MAX (VD_RUN_MAX + 24 + VD_HASH_HEX_LEN + 2)
+void vd_withdrawal_key(char *out, size_t n, const char *run, int64_t round, const char *hash);
+
+/* Whether a verified artifact of run with content hash has a header
+ * round_index other than round + 1: a RoundClose for round naming it commits nothing
+ * (trust.md section 8). *header_round, when not NULL, gets that round. */
+int vd_round_mismatch(const vd_model *m, const char *run, int64_t round, const char *hash,
+    int64_t *header_round);
 
 /* The schema_version a legacy hash's header.json was read through the
  * migration from (older than the newest the verifier reads), as its

@@ -161,6 +161,19 @@ static const char *const migrations[VD_STATE_SCHEMA] = {
 	"ALTER TABLE verdicts ADD COLUMN tensor TEXT;"
 	"ALTER TABLE verdicts ADD COLUMN file TEXT;"
 	"ALTER TABLE verdicts ADD COLUMN remediation TEXT;",
+	/* 7 -> 8: every signed statement accepted, one row per key whose
+	 * signature verified, kept whatever happens to its file; and the
+	 * operator's withdrawals (trust.md section 8). A RoundClose keys on
+	 * (round_index, hash); a checkpoint on (records, head_record_hash). */
+	"CREATE TABLE statements ("
+	"  run TEXT NOT NULL, kind INTEGER NOT NULL, number INTEGER NOT NULL,"
+	"  hash TEXT NOT NULL, schema_version INTEGER NOT NULL, key_id TEXT NOT NULL,"
+	"  source TEXT NOT NULL, envelope BLOB, received_at REAL NOT NULL,"
+	"  PRIMARY KEY (run, kind, number, hash, key_id));"
+	"CREATE TABLE withdrawals ("
+	"  run TEXT NOT NULL, round_index INTEGER NOT NULL, hash TEXT NOT NULL,"
+	"  sources TEXT NOT NULL, peer TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL,"
+	"  PRIMARY KEY (run, round_index, hash));",
 };
 
 const char *vd_state_error(vd_state *st)
@@ -890,19 +903,24 @@ static void audit_row(sqlite3_stmt *s, void *ctx)
 	a.file = (const char *)sqlite3_column_text(s, 9);
 	a.line = sqlite3_column_int64(s, 10);
 	a.first_seen = sqlite3_column_double(s, 11);
+	a.withdrawn_at = sqlite3_column_type(s, 12) == SQLITE_NULL ? 0 : sqlite3_column_double(s, 12);
+	a.withdrawn_reason = (const char *)sqlite3_column_text(s, 13);
 	c->fn(&a, c->arg);
 }
 
 int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn fn, void *arg)
 {
-	static const char cols[] = "SELECT id, run, kind, number, hash, source, author, key_id,"
-	    " peer, file, line, first_seen FROM commitment_audit";
-	char sql[512];
+	/* A RoundClose the operator withdrew carries the withdrawal. */
+	static const char cols[] = "SELECT id, a.run, kind, number, a.hash, source, author, key_id,"
+	    " a.peer, file, line, first_seen, w.at, w.reason FROM commitment_audit a"
+	    " LEFT JOIN withdrawals w ON kind = '" VD_AUDIT_ROUND_CLOSE "' AND w.run = a.run"
+	    " AND w.round_index = number AND w.hash = a.hash";
+	char sql[768];
 	audit_ctx c = { fn, arg };
 	sqlite3_stmt *s;
 
 	snprintf(sql, sizeof(sql), "%s WHERE id < ?1%s ORDER BY id DESC LIMIT ?2", cols,
-	    run ? " AND run = ?3" : "");
+	    run ? " AND a.run = ?3" : "");
 	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "reading the audit of commitments");
 	sqlite3_bind_int64(s, 1, pg->before > 0 ? pg->before : INT64_MAX);
@@ -1166,4 +1184,122 @@ int vd_state_trim_events(vd_state *st, uint64_t through)
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "trimming events");
+}
+
+/* ---- statement memory and withdrawals (trust.md section 8) ------------- */
+
+static int64_t stmt_number(const vd_statement *st)
+{
+	return st->kind == VD_STMT_CHECKPOINT ? (int64_t)st->records : st->round_index;
+}
+
+static const char *stmt_hash(const vd_statement *st)
+{
+	return st->kind == VD_STMT_CHECKPOINT ? st->head_record_hash : st->hash;
+}
+
+int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const char *run,
+    const char *key_id, const char *source, const uint8_t *env, size_t env_len)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO statements (run, kind, number,"
+	    " hash, schema_version, key_id, source, envelope, received_at)"
+	    " VALUES (?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "remembering a statement");
+	sqlite3_bind_text(s, 1, run, -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 2, (int)stm->kind);
+	sqlite3_bind_int64(s, 3, stmt_number(stm));
+	sqlite3_bind_text(s, 4, stmt_hash(stm), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 5, stm->schema_version);
+	sqlite3_bind_text(s, 6, key_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 7, source, -1, SQLITE_STATIC);
+	if (env != NULL)
+		sqlite3_bind_blob(s, 8, env, (int)env_len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 8);
+	sqlite3_bind_double(s, 9, vd_wall_now());
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return db_fail(st, "remembering a statement");
+	return sqlite3_changes(st->db) > 0 ? 1 : 0;
+}
+
+int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg)
+{
+	sqlite3_stmt *s;
+	vd_statement c;
+	char run[VD_RUN_MAX], key_id[VD_KEYID_LEN + 1], source[VD_RUN_MAX];
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT run, kind, number, hash, schema_version, key_id,"
+	    " source FROM statements ORDER BY rowid", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "loading statements");
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&c, 0, sizeof(c));
+		copy_text(run, sizeof(run), sqlite3_column_text(s, 0));
+		c.kind = (vd_stmt_kind)sqlite3_column_int(s, 1);
+		snprintf(c.run, sizeof(c.run), "%s", run[0] ? run : ".");
+		if (c.kind == VD_STMT_CHECKPOINT) {
+			c.records = (uint64_t)sqlite3_column_int64(s, 2);
+			copy_text(c.head_record_hash, sizeof(c.head_record_hash), sqlite3_column_text(s, 3));
+		} else {
+			c.round_index = sqlite3_column_int64(s, 2);
+			copy_text(c.hash, sizeof(c.hash), sqlite3_column_text(s, 3));
+		}
+		c.schema_version = sqlite3_column_int64(s, 4);
+		copy_text(key_id, sizeof(key_id), sqlite3_column_text(s, 5));
+		copy_text(source, sizeof(source), sqlite3_column_text(s, 6));
+		fn(&c, run, key_id, source, arg);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading statements");
+}
+
+int vd_state_withdraw(vd_state *st, const vd_withdrawal *w)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (vd_state_flush(st) < 0)
+		return -1;
+	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO withdrawals VALUES (?,?,?,?,?,?,?)",
+	    -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "recording a withdrawal");
+	sqlite3_bind_text(s, 1, w->run, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, w->round_index);
+	sqlite3_bind_text(s, 3, w->hash, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, w->sources, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 5, w->peer, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 6, w->reason, -1, SQLITE_STATIC);
+	sqlite3_bind_double(s, 7, w->at);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : db_fail(st, "recording a withdrawal");
+}
+
+int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg)
+{
+	sqlite3_stmt *s;
+	vd_withdrawal w;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, hash, sources, peer, reason, at"
+	    " FROM withdrawals ORDER BY at", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "loading withdrawals");
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&w, 0, sizeof(w));
+		copy_text(w.run, sizeof(w.run), sqlite3_column_text(s, 0));
+		w.round_index = sqlite3_column_int64(s, 1);
+		copy_text(w.hash, sizeof(w.hash), sqlite3_column_text(s, 2));
+		copy_text(w.sources, sizeof(w.sources), sqlite3_column_text(s, 3));
+		copy_text(w.peer, sizeof(w.peer), sqlite3_column_text(s, 4));
+		copy_text(w.reason, sizeof(w.reason), sqlite3_column_text(s, 5));
+		w.at = sqlite3_column_double(s, 6);
+		fn(&w, arg);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading withdrawals");
 }

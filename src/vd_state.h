@@ -20,7 +20,7 @@
 #include "vd_scan.h"
 
 #define VD_STATE_FILE "state.db"
-#define VD_STATE_SCHEMA 7
+#define VD_STATE_SCHEMA 8
 
 typedef struct vd_state vd_state;
 
@@ -46,6 +46,17 @@ typedef struct vd_commitment {
 	double received_at;
 	char key_id[VD_KEYID_LEN + 1];    /* "" for the operator token */
 } vd_commitment;
+
+/* A commitment the operator withdrew (trust.md section 8). */
+typedef struct vd_withdrawal {
+	char run[VD_RUN_MAX];
+	int64_t round_index;
+	char hash[VD_HASH_HEX_LEN + 1];
+	char sources[64];                 /* the sources that named it, comma-separated */
+	char peer[64];                    /* the request's address */
+	char reason[VD_WITHDRAW_REASON_MAX + 1];
+	double at;
+} vd_withdrawal;
 
 /* Open (creating if absent) and migrate. -1 with a sentence on error. */
 int vd_state_open(const char *state_dir, vd_state **out, char *err, size_t errlen);
@@ -130,6 +141,7 @@ int vd_state_list_alerts(vd_state *st, int active, vd_page *pg, vd_alert_row_fn 
 
 #define VD_AUDIT_ROUND_CLOSE "round_close"
 #define VD_AUDIT_CHECKPOINT "ledger_checkpoint"
+#define VD_AUDIT_WITHDRAWAL "withdrawal"
 /* Who made a commitment. */
 #define VD_AUDIT_OPERATOR "operator"     /* the operator token (token_file) */
 #define VD_AUDIT_RUN_TOKEN "run_token"   /* the run's own token (run_token_file) */
@@ -151,6 +163,8 @@ typedef struct vd_audit {
 	const char *file;           /* a file's path in the store; "" for a post */
 	int64_t line;               /* a ledger record's line; 0: none */
 	double first_seen;          /* 0 when recording: now */
+	double withdrawn_at;        /* when read: 0, or when the operator withdrew it */
+	const char *withdrawn_reason;
 } vd_audit;
 typedef void (*vd_audit_fn)(const vd_audit *a, void *arg);
 
@@ -169,6 +183,19 @@ int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn 
  * the loop calls it once per turn. 0, or -1 (they are lost: verdicts are
  * recomputed, which is why they may be batched). */
 int vd_state_flush(vd_state *st);
+
+/* The memory of signed statements: one row per (statement, key). 1 when
+ * the row is new, 0 when it was known, -1 on error. run in store form. */
+int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const char *run,
+    const char *key_id, const char *source, const uint8_t *env, size_t env_len);
+typedef void (*vd_stmt_row_fn)(const vd_statement *stm, const char *run, const char *key_id,
+    const char *source, void *arg);
+int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg);
+
+/* Withdrawals, durable before the call returns. */
+int vd_state_withdraw(vd_state *st, const vd_withdrawal *w);
+typedef void (*vd_withdrawal_fn)(const vd_withdrawal *w, void *arg);
+int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg);
 
 const char *vd_state_error(vd_state *st);
 

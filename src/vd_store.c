@@ -754,7 +754,9 @@ typedef struct env_eval {
 	char sha[VD_HASH_HEX_LEN + 1];  /* of the bytes evaluated */
 	unsigned keys_gen;
 	vd_env_reason reason;
-	vd_signed_stmt stmt;
+	vd_signed_stmt stmt;            /* key_id: the first signer */
+	char signers[VD_DSSE_MAX_SIGS][VD_KEYID_LEN + 1];
+	size_t n_signers;
 	int seen;
 } env_eval;
 
@@ -775,11 +777,44 @@ static void store_run(const char *run, char *out, size_t n)
 	snprintf(out, n, "%s", strcmp(run, ".") == 0 ? "" : run);
 }
 
+static vd_env_reason verify_signers(vd_store *s, const vd_dsse *env, env_eval *ev,
+    char *why, size_t whylen)
+{
+	const vd_key *signers[VD_DSSE_MAX_SIGS];
+	vd_env_reason rc = vd_dsse_verify_all(env, s->keys, signers, VD_DSSE_MAX_SIGS,
+	    &ev->n_signers);
+	size_t i;
+
+	if (rc != VD_ENV_OK) {
+		snprintf(why, whylen, "%s", rc == VD_ENV_BAD_SIGNATURE ?
+		    "a trusted key's signature does not verify" : "no signature by a trusted key");
+		ev->n_signers = 0;
+		return rc;
+	}
+	for (i = 0; i < ev->n_signers; i++)
+		snprintf(ev->signers[i], sizeof(ev->signers[i]), "%s", vd_key_id(signers[i]));
+	return VD_ENV_OK;
+}
+
+/* A RoundClose naming an artifact of its run whose header says another
+ * round commits nothing: an off-by-one cannot block the real round. */
+static vd_env_reason check_round(vd_store *s, const vd_signed_stmt *st, char *why, size_t whylen)
+{
+	int64_t hr;
+
+	if (st->st.kind != VD_STMT_ROUNDCLOSE ||
+	    !vd_round_mismatch(&s->model, st->run, st->st.round_index, st->st.hash, &hr))
+		return VD_ENV_OK;
+	snprintf(why, whylen, "the statement commits round %lld to %s, whose header.json says round_index %lld, not %lld",
+	    (long long)st->st.round_index, st->st.hash, (long long)hr,
+	    (long long)st->st.round_index + 1);
+	return VD_ENV_ROUND_MISMATCH;
+}
+
 static vd_env_reason evaluate(vd_store *s, const vd_scan_envelope *e, env_eval *ev,
     char *why, size_t whylen)
 {
 	vd_dsse env;
-	const vd_key *signer;
 	vd_env_reason rc;
 
 	if (!e->read_ok) {
@@ -791,9 +826,8 @@ static vd_env_reason evaluate(vd_store *s, const vd_scan_envelope *e, env_eval *
 		return rc;
 	rc = vd_statement_parse(env.payload_type, env.payload, env.payload_len, &ev->stmt.st,
 	    why, whylen);
-	if (rc == VD_ENV_OK && (rc = vd_dsse_verify(&env, s->keys, &signer)) != VD_ENV_OK)
-		snprintf(why, whylen, "%s", rc == VD_ENV_BAD_SIGNATURE ?
-		    "a trusted key's signature does not verify" : "no signature by a trusted key");
+	if (rc == VD_ENV_OK)
+		rc = verify_signers(s, &env, ev, why, whylen);
 	vd_dsse_free(&env);
 	if (rc != VD_ENV_OK)
 		return rc;
@@ -803,9 +837,106 @@ static vd_env_reason evaluate(vd_store *s, const vd_scan_envelope *e, env_eval *
 		    ev->stmt.st.run, vd_run_name(e->run));
 		return VD_ENV_WRONG_RUN;
 	}
-	snprintf(ev->stmt.key_id, sizeof(ev->stmt.key_id), "%s", vd_key_id(signer));
+	snprintf(ev->stmt.key_id, sizeof(ev->stmt.key_id), "%s", ev->signers[0]);
 	snprintf(ev->stmt.where, sizeof(ev->stmt.where), "%s", e->relpath);
-	return VD_ENV_OK;
+	return check_round(s, &ev->stmt, why, whylen);
+}
+
+/* "run\nkind\nnumber\nhash\nkey": one (statement, key) remembered. */
+static void stmt_key(char *out, size_t n, const vd_statement *st, const char *run,
+    const char *key_id)
+{
+	int cp = st->kind == VD_STMT_CHECKPOINT;
+
+	snprintf(out, n, "%s\n%d\n%lld\n%s\n%s", run, (int)st->kind,
+	    cp ? (long long)st->records : (long long)st->round_index,
+	    cp ? st->head_record_hash : st->hash, key_id);
+}
+
+/* In memory: one more (statement, key) for lineage. */
+static int keep_stmt(vd_store *s, const char *key, const vd_statement *st, const char *run,
+    const char *key_id, const char *where)
+{
+	vd_signed_stmt ss;
+
+	memset(&ss, 0, sizeof(ss));
+	ss.st = *st;
+	snprintf(ss.run, sizeof(ss.run), "%s", run);
+	snprintf(ss.key_id, sizeof(ss.key_id), "%s", key_id);
+	snprintf(ss.where, sizeof(ss.where), "%s", where);
+	if (push_stmt(s, &ss) < 0)
+		return -1;
+	if (vd_map_put(&s->stmt_seen, key, s) < 0) {
+		s->n_stmts--;
+		return -1;
+	}
+	return 1;
+}
+
+/* Known already: 0; new and kept: 1; -1 when it could not be kept. */
+static int remember_one(vd_store *s, const vd_statement *st, const char *run,
+    const char *key_id, const char *where, const uint8_t *env, size_t env_len)
+{
+	char key[2 * VD_RUN_MAX];
+
+	stmt_key(key, sizeof(key), st, run, key_id);
+	if (vd_map_get(&s->stmt_seen, key) != NULL)
+		return 0;
+	if (s->state != NULL &&
+	    vd_state_remember_statement(s->state, st, run, key_id, where, env, env_len) < 0)
+		return -1;
+	return keep_stmt(s, key, st, run, key_id, where);
+}
+
+static int remember_sigs(vd_store *s, const vd_statement *st, const char *run,
+    const char *const *key_ids, size_t n_keys, const char *where,
+    const uint8_t *env, size_t env_len)
+{
+	size_t i;
+	int added = 0, rc;
+
+	for (i = 0; i < n_keys; i++) {
+		if ((rc = remember_one(s, st, run, key_ids[i], where, env, env_len)) < 0)
+			return -1;
+		added += rc;
+	}
+	return added;
+}
+
+/* Lineage's entries point into s->stmts, which a statement kept may have
+ * moved: lineage is refreshed before anything reads it again. */
+int vd_store_remember_statement(vd_store *s, const vd_statement *st, const char *run,
+    const char *const *key_ids, size_t n_keys, const char *where,
+    const uint8_t *env, size_t env_len)
+{
+	int added = remember_sigs(s, st, run, key_ids, n_keys, where, env, env_len);
+
+	if (added != 0)
+		vd_store_refresh(s);
+	return added;
+}
+
+int vd_store_round_mismatch(vd_store *s, const char *run, int64_t round, const char *hash,
+    int64_t *header_round)
+{
+	return vd_round_mismatch(&s->model, run, round, hash, header_round);
+}
+
+/* A file statement accepted is remembered under each of its signers: it
+ * counts whatever later happens to the file. */
+static void remember_file(vd_store *s, const vd_scan_envelope *e, const env_eval *ev)
+{
+	const char *keys[VD_DSSE_MAX_SIGS];
+	size_t i;
+
+	for (i = 0; i < ev->n_signers; i++)
+		keys[i] = ev->signers[i];
+	/* The merge refreshes lineage once it is done (finish_merge). */
+	if (remember_sigs(s, &ev->stmt.st, ev->stmt.run, keys, ev->n_signers,
+	    e->relpath, e->bytes.p, e->bytes.len) < 0)
+		vd_logf(VD_LOG_ERROR, &(vd_log_fields){ .path = e->relpath },
+		    "signed statement %s could not be remembered; it counts until the daemon stops",
+		    e->relpath);
 }
 
 /* An envelope is evaluated when its bytes or the trusted keys changed;
@@ -842,6 +973,7 @@ static const env_eval *envelope_eval(vd_store *s, const vd_scan_envelope *e)
 		    "signed statement %s accepted: key %s", e->relpath, ev->stmt.key_id);
 		vd_state_audit_signed(s->state, &ev->stmt.st, ev->stmt.run, ev->stmt.key_id, NULL,
 		    e->relpath);
+		remember_file(s, e, ev);
 	}
 	return ev;
 }
@@ -862,26 +994,25 @@ static void forget_unseen(vd_store *s, const vd_scan_result *r)
 			if (!((env_eval *)v)->seen && vd_scan_covers(r, k) && (gone[n] = strdup(k)) != NULL)
 				n++;
 		for (i = 0; i < n; i++) {
-			free(vd_map_del(&s->env_cache, gone[i]));
+			env_eval *ev = vd_map_del(&s->env_cache, gone[i]);
+			if (ev != NULL && ev->reason == VD_ENV_OK)
+				vd_logf(VD_LOG_INFO, &(vd_log_fields){ .path = gone[i] },
+				    "signed statement %s is gone; what it committed is remembered (withdraw it with DELETE /commitment)",
+				    gone[i]);
+			free(ev);
 			free(gone[i]);
 		}
 	} while (n == VD_ARRAY_LEN(gone));
 }
 
-static int stmt_where_cmp(const void *a, const void *b)
-{
-	return strcmp((*(const env_eval *const *)a)->stmt.where, (*(const env_eval *const *)b)->stmt.where);
-}
-
-/* The file statements, from every envelope accepted and not known gone
- * (a scan keeps those where it did not look), in path order. */
+/* Every envelope file is evaluated when it changed; those accepted are
+ * remembered (remember_file), so a file gone changes nothing. */
 static void merge_envelopes(vd_store *s, vd_scan_result *r)
 {
-	const env_eval **ok;
 	const env_eval *ev;
 	const char *k;
 	void *v;
-	size_t i, n = 0, it = 0;
+	size_t i, it = 0;
 
 	while (vd_map_next(&s->env_cache, &it, &k, &v))
 		((env_eval *)v)->seen = 0;
@@ -893,17 +1024,6 @@ static void merge_envelopes(vd_store *s, vd_scan_result *r)
 		if (!((env_eval *)v)->seen && unreadable_covers(s, k, 0))
 			((env_eval *)v)->seen = 1;
 	forget_unseen(s, r);
-	s->n_stmts = s->n_posted_stmts;
-	if ((ok = calloc(s->env_cache.count + 1, sizeof(*ok))) == NULL)
-		return;
-	it = 0;
-	while (vd_map_next(&s->env_cache, &it, &k, &v))
-		if (((env_eval *)v)->reason == VD_ENV_OK)
-			ok[n++] = v;
-	qsort(ok, n, sizeof(*ok), stmt_where_cmp);
-	for (i = 0; i < n; i++)
-		push_stmt(s, &ok[i]->stmt);
-	free(ok);
 }
 
 void vd_store_set_keys(vd_store *s, vd_keyring *keys)
@@ -1474,6 +1594,31 @@ static void load_checkpoint(const vd_statement *c, const char *key_id, void *arg
 		s->n_posted_stmts = s->n_stmts;
 }
 
+static void load_statement(const vd_statement *stm, const char *run, const char *key_id,
+    const char *where, void *arg)
+{
+	vd_store *s = arg;
+	char key[2 * VD_RUN_MAX];
+
+	stmt_key(key, sizeof(key), stm, run, key_id);
+	if (vd_map_get(&s->stmt_seen, key) == NULL)
+		keep_stmt(s, key, stm, run, key_id, where);
+}
+
+static void load_withdrawal(const vd_withdrawal *w, void *arg)
+{
+	vd_store *s = arg;
+	char key[VD_WITHDRAWAL_KEY_MAX];
+	vd_withdrawal *copy = malloc(sizeof(*copy));
+
+	if (copy == NULL)
+		return;
+	*copy = *w;
+	vd_withdrawal_key(key, sizeof(key), w->run, w->round_index, w->hash);
+	if (vd_map_put(&s->withdrawn, key, copy) < 0)
+		free(copy);
+}
+
 int vd_store_attach_state(vd_store *s, vd_state *st)
 {
 	s->state = st;
@@ -1481,11 +1626,14 @@ int vd_store_attach_state(vd_store *s, vd_state *st)
 	    vd_state_load_commitments(st, load_posted, s) < 0 ||
 	    vd_state_load_equivocations(st, load_equiv, s) < 0 ||
 	    vd_state_load_checkpoints(st, load_checkpoint, s) < 0 ||
+	    vd_state_load_statements(st, load_statement, s) < 0 ||
+	    vd_state_load_withdrawals(st, load_withdrawal, s) < 0 ||
 	    vd_state_load_ledgers(st, load_ledger_rec, s) < 0 ||
 	    vd_state_load_retained(st, load_retained, s) < 0)
 		return -1;
-	log_info("state: %zu stored verdicts, %zu posted commitments, %zu posted checkpoints, %zu remembered ledgers",
-	    s->stored.count, s->n_posted, s->n_posted_stmts, s->mems.count);
+	log_info("state: %zu stored verdicts, %zu posted commitments, %zu posted checkpoints, %zu remembered statement signatures, %zu withdrawn commitments, %zu remembered ledgers",
+	    s->stored.count, s->n_posted, s->n_posted_stmts, s->n_stmts - s->n_posted_stmts,
+	    s->withdrawn.count, s->mems.count);
 	s->events = vd_events_new(s->loop, s->cfg, st);
 	vd_store_scan(s);
 	return 0;
@@ -1576,6 +1724,91 @@ int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *ke
 	return rc;
 }
 
+/* ---- withdrawals by the operator (trust.md section 8) --------------- */
+
+static void add_source(char *list, size_t n, const char *name)
+{
+	size_t len = strlen(list);
+
+	if (strstr(list, name) == NULL)
+		snprintf(list + len, n - len, "%s%s", len ? "," : "", name);
+}
+
+static int same(const char *run, int64_t round, const char *hash, const char *r2,
+    int64_t round2, const char *h2)
+{
+	return round == round2 && strcmp(run, r2) == 0 && strcmp(hash, h2) == 0;
+}
+
+static void posts_naming(const vd_commitment *arr, size_t n, vd_withdrawal *w)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (same(w->run, w->round_index, w->hash, arr[i].run, arr[i].round_index, arr[i].hash))
+			add_source(w->sources, sizeof(w->sources), vd_commit_source_name(
+			    arr[i].key_id[0] ? VD_SRC_SIGNED : VD_SRC_ROUNDCLOSE));
+}
+
+static void ledgers_naming(vd_store *s, vd_withdrawal *w)
+{
+	const char *k;
+	void *v;
+	size_t it = 0, i;
+
+	while (vd_map_next(&s->mems, &it, &k, &v)) {
+		const vd_ledger_mem *m = v;
+		for (i = 0; i < m->n; i++)
+			if (same(w->run, w->round_index, w->hash, m->run, m->recs[i].round_index,
+			    m->recs[i].hash))
+				add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_LEDGER));
+		for (i = 0; i < m->n_diverged; i++)
+			if (same(w->run, w->round_index, w->hash, m->run, m->diverged[i].round_index,
+			    m->diverged[i].hash))
+				add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_LEDGER));
+	}
+}
+
+/* Every source that names (run, round) -> hash, into w->sources. */
+static void sources_naming(vd_store *s, vd_withdrawal *w)
+{
+	size_t i;
+
+	w->sources[0] = '\0';
+	posts_naming(s->posted, s->n_posted, w);
+	posts_naming(s->equivs, s->n_equivs, w);
+	for (i = 0; i < s->n_stmts; i++)
+		if (s->stmts[i].st.kind == VD_STMT_ROUNDCLOSE && same(w->run, w->round_index, w->hash,
+		    s->stmts[i].run, s->stmts[i].st.round_index, s->stmts[i].st.hash))
+			add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_SIGNED));
+	ledgers_naming(s, w);
+}
+
+int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
+{
+	char key[VD_WITHDRAWAL_KEY_MAX];
+	vd_withdrawal *copy;
+
+	vd_withdrawal_key(key, sizeof(key), w->run, w->round_index, w->hash);
+	if (vd_map_get(&s->withdrawn, key) != NULL)
+		return 1;
+	sources_naming(s, w);
+	if (w->sources[0] == '\0')
+		return -ENOENT;
+	w->at = vd_wall_now();
+	if (s->state == NULL || vd_state_withdraw(s->state, w) < 0)
+		return -EIO;
+	if ((copy = malloc(sizeof(*copy))) == NULL)
+		return -EIO;
+	*copy = *w;
+	if (vd_map_put(&s->withdrawn, key, copy) < 0) {
+		free(copy);
+		return -EIO;
+	}
+	vd_store_refresh(s);
+	return 0;
+}
+
 static void on_refresh_timer(uv_timer_t *t)
 {
 	vd_store *s = t->data;
@@ -1648,6 +1881,7 @@ static void refresh_now(vd_store *s, vd_refresh what)
 	in.state = s->state;
 	in.scanned = s->scanned_once;
 	in.events = s->events;
+	in.withdrawn = &s->withdrawn;
 	in.retained = &s->retained;
 	in.retained_children = &s->retained_children;
 	if (what == VD_REFRESH_MODEL && s->commits_dirty)
@@ -1708,6 +1942,8 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	vd_lineage_init(&s->lineage);
 	vd_map_init(&s->mems);
 	vd_map_init(&s->env_cache);
+	vd_map_init(&s->stmt_seen);
+	vd_map_init(&s->withdrawn);
 	vd_map_init(&s->stored);
 	vd_map_init(&s->unreadable);
 	vd_map_init(&s->runs);
@@ -1772,6 +2008,11 @@ static void free_all(vd_store *s)
 	while (vd_map_next(&s->env_cache, &it, &k, &v))
 		free(v);
 	vd_map_free(&s->env_cache);
+	vd_map_free(&s->stmt_seen);     /* values: the store itself */
+	it = 0;
+	while (vd_map_next(&s->withdrawn, &it, &k, &v))
+		free(v);
+	vd_map_free(&s->withdrawn);
 	free(s->stmts);
 	vd_keyring_unref(s->keys);
 	for (i = 0; i < s->n_ledgers; i++)

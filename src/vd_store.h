@@ -42,8 +42,10 @@ typedef struct vd_store {
 	vd_keyring *keys;           /* trusted keys; NULL: none */
 	unsigned keys_gen;          /* bumped when the keys change */
 	vd_map env_cache;           /* envelope relpath -> its last evaluation */
-	vd_signed_stmt *stmts;      /* posted checkpoints, then file statements */
+	vd_signed_stmt *stmts;      /* posted checkpoints, then remembered statements */
 	size_t n_stmts, n_posted_stmts, cap_stmts;
+	vd_map stmt_seen;           /* remembered (statement, key) -> s itself */
+	vd_map withdrawn;           /* vd_withdrawal_key -> vd_withdrawal */
 	char *root;                 /* fixed for the daemon's life */
 	unsigned scan_depth;        /* for the scan under way */
 	vd_bounds scan_bounds;
@@ -139,6 +141,24 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
 /* Record a signed ledger checkpoint: 0 new, 1 known, -1 error. */
 int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *key_id,
     const uint8_t *env, size_t env_len);
+
+/* Remember a signed statement under each key whose signature verified
+ * (trust.md section 8), where: its file, or "api". The number of keys
+ * new to it, or -1 when it could not be stored. */
+int vd_store_remember_statement(vd_store *s, const vd_statement *st, const char *run,
+    const char *const *key_ids, size_t n_keys, const char *where,
+    const uint8_t *env, size_t env_len);
+
+/* Whether an artifact of run with this hash has a header round other
+ * than round + 1 (*header_round: that round): its RoundClose commits
+ * nothing. */
+int vd_store_round_mismatch(vd_store *s, const char *run, int64_t round, const char *hash,
+    int64_t *header_round);
+
+/* The operator withdraws (run, round) -> hash, from every source but the
+ * configuration, durably: 0, 1 already withdrawn, -ENOENT no such
+ * commitment, -EIO. w's sources are filled in. */
+int vd_store_withdraw(vd_store *s, vd_withdrawal *w);
 
 /* Forget the remembered records of one ledger: 0, -ENOENT, -EIO. */
 int vd_store_forget_ledger(vd_store *s, const char *relpath);

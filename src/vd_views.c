@@ -209,26 +209,27 @@ static json_object *chain_json(int *oom, const vd_group *g)
 	return o;
 }
 
-/* NULL, without *oom set, when nothing commits the group's round. */
+/* NULL, without *oom set, when nothing commits the group's round. A slot
+ * holding only noted hashes (what an equivocation's other side named) has
+ * no entry to show: its source is null. */
 static json_object *commitment_json(int *oom, const vd_group *g)
 {
 	const vd_commit_slot *sl = g->commit;
-	const vd_commit_entry *e;
+	const vd_commit_entry *e = vd_slot_entry(sl, g->commit_source);
 	json_object *o;
 
 	if (sl == NULL)
 		return NULL;
-	e = &sl->src[g->commit_source];
 	o = jobj(oom);
 	add(oom, o, "round_index", sl->round_index < 0 ? NULL : ji64(oom, sl->round_index));
-	add(oom, o, "source", jstr(oom, vd_commit_source_name((vd_commit_source)g->commit_source)));
-	add(oom, o, "where", jstr(oom, e->where ? e->where : "?"));
-	if (g->commit_source == VD_SRC_LEDGER)
+	add(oom, o, "source", e ? jstr(oom, vd_commit_source_name((vd_commit_source)g->commit_source)) : NULL);
+	add(oom, o, "where", e && e->where ? jstr(oom, e->where) : NULL);
+	if (e && g->commit_source == VD_SRC_LEDGER)
 		add(oom, o, "line", ju64(oom, e->line));
-	add(oom, o, "global_model_hash", jstr(oom, e->hash));
+	add(oom, o, "global_model_hash", e ? jstr(oom, e->hash) : NULL);
 	add(oom, o, "matches", jbool(oom, g->committed));
-	add(oom, o, "signed", jbool(oom, e->is_signed));
-	if (e->is_signed)
+	add(oom, o, "signed", jbool(oom, e && e->is_signed));
+	if (e && e->is_signed)
 		add(oom, o, "key_id", jstr(oom, e->key_id));
 	if (sl->other_hash[0])
 		add(oom, o, "equivocation", jbool(oom, 1));
@@ -552,6 +553,26 @@ json_object *vd_view_ledger_forgotten(const char *path)
 	return done(oom, o);
 }
 
+json_object *vd_view_withdrawn(const vd_withdrawal *w, int created)
+{
+	json_object *o, *d;
+	int oom = 0;
+
+	o = jobj(&oom);
+	add(&oom, o, "run", jstr_clean(&oom, vd_run_name(w->run)));
+	add(&oom, o, "round_index", ji64(&oom, w->round_index));
+	add(&oom, o, "global_model_hash", jstr(&oom, w->hash));
+	add(&oom, o, "created", jbool(&oom, created));
+	if (created) {
+		d = jobj(&oom);
+		add(&oom, d, "at", jtime(&oom, w->at));
+		add(&oom, d, "reason", jstr_clean(&oom, w->reason));
+		add(&oom, d, "sources", jstr(&oom, w->sources));
+		add(&oom, o, "withdrawn", d);
+	}
+	return done(oom, o);
+}
+
 json_object *vd_view_key(const char *key_id, const char *pem)
 {
 	json_object *o;
@@ -760,8 +781,12 @@ static void field(vd_buf *b, const char *key)
 static void commitment_text(vd_buf *b, vd_store *s, const vd_commit_slot *sl,
     vd_commit_source src, int policy)
 {
-	const vd_commit_entry *e = &sl->src[src];
-	vd_group *g = vd_store_group(s, e->hash);
+	const vd_commit_entry *e = vd_slot_entry(sl, src);
+	vd_group *g;
+
+	if (e == NULL)
+		return;
+	g = vd_store_group(s, e->hash);
 
 	/* The bare genesis pin applies to every run: shown as the root's. */
 	vd_buf_puts(b, "{\"run\":");
@@ -817,7 +842,7 @@ static void commitments_text(vd_buf *b, vd_store *s)
 	vd_buf_putc(b, '[');
 	for (i = 0; i < n && !b->oom; i++)
 		for (src = 0; src < VD_SRC_COUNT; src++) {
-			if (!slots[i]->src[src].has)
+			if (vd_slot_entry(slots[i], src) == NULL)
 				continue;
 			if (!first)
 				vd_buf_putc(b, ',');
@@ -1044,6 +1069,12 @@ void vd_view_audit_row(const vd_audit *a, void *arg)
 	add(oom, o, "from", a->file[0] ? jstr_clean(oom, a->file) : jstr_or_null(oom, a->peer));
 	add(oom, o, "line", a->line > 0 ? ji64(oom, a->line) : NULL);
 	add(oom, o, "first_seen", jtime(oom, a->first_seen));
+	if (a->withdrawn_at > 0) {
+		json_object *w = jobj(oom);
+		add(oom, w, "at", jtime(oom, a->withdrawn_at));
+		add(oom, w, "reason", jstr_clean(oom, a->withdrawn_reason ? a->withdrawn_reason : ""));
+		add(oom, o, "withdrawn", w);
+	}
 	push(oom, rows->list, o);
 }
 

@@ -54,6 +54,8 @@ json_object *vd_view_checkpoint_posted(const vd_statement *st, const char *key_i
 json_object *vd_view_ledger_forgotten(const char *path);
 
 /* GET /key: the key id and the public key in PEM. */
+/* DELETE /commitment: what was withdrawn (created 0: already was). */
+json_object *vd_view_withdrawn(const vd_withdrawal *w, int created);
 json_object *vd_view_key(const char *key_id, const char *pem);
 
 /* GET /chain?run=: one run's artifacts in round order after round after

@@ -11,6 +11,7 @@
 cp -r "$DATA/store-basic/." "$STORE/"
 rm -f "$STORE/expected.json"
 H3=0a180a891c6e40afe74b71a0f047a2f08ff387a88554a40a2460f72d55fea8b7
+HX=5f2a6c1e0b9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f   # no artifact claims it
 H4=31ceb436627afcffadc9adaa9ebaf7b86029955c1fc49236999a28ab33cb235e
 HA=$(printf a | sha256sum | cut -d' ' -f1)
 TOKEN=logjson-operator-token-0123456789
@@ -43,7 +44,7 @@ failed3() { [ "$(state_of "$H3")" = failed ]; }
 wait_for $((5 * SLOW)) failed3 > /dev/null || not_ok "the tampered round 3 failed"
 post /roundclose "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":4,\"global_model_hash\":\"$HA\"}" \
 	-H "Authorization: Bearer $TOKEN" > /dev/null
-post /roundclose "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":4,\"global_model_hash\":\"$H3\"}" \
+post /roundclose "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":4,\"global_model_hash\":\"$HX\"}" \
 	-H "Authorization: Bearer $TOKEN" > /dev/null
 post /roundclose "$(envelope "$PT_RC" "$(rc_stmt . 6 "$HA")" stranger)" > /dev/null
 stop_daemon
@@ -74,7 +75,7 @@ check "an alert raised about an artifact: its kind and hash" "chain_broken $H4" 
 	"$(lines '.kind == "chain_broken"' | head -n 1 | jq -r '"\(.kind) \(.content_hash)"')"
 check "a commitment accepted: its run and hash" ". $HA" \
 	"$(lines '(.msg | startswith("commitment recorded"))' | jq -r '"\(.run) \(.content_hash)"')"
-check "a commitment refused: the conflict" "warning commitment_conflict $H3" \
+check "a commitment refused: the conflict" "warning commitment_conflict $HX" \
 	"$(lines '.code == "commitment_conflict"' | jq -r '"\(.level) \(.code) \(.content_hash)"')"
 check "a signed statement refused: the reason" "warning unknown_key" \
 	"$(lines '(.msg | startswith("signed statement refused"))' | jq -r '"\(.level) \(.code)"')"

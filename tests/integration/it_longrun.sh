@@ -22,7 +22,8 @@ chmod -R a+rX "$WORK/keys"
 H6=$(cat "$WORK/h6")
 "$MKART" --round 7 --parent "$H6" --seed 77 "$STORE/round-00007" > "$WORK/h7"
 H7=$(cat "$WORK/h7")
-write_conf "trusted_keys = $WORK/keys" "genesis_hash = $H0" "rescan_interval = 3600"
+printf 'operator-token-0123456789\n' > "$WORK/op.token"; chmod 644 "$WORK/op.token"
+write_conf "trusted_keys = $WORK/keys" "genesis_hash = $H0" "rescan_interval = 3600" "token_file = $WORK/op.token"
 start_daemon
 settled() { [ "$(metric 'artifacts{state="pending"}')" = 0 ] && [ "$(metric 'artifacts{state="verifying"}')" = 0 ]; }
 wait_for $((10 * SLOW)) settled > /dev/null || not_ok "the run is verified"
@@ -53,14 +54,20 @@ check "... and the next page none" "|4" \
 # --- a pruned round contradicted later ----------------------------------------------
 # The coordinator's key signs another hash for round 1 after round 1 was
 # removed: the chains through the pruned link break there, as they would at
-# the artifact itself; withdrawn, they mend.
-"$CLI" sign-roundclose --key "$WORK/coord.key" --run . --round 0 --hash "$H7" \
+# the artifact itself; withdrawn by the operator, they mend. (The hash is
+# one no artifact claims: naming an artifact of another round commits
+# nothing.)
+HX=5f2a6c1e0b9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f
+"$CLI" sign-roundclose --key "$WORK/coord.key" --run . --round 0 --hash "$HX" \
 	-o "$STORE/commitments/other-1.json" > /dev/null
 broken1() { [ "$(field "$H5" '"\(.chain.status) \(.chain.breaks[0].reason) \(.chain.breaks[0].round_index)"')" = "broken commitment_mismatch 1" ]; }
 if wait_for $((5 * SLOW)) broken1 > /dev/null; then ok "a signed RoundClose naming another hash for pruned round 1 breaks round 5's chain there"; else not_ok "a signed RoundClose naming another hash for pruned round 1 breaks round 5's chain"; fi
 check "round 3 is no longer trusted; no round is the committed head" "false -1" \
 	"$(field "$H3" .trusted) $(metric committed_head_round)"
 rm "$STORE/commitments/other-1.json"
+check "the statement's file removed, what it committed stays" "false" "$(field "$H3" .trusted)"
+check "the operator withdraws it" 200 \
+	"$(code DELETE "/commitment?run=.&round=0&hash=$HX" -H "Authorization: Bearer operator-token-0123456789")"
 mended() { [ "$(field "$H5" '"\(.trusted) \(.chain.status)"')" = "true intact" ]; }
 if wait_for $((5 * SLOW)) mended > /dev/null; then ok "the statement removed, the chain through the pruned links mends"; else not_ok "the statement removed, the chain mends"; fi
 check "the committed head is round 5 again" 5 "$(metric committed_head_round)"
@@ -129,13 +136,13 @@ check "an anchor makes a later round a trusted root" "true intact $HC3 pinned" \
 check "and its committed child trusted through it" "true 2" "$(field "$HC4" '"\(.trusted) \(.chain.length)"')"
 rc_b() { printf '{"schema_version":2,"kind":"round_close","round_index":%s,"global_model_hash":"%s"}' "$1" "$2"; }
 check "run-b's token commits for run-b" 201 \
-	"$(code POST '/roundclose?run=run-b' -H "Authorization: Bearer $TOKEN_B" -H 'Content-Type: application/json' -d "$(rc_b 7 "$HB2")")"
+	"$(code POST '/roundclose?run=run-b' -H "Authorization: Bearer $TOKEN_B" -H 'Content-Type: application/json' -d "$(rc_b 7 "$HX")")"
 check "but not for another run" 401 \
 	"$(code POST '/roundclose?run=run-c' -H "Authorization: Bearer $TOKEN_B" -H 'Content-Type: application/json' -d "$(rc_b 7 "$HB2")")"
 check "nor for the store root" 401 \
 	"$(code POST /roundclose -H "Authorization: Bearer $TOKEN_B" -H 'Content-Type: application/json' -d "$(rc_b 7 "$HB2")")"
 check "while the operator token commits for run-b too" 200 \
-	"$(code POST '/roundclose?run=run-b' -H "Authorization: Bearer operator-token-0123456789" -H 'Content-Type: application/json' -d "$(rc_b 7 "$HB2")")"
+	"$(code POST '/roundclose?run=run-b' -H "Authorization: Bearer operator-token-0123456789" -H 'Content-Type: application/json' -d "$(rc_b 7 "$HX")")"
 
 # --- pagination ----------------------------------------------------------------------
 check "GET /chain?run=run-b: rounds 0, 1 and 2" "0 1 2 null" \

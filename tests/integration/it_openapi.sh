@@ -31,10 +31,10 @@ get /artifact/{hash}/attestation 500
 get /key 500"
 
 # --- the document itself ----------------------------------------------------
-if jq -e '.openapi == "3.0.3" and (.paths | length) == 14' "$DOC" > /dev/null; then
-	ok "openapi.json is an OpenAPI 3.0.3 document with the fourteen routes"
+if jq -e '.openapi == "3.0.3" and (.paths | length) == 15' "$DOC" > /dev/null; then
+	ok "openapi.json is an OpenAPI 3.0.3 document with the fifteen routes"
 else
-	not_ok "openapi.json is an OpenAPI 3.0.3 document with the fourteen routes"
+	not_ok "openapi.json is an OpenAPI 3.0.3 document with the fifteen routes"
 fi
 if python3 -c 'import yaml' 2> /dev/null; then
 	if python3 - "$YAML" "$DOC" <<'EOF'
@@ -445,12 +445,16 @@ if wait_for $((3 * SLOW)) trusted5 > /dev/null; then ok "the commitment makes ro
 call "GET /artifact committed by a RoundClose" 200 GET '/artifact/{hash}' "/artifact/$H5"
 check "its commitment comes from the API" "roundclose api 4" \
 	"$(field '"\(.commitment.source) \(.commitment.where) \(.commitment.round_index)"')"
+HX=5f2a6c1e0b9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f
 call "POST /roundclose, another hash for the same round" 409 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" \
+	-d "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":4,\"global_model_hash\":\"$HX\"}"
+call "POST /roundclose, naming an artifact of another round" 422 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" \
 	-d "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":4,\"global_model_hash\":\"$H3\"}"
 # An unsigned ledger record is no authority over the token: the post is
-# recorded, and the round, named twice, is an equivocation.
+# recorded, and the round, named twice, is an equivocation (under
+# "ledger", where unsigned records count).
 call "POST /roundclose, a hash only an unsigned ledger record contradicts" 201 POST /roundclose /roundclose \
-	-H "$AUTH" -H "$JSON" -d "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":1,\"global_model_hash\":\"$H3\"}"
+	-H "$AUTH" -H "$JSON" -d "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":1,\"global_model_hash\":\"$HX\"}"
 equiv2() { [ "$(get "/artifact/$H2" | jq -r .commitment.equivocation)" = true ]; }
 if wait_for $((3 * SLOW)) equiv2 > /dev/null; then ok "the round it contradicts is under equivocation"; else not_ok "the round it contradicts is under equivocation"; fi
 call "GET /artifact of a round under equivocation" 200 GET '/artifact/{hash}' "/artifact/$H2"
@@ -492,7 +496,7 @@ request_refused "another payloadType" /roundclose "$b"
 b=$(envelope "$PT_RC" "$(rc_stmt . 0 "$H1" | jq -c '.extra = 1')" coord)
 call "POST /roundclose, a statement with an unknown field" 400 POST /roundclose /roundclose -H "$JSON" -d "$b"
 call "POST /roundclose, a signed RoundClose naming another hash than the token's" 409 POST /roundclose /roundclose \
-	-H "$JSON" -d "$(envelope "$PT_RC" "$(rc_stmt . 4 "$H3")" coord)"
+	-H "$JSON" -d "$(envelope "$PT_RC" "$(rc_stmt . 4 "$HX")" coord)"
 env_cp=$(envelope "$PT_CP" "$(cp_stmt . 4 "$(head_of "$STORE/ledger.jsonl")")" coord)
 request_ok "a signed ledger checkpoint" /roundclose "$env_cp"
 call "POST /roundclose, a signed ledger checkpoint" 201 POST /roundclose /roundclose -H "$JSON" -d "$env_cp"
@@ -502,7 +506,7 @@ call "POST /roundclose, the same checkpoint again" 200 POST /roundclose /roundcl
 signedledger() { [ "$(get /chain | jq '[.commitments[] | select(.source == "ledger" and .signed)] | length')" = 4 ]; }
 if wait_for $((3 * SLOW)) signedledger > /dev/null; then ok "the checkpoint signs the four ledger records"; else not_ok "the checkpoint signs the four ledger records"; fi
 call "POST /roundclose, a hash a signed ledger record contradicts" 409 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" \
-	-d "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":2,\"global_model_hash\":\"$H4\"}"
+	-d "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":2,\"global_model_hash\":\"$HX\"}"
 call "GET /chain with commitments posted" 200 GET /chain /chain
 check "the RoundClose commitments are listed" 3 "$(field '[.commitments[] | select(.source == "roundclose")] | length')"
 check "the signed one too, with its key" "1 api $COORD true" \
@@ -522,6 +526,17 @@ check "it names the ledger forgotten" "ledger.jsonl true" "$(field '"\(.path) \(
 relearned() { [ "$(get /chain | jq -r '.ledgers[0].remembered_records')" = 4 ]; }
 if wait_for $((3 * SLOW)) relearned > /dev/null; then ok "the ledger is learned again from the file"; else not_ok "the ledger is learned again from the file"; fi
 
+# --- DELETE /commitment ---------------------------------------------------------------
+call "DELETE /commitment without a token" 401 DELETE /commitment "/commitment?run=other&round=1&hash=$H3"
+call "DELETE /commitment, a round that is not a number" 400 DELETE /commitment "/commitment?run=other&round=one&hash=$H3" -H "$AUTH"
+call "DELETE /commitment, a hash nothing commits" 404 DELETE /commitment "/commitment?run=other&round=1&hash=$H4" -H "$AUTH"
+call "DELETE /commitment" 200 DELETE /commitment "/commitment?run=other&round=1&hash=$H3&reason=test" -H "$AUTH"
+check "it names what was withdrawn" "other 1 true test roundclose" \
+	"$(field '"\(.run) \(.round_index) \(.created) \(.withdrawn.reason) \(.withdrawn.sources)"')"
+call "GET /commitments with a withdrawal" 200 GET /commitments /commitments
+check "the withdrawn RoundClose carries it" test \
+	"$(field '.commitments[] | select(.run == "other" and .kind == "round_close") | .withdrawn.reason')"
+
 # --- 405 on every route -----------------------------------------------------------
 for r in "/artifact/{hash} /artifact/$H4" "/artifact/{hash}/attestation /artifact/$H4/attestation" \
 	"/key /key" "/artifacts /artifacts" "/chain /chain" "/metrics /metrics" "/healthz /healthz" \
@@ -535,6 +550,8 @@ for r in /verify /roundclose; do
 done
 DOCM=delete; call "GET /ledger" 405 GET /ledger /ledger; DOCM=
 check "GET /ledger: Allow" DELETE "$(sed -n 's/^Allow: //p' "$WORK/h")"
+DOCM=delete; call "GET /commitment" 405 GET /commitment /commitment; DOCM=
+check "GET /commitment: Allow" DELETE "$(sed -n 's/^Allow: //p' "$WORK/h")"
 check "HEAD on a GET route" 200 "$(curl -s -o /dev/null -I -w '%{http_code}' "$(url /chain)")"
 check "an unknown route: 404 not_found" "404 not_found" "$(code GET /nope) $(get /nope | jq -r .error.code)"
 # Every error is the error object, even one the HTTP layer raises itself.
@@ -597,9 +614,11 @@ call "GET /alerts?limit=0" 400 GET /alerts '/alerts?limit=0'
 call "GET /alerts?after=0" 400 GET /alerts '/alerts?after=0'
 call "GET /commitments" 200 GET /commitments /commitments
 check "the ledger's records, the token posts, the signed post and checkpoint" "ledger:4 roundclose:3 signed:2" \
-	"$(field '[.commitments[] | .source] | group_by(.) | map("\(.[0]):\(length)") | join(" ")')"
+	"$(field '[.commitments[] | select(.kind != "withdrawal") | .source] | group_by(.) | map("\(.[0]):\(length)") | join(" ")')"
+check "and the operator's withdrawal" "operator post 127.0.0.1 roundclose" \
+	"$(field '[.commitments[] | select(.kind == "withdrawal")][0] | "\(.by) \(.via) \(.from) \(.source)"')"
 check "a token post: the operator's, from this client" "operator post 127.0.0.1" \
-	"$(field '[.commitments[] | select(.source == "roundclose")][0] | "\(.by) \(.via) \(.from)"')"
+	"$(field '[.commitments[] | select(.source == "roundclose" and .kind == "round_close")][0] | "\(.by) \(.via) \(.from)"')"
 call "GET /commitments?run=other" 200 GET /commitments '/commitments?run=other'
 check "only that run's" "other" "$(field '[.commitments[].run] | unique | join(" ")')"
 call "GET /commitments?run=.&limit=2&after=" 200 GET /commitments "/commitments?run=.&limit=2&after=$(get '/commitments?limit=1' | jq .next)"
@@ -647,6 +666,7 @@ if [ -n "$PORT" ]; then
 	wait_ready
 	call "POST /roundclose with no token configured" 403 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" -d "$rc5"
 	call "DELETE /ledger with no token configured" 403 DELETE /ledger '/ledger?path=ledger.jsonl' -H "$AUTH"
+	call "DELETE /commitment with no token configured" 403 DELETE /commitment "/commitment?round=1&hash=$H3" -H "$AUTH"
 else
 	not_ok "the daemon starts without its store"; cat "$LOG"
 fi
@@ -667,6 +687,7 @@ get /artifacts 503
 post /verify 503
 post /roundclose 503
 delete /ledger 503
+delete /commitment 503
 get /events 503
 get /alerts 503
 get /commitments 503"
@@ -713,6 +734,7 @@ if [ "${VD_VALGRIND:-0}" != 1 ] && curl -s -o /dev/null --max-time 5 --interface
 	call "POST /verify on a reserved connection" 503 POST /verify /verify -H "$JSON" -d "{\"content_hash\":\"$H4\"}"
 	call "POST /roundclose on a reserved connection" 503 POST /roundclose /roundclose -H "$AUTH" -H "$JSON" -d "$rc5"
 	call "DELETE /ledger on a reserved connection" 503 DELETE /ledger '/ledger?path=ledger.jsonl' -H "$AUTH"
+	call "DELETE /commitment on a reserved connection" 503 DELETE /commitment "/commitment?round=1&hash=$H3" -H "$AUTH"
 	call "GET /events on a reserved connection" 503 GET /events /events
 	call "GET /alerts on a reserved connection" 503 GET /alerts /alerts
 	call "GET /commitments on a reserved connection" 503 GET /commitments /commitments

@@ -80,12 +80,16 @@ check "it answers what was recorded" "roundclose 4 true" "$(jq -r '"\(.source) \
 check "round 5 is now committed and trusted" "roundclose api true" \
 	"$(get "/artifact/$H5" | jq -r '"\(.commitment.source) \(.commitment.where) \(.trusted)"')"
 check "the same RoundClose again: 200" 200 "$(roundclose "$TOKEN" "$(rc_body 4 "$H5")")"
-check "another hash for the same round: 409" 409 "$(roundclose "$TOKEN" "$(rc_body 4 "$H3")")"
+# Another hash: one no artifact of the run claims (a RoundClose naming an
+# artifact of another round commits nothing: 422 round_mismatch).
+HX=5f2a6c1e0b9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f
+check "another hash for the same round: 409" 409 "$(roundclose "$TOKEN" "$(rc_body 4 "$HX")")"
 check "with commitment_conflict" commitment_conflict "$(jq -r .error.code "$WORK/rc.out")"
 check "which raises the equivocation alert" 1 "$(alert equivocation)"
 # The token outranks an unsigned ledger record: the post is recorded, the
 # conflict is an equivocation, and that round is trusted no more.
-check "a RoundClose contradicting an unsigned ledger record is recorded: 201" 201 "$(roundclose "$TOKEN" "$(rc_body 2 "$H4")")"
+check "a RoundClose contradicting an unsigned ledger record is recorded: 201" 201 "$(roundclose "$TOKEN" "$(rc_body 2 "$HX")")"
+check "one naming an artifact of another round: 422 round_mismatch" "422 round_mismatch" "$(roundclose "$TOKEN" "$(rc_body 2 "$H4")") $(jq -r .error.code "$WORK/rc.out")"
 check "a second equivocation" 2 "$(alert equivocation)"
 check "a round under equivocation is not trusted" false "$(get "/artifact/$H3" | jq -r .trusted)"
 check "the same round in another run is independent: 201" 201 "$(roundclose "$TOKEN" "$(rc_body 4 "$H3")" '?run=other')"

@@ -118,9 +118,9 @@ check "a malformed envelope POSTed is 400" 400 "$(code POST /roundclose -H 'Cont
 # --- a statement for another round or another run commits nothing ------------
 check "a signed statement for a run that is not the one posted to: 400" 400 \
 	"$(code POST '/roundclose?run=evil' -H 'Content-Type: application/json' --data-binary "$(envelope "$PT_RC" "$(rc_stmt . 4 "$H5")" coord)")"
-check "a signed statement for another round (round 5 commits round 6) is 201" 201 \
-	"$(code POST /roundclose -H 'Content-Type: application/json' --data-binary "$(envelope "$PT_RC" "$(rc_stmt . 5 "$H5")" coord)")"
-check "but does not commit the round-5 artifact" false "$(field "$H5" .trusted)"
+check "a signed statement for round 5 naming the round-5 artifact (round 5 commits round 6) is 422 round_mismatch" "422 round_mismatch" \
+	"$(post /roundclose "$(envelope "$PT_RC" "$(rc_stmt . 5 "$H5")" coord)" -o "$WORK/rm.out" -w '%{http_code}') $(jq -r .error.code "$WORK/rm.out")"
+check "and does not commit the round-5 artifact" false "$(field "$H5" .trusted)"
 
 # --- a replayed statement changes nothing -------------------------------------
 check "a signed RoundClose for an already committed round: 201 the first time" 201 \
@@ -135,7 +135,7 @@ check "a signed RoundClose needs no token: 201" 201 \
 check "answered as signed by the key" "signed true $COORD" "$(jq -r '"\(.source) \(.signed) \(.key_id)"' "$WORK/rc.out")"
 check "round 5 is now trusted, signed" "true signed true $COORD" \
 	"$(field "$H5" '"\(.trusted) \(.commitment.source) \(.commitment.signed) \(.commitment.key_id)"')"
-check "commitments{source=signed} counts it" 3 "$(metric 'commitments{source="signed",signed="true"}')"
+check "commitments{source=signed} counts it" 2 "$(metric 'commitments{source="signed",signed="true"}')"
 
 # --- forgery: an artifact and its header replaced together --------------------
 rm -rf "$STORE/round-00005"
@@ -185,7 +185,8 @@ if wait_for $((5 * SLOW)) rewritten2 > /dev/null; then ok "a consistent rewrite 
 check "the rewritten ledger's chain is valid on its own" true \
 	"$(get /chain | jq -r '.ledgers[] | select(.path == "ledger.jsonl") | .chain_valid')"
 check "the hash it names instead is not trusted" false "$(field "$H2B" .trusted)"
-check "the round it names two hashes for is an equivocation" 1 "$(alert equivocation)"
+check "an unsigned record is no commitment under signed: no equivocation" 0 "$(alert equivocation)"
+check "and the signed round keeps its trust" true "$(field "$H2" .trusted)"
 check "the rewrite's first differing line is logged" 1 "$(grep -c 'ledger.jsonl was rewritten: line 2' "$LOG")"
 check "DELETE /ledger needs the operator token" 401 "$(code DELETE '/ledger?path=ledger.jsonl')"
 check "DELETE /ledger of an unknown ledger: 404" 404 \
@@ -210,8 +211,13 @@ if wait_for $((5 * SLOW)) rotated > /dev/null; then ok "after the old key is rem
 check "rounds 1 to 5 stay trusted" "true true" "$(field "$H1" .trusted) $(field "$H5" .trusted)"
 check "the old key's signed RoundClose posts stop counting" 0 "$(metric 'commitments{source="signed",signed="true"}')"
 rm -f "$STORE/commitments/ledger-5.json"
+gone() { grep -q 'signed statement commitments/ledger-5.json is gone' "$LOG"; }
+wait_for $((5 * SLOW)) gone > /dev/null || not_ok "the removed statement file is noticed"
+check "a statement file removed keeps what it committed" true "$(field "$H4" .trusted)"
+check "the operator withdraws it: 200" 200 \
+	"$(code DELETE "/commitment?run=.&round=3&hash=$H4&reason=rotation" -H "Authorization: Bearer $TOKEN")"
 revoked() { [ "$(field "$H4" .trusted)" = false ]; }
-if wait_for $((5 * SLOW)) revoked > /dev/null; then ok "what only the removed key signed stops counting"; else not_ok "what only the removed key signed stops counting"; fi
+if wait_for $((5 * SLOW)) revoked > /dev/null; then ok "what the operator withdrew stops counting"; else not_ok "what the operator withdrew stops counting"; fi
 
 # --- the operator forgets a ledger's memory ---------------------------------------
 check "DELETE /ledger with the token: 200" 200 \

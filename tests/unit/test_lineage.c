@@ -75,6 +75,7 @@ typedef struct fx {
 	vd_signed_stmt stmts[MAX_STMTS];
 	size_t n_stmts;
 	vd_keyring ring;
+	vd_map withdrawn;              /* vd_withdrawal_key -> f */
 	unsigned records;              /* record hashes handed out */
 	int whole;                     /* the configuration changed, or the memory
 	                                * of an artifact whose directory is gone */
@@ -91,6 +92,7 @@ static fx *fx_new(void)
 	vd_map_init(&f->mems);
 	vd_map_init(&f->retained);
 	vd_map_init(&f->retained_children);
+	vd_map_init(&f->withdrawn);
 	f->ring.keys = keys;
 	f->ring.n = 1;                 /* the second key is not trusted */
 	f->ring.refs = 1;
@@ -129,6 +131,7 @@ static void fx_free(fx *f)
 		retained_free(v);
 	vd_map_free(&f->retained);
 	vd_map_free(&f->retained_children);
+	vd_map_free(&f->withdrawn);
 	free(f);
 }
 
@@ -170,6 +173,7 @@ static void input_for(fx *f, const vd_model *m, vd_lineage_input *in)
 	in->n_stmts = f->n_stmts;
 	in->retained = &f->retained;
 	in->retained_children = &f->retained_children;
+	in->withdrawn = &f->withdrawn;
 }
 
 /* As the store does: commits set when anything but the model changed.
@@ -385,6 +389,18 @@ static void signed_roundclose(fx *f, const char *run, int64_t round, const char 
 	s->st.schema_version = 2;
 	s->st.round_index = round;
 	snprintf(s->st.hash, sizeof(s->st.hash), "%s", hash);
+}
+
+/* The operator withdraws (run, round) -> hash, or takes that back. */
+static void withdraw(fx *f, const char *run, int64_t round, const char *hash, int on)
+{
+	char key[VD_WITHDRAWAL_KEY_MAX];
+
+	vd_withdrawal_key(key, sizeof(key), run, round, hash);
+	if (on)
+		assert_int_equal(vd_map_put(&f->withdrawn, key, f), 0);
+	else
+		vd_map_del(&f->withdrawn, key);
 }
 
 static void checkpoint(fx *f, const char *run, uint64_t records, const char *head,
@@ -1231,8 +1247,10 @@ static void test_policy_signed(void **state)
 	fx_free(f);
 }
 
-/* An unsigned record naming another hash does not count under "signed",
- * but still makes the round an equivocation. */
+/* An unsigned record naming another hash is no commitment under
+ * "signed": it neither opposes the signed statement nor makes the round an
+ * equivocation, so a writer of the ledger cannot untrust a signed round.
+ * Under "ledger" it counts, and the round is an equivocation. */
 static void test_policy_signed_unsigned_other(void **state)
 {
 	fx *f = fx_new();
@@ -1244,8 +1262,110 @@ static void test_policy_signed_unsigned_other(void **state)
 	signed_roundclose(f, "r", 0, H(1), vd_key_id(keys[0]));
 	refresh(f, 1);
 	assert_int_equal(G(f, H(1))->n_breaks, 0);
+	assert_int_equal(G(f, H(1))->committed, 1);
+	assert_true(G(f, H(1))->trusted);
+	assert_string_equal(vd_lineage_slot(&f->l, "r", 0)->other_hash, "");
+	assert_false(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 0"));
+
+	cfg_set(f, "commitment_policy", "ledger");
+	refresh(f, 1);
 	assert_int_equal(G(f, H(1))->committed, 0);
 	assert_true(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 0"));
+	fx_free(f);
+}
+
+/* Two signed statements for one round are an equivocation whichever the
+ * order; withdrawing one side leaves the other, and only that ends it. */
+static void test_equivocation_withdrawn(void **state)
+{
+	fx *f = fx_new();
+
+	cfg_set(f, "commitment_policy", "signed");
+	pin(f, "genesis_hash", "r", -1, H(0));
+	chain(f, "r", 0, 1, V_OK);
+	signed_roundclose(f, "r", 0, H(1), vd_key_id(keys[0]));
+	signed_roundclose(f, "r", 0, X(1), vd_key_id(keys[0]));
+	refresh(f, 1);
+	assert_false(G(f, H(1))->trusted);
+	assert_true(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 0"));
+
+	withdraw(f, "r", 0, X(1), 1);
+	refresh(f, 1);
+	assert_true(G(f, H(1))->trusted);
+	assert_false(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 0"));
+
+	/* Withdrawing the right side too leaves nothing committing round 1. */
+	withdraw(f, "r", 0, H(1), 1);
+	refresh(f, 1);
+	assert_false(G(f, H(1))->committed);
+	assert_null(vd_lineage_slot(&f->l, "r", 0));
+
+	/* A pin is the configuration's: a withdrawal does not touch it. */
+	withdraw(f, "r", -1, H(0), 1);
+	refresh(f, 1);
+	assert_true(G(f, H(0))->trusted);
+	fx_free(f);
+}
+
+/* A RoundClose for round t naming an artifact of its run whose header says
+ * another round commits nothing: it cannot make the real round an
+ * equivocation. Once that artifact is gone, it counts again. */
+static void test_round_mismatch(void **state)
+{
+	fx *f = fx_new();
+
+	cfg_set(f, "commitment_policy", "signed");
+	pin(f, "genesis_hash", "r", -1, H(0));
+	chain(f, "r", 0, 2, V_OK);
+	signed_roundclose(f, "r", 0, H(1), vd_key_id(keys[0]));
+	signed_roundclose(f, "r", 1, H(2), vd_key_id(keys[0]));
+	signed_roundclose(f, "r", 1, H(1), vd_key_id(keys[0]));   /* off by one */
+	refresh(f, 1);
+	assert_true(G(f, H(2))->trusted);
+	assert_false(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 1"));
+	assert_int_equal(vd_round_mismatch(&f->model, "r", 1, H(1), NULL), 1);
+	assert_int_equal(vd_round_mismatch(&f->model, "r", 0, H(1), NULL), 0);
+	assert_int_equal(vd_round_mismatch(&f->model, "other", 1, H(1), NULL), 0);
+	/* A directory that only claims the hash, with another round, proves
+	 * nothing: it cannot veto the real round's commitment. */
+	copy(f, "r", "round-00005", H(2), 5, H(1), V_FAIL);
+	copy(f, "r", "round-00006", H(2), 6, H(1), V_NONE);
+	refresh(f, 0);
+	assert_int_equal(vd_round_mismatch(&f->model, "r", 1, H(2), NULL), 0);
+	assert_true(G(f, H(2))->committed);
+	drop(f, "r/round-00005");
+	drop(f, "r/round-00006");
+
+	/* The round-1 artifact removed: a model change alone rebuilds what the
+	 * off-by-one statement commits. */
+	drop(f, "r/round-00001");
+	refresh(f, 0);
+	assert_true(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 1"));
+	fx_free(f);
+}
+
+/* A slot that holds only a hash another source noted (a refused
+ * conflicting post) has no entry to show. */
+static void test_noted_only_slot(void **state)
+{
+	fx *f = fx_new();
+	const vd_commit_slot *sl;
+
+	cfg_set(f, "commitment_policy", "ledger");
+	pin(f, "genesis_hash", "r", -1, H(0));
+	chain(f, "r", 0, 1, V_OK);
+	f->equivs[0] = (vd_commitment){ .round_index = 0 };
+	snprintf(f->equivs[0].run, sizeof(f->equivs[0].run), "r");
+	snprintf(f->equivs[0].hash, sizeof(f->equivs[0].hash), "%s", X(1));
+	f->n_equivs = 1;
+	refresh(f, 1);
+	sl = vd_lineage_slot(&f->l, "r", 0);
+	assert_non_null(sl);
+	assert_ptr_equal(G(f, H(1))->commit, sl);
+	assert_int_equal(G(f, H(1))->commit_source, -1);
+	assert_null(vd_slot_entry(sl, G(f, H(1))->commit_source));
+	assert_null(vd_slot_entry(sl, VD_SRC_COUNT));
+	assert_false(G(f, H(1))->trusted);
 	fx_free(f);
 }
 
@@ -1637,6 +1757,19 @@ static int ch_retained(world *w)
 	return g == NULL;
 }
 
+/* The operator withdraws a commitment, or the test takes one back. */
+static int ch_withdraw(world *w)
+{
+	int64_t t = (int64_t)rnd(w, P_ROUNDS) - 1;
+	const char *run = p_runs[rnd(w, P_RUNS)];
+	const char *hash = pick_commit(w, t);
+	char key[VD_WITHDRAWAL_KEY_MAX];
+
+	vd_withdrawal_key(key, sizeof(key), run, t, hash);
+	withdraw(w->f, run, t, hash, vd_map_get(&w->f->withdrawn, key) == NULL);
+	return 1;
+}
+
 static int ch_keys(world *w)
 {
 	w->f->ring.n = rnd(w, N_KEYS + 1);
@@ -1657,6 +1790,7 @@ typedef int (*change_fn)(world *w);
 static const change_fn changes[] = {
 	ch_presence, ch_presence, ch_presence, ch_verdict, ch_verdict, ch_verdict, ch_header,
 	ch_ledger, ch_posted, ch_stmt, ch_retained, ch_retained, ch_keys, ch_scan_ledger,
+	ch_withdraw,
 };
 
 /* ---- comparing two lineages ------------------------------------------- */
@@ -2019,6 +2153,9 @@ int main(void)
 		cmocka_unit_test(test_rewritten_ledger),
 		cmocka_unit_test(test_policy_signed),
 		cmocka_unit_test(test_policy_signed_unsigned_other),
+		cmocka_unit_test(test_equivocation_withdrawn),
+		cmocka_unit_test(test_round_mismatch),
+		cmocka_unit_test(test_noted_only_slot),
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_alerts_cleared),
 		cmocka_unit_test(test_alert_detail_follows_cause),
