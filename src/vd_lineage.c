@@ -240,10 +240,11 @@ static int withdrawn(const vd_lineage_input *in, const char *run, int64_t round,
 	return vd_map_get(in->withdrawn, key) != NULL;
 }
 
-int vd_round_mismatch(const vd_model *m, const char *run, int64_t round, const char *hash,
-    int64_t *header_round)
+int vd_round_mismatch(const vd_model *m, const vd_map *retained, const char *run,
+    int64_t round, const char *hash, int64_t *header_round)
 {
 	const vd_group *g = vd_model_group(m, hash);
+	const vd_retained *r;
 	size_t i;
 
 	/* Only a verified copy speaks for the hash: its header's round is bound
@@ -257,6 +258,14 @@ int vd_round_mismatch(const vd_model *m, const char *run, int64_t round, const c
 				*header_round = c->hdr.round_index;
 			return 1;
 		}
+	}
+	/* A pruned artifact was verified: removing its directory must not
+	 * make a statement naming it for another round count again. */
+	r = retained != NULL ? vd_map_get(retained, hash) : NULL;
+	if (r != NULL && strcmp(r->run, run) == 0 && r->round_index != round + 1) {
+		if (header_round != NULL)
+			*header_round = r->round_index;
+		return 1;
 	}
 	return 0;
 }
@@ -312,7 +321,7 @@ static int roundclose_ok(vd_lineage *l, const vd_lineage_input *in, const char *
 
 	if (withdrawn(in, run, round, hash))
 		return 0;
-	mismatch = vd_round_mismatch(in->model, run, round, hash, NULL);
+	mismatch = vd_round_mismatch(in->model, in->retained, run, round, hash, NULL);
 	note_named(l, run, round, hash, mismatch);
 	return !mismatch;
 }
@@ -329,7 +338,7 @@ static int named_changed(const vd_lineage *l, const vd_lineage_input *in)
 		return 1;
 	while (vd_map_next(&in->model->dirty, &it, &k, &v))
 		if ((n = vd_map_get(&l->named, k)) != NULL && (n->multi ||
-		    vd_round_mismatch(in->model, n->run, n->round, k, NULL) != n->mismatch))
+		    vd_round_mismatch(in->model, in->retained, n->run, n->round, k, NULL) != n->mismatch))
 			return 1;
 	return 0;
 }

@@ -184,11 +184,12 @@ const vd_commit_entry *vd_slot_entry(const vd_commit_slot *sl, int src);
 #define VD_WITHDRAWAL_KEY_MAX (VD_RUN_MAX + 24 + VD_HASH_HEX_LEN + 2)
 void vd_withdrawal_key(char *out, size_t n, const char *run, int64_t round, const char *hash);
 
-/* Whether a verified artifact of run with content hash has a header
- * round_index other than round + 1: a RoundClose for round naming it commits nothing
+/* Whether a verified artifact of run with content hash, present or pruned
+ * (retained: hash -> vd_retained, may be NULL), has a header round_index
+ * other than round + 1: a RoundClose for round naming it commits nothing
  * (trust.md section 8). *header_round, when not NULL, gets that round. */
-int vd_round_mismatch(const vd_model *m, const char *run, int64_t round, const char *hash,
-    int64_t *header_round);
+int vd_round_mismatch(const vd_model *m, const vd_map *retained, const char *run,
+    int64_t round, const char *hash, int64_t *header_round);
 
 /* The schema_version a legacy hash's header.json was read through the
  * migration from (older than the newest the verifier reads), as its

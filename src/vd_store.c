@@ -803,7 +803,7 @@ static vd_env_reason check_round(vd_store *s, const vd_signed_stmt *st, char *wh
 	int64_t hr;
 
 	if (st->st.kind != VD_STMT_ROUNDCLOSE ||
-	    !vd_round_mismatch(&s->model, st->run, st->st.round_index, st->st.hash, &hr))
+	    !vd_round_mismatch(&s->model, &s->retained, st->run, st->st.round_index, st->st.hash, &hr))
 		return VD_ENV_OK;
 	snprintf(why, whylen, "the statement commits round %lld to %s, whose header.json says round_index %lld, not %lld",
 	    (long long)st->st.round_index, st->st.hash, (long long)hr,
@@ -919,7 +919,7 @@ int vd_store_remember_statement(vd_store *s, const vd_statement *st, const char 
 int vd_store_round_mismatch(vd_store *s, const char *run, int64_t round, const char *hash,
     int64_t *header_round)
 {
-	return vd_round_mismatch(&s->model, run, round, hash, header_round);
+	return vd_round_mismatch(&s->model, &s->retained, run, round, hash, header_round);
 }
 
 /* A file statement accepted is remembered under each of its signers: it
