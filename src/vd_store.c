@@ -945,6 +945,8 @@ static const env_eval *envelope_eval(vd_store *s, const vd_scan_envelope *e)
 {
 	char sha[VD_HASH_HEX_LEN + 1], why[VD_DETAIL_MAX];
 	env_eval *ev = vd_map_get(&s->env_cache, e->relpath);
+	vd_env_reason before;
+	int again;
 
 	if (vd_sha256_hex(e->bytes.p ? (const char *)e->bytes.p : "", e->bytes.len, sha) < 0)
 		return NULL;
@@ -958,11 +960,18 @@ static const env_eval *envelope_eval(vd_store *s, const vd_scan_envelope *e)
 			return NULL;
 		}
 	}
+	/* The same bytes refused for the same reason under other keys (an old
+	 * checkpoint after a key rotation) are not news at every reload. */
+	again = strcmp(ev->sha, sha) == 0;
+	before = ev->reason;
 	memset(ev, 0, sizeof(*ev));
 	memcpy(ev->sha, sha, sizeof(ev->sha));
 	ev->keys_gen = s->keys_gen;
 	ev->reason = evaluate(s, e, ev, why, sizeof(why));
-	if (ev->reason != VD_ENV_OK) {
+	if (ev->reason != VD_ENV_OK && again && before == ev->reason) {
+		vd_logf(VD_LOG_DEBUG, &(vd_log_fields){ .path = e->relpath },
+		    "signed statement %s still refused (%s)", e->relpath, vd_env_reason_name(ev->reason));
+	} else if (ev->reason != VD_ENV_OK) {
 		vd_logf(VD_LOG_WARN, &(vd_log_fields){ .path = e->relpath, .run = vd_run_name(e->run),
 		    .code = vd_env_reason_name(ev->reason) }, "signed statement %s refused (%s): %s",
 		    e->relpath, vd_env_reason_name(ev->reason), why);

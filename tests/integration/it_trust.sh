@@ -210,6 +210,12 @@ rotated() { [ "$(field "$H2" .commitment.key_id)" = "$NEXT" ]; }
 if wait_for $((5 * SLOW)) rotated > /dev/null; then ok "after the old key is removed, the new key's signature stands"; else not_ok "after the old key is removed, the new key's signature stands"; fi
 check "rounds 1 to 5 stay trusted" "true true" "$(field "$H1" .trusted) $(field "$H5" .trusted)"
 check "the old key's signed RoundClose posts stop counting" 0 "$(metric 'commitments{source="signed",signed="true"}')"
+refused4() { grep -c 'signed statement commitments/ledger-4.json refused (unknown_key)' "$LOG"; }
+check "the old key's checkpoint is refused, once" 1 "$(refused4)"
+kill -HUP "$DPID"
+still() { grep -q 'signed statement commitments/ledger-4.json still refused' "$LOG"; }
+wait_for $((5 * SLOW)) still > /dev/null || not_ok "the old checkpoint is read again after another reload"
+check "and not warned about again at the next reload" 1 "$(refused4)"
 rm -f "$STORE/commitments/ledger-5.json"
 gone() { grep -q 'signed statement commitments/ledger-5.json is gone' "$LOG"; }
 wait_for $((5 * SLOW)) gone > /dev/null || not_ok "the removed statement file is noticed"
