@@ -987,6 +987,13 @@ static int known_run(vd_api *api, vd_req *r, const char *run)
 
 	if (vd_store_run_known(api->store, run))
 		return 1;
+	/* Before the first scan no run is known yet: a coordinator that takes
+	 * a 4xx for final would drop a good commitment. */
+	if (!api->store->scanned_once) {
+		vd_http_error(r, 503, "not_ready", "the store's first scan is not done yet; try again",
+		    RETRY_AFTER);
+		return 0;
+	}
 	snprintf(detail, sizeof(detail), "run %s is not a run directory of the store (none, or not a plain directory) nor a run the configuration names",
 	    vd_run_name(run));
 	vd_http_error(r, 400, "bad_request", detail, NULL);
@@ -1210,6 +1217,11 @@ static void delete_commitment(vd_api *api, vd_req *r)
 
 	if (!authorized(api, r) || withdrawal_params(r, &w) < 0)
 		return;
+	if (!api->store->scanned_once) {
+		vd_http_error(r, 503, "not_ready", "the store's first scan is not done yet; try again",
+		    RETRY_AFTER);
+		return;
+	}
 	if ((rc = vd_store_withdraw(api->store, &w)) == -ENOENT) {
 		vd_http_error(r, 404, "not_found", "no source commits that hash for that run and round", NULL);
 		return;

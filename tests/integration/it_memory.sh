@@ -110,4 +110,20 @@ check "round 6 keeps its trust, and nothing is an equivocation" "true 0" "$(fiel
 check "a token post for the wrong round: 422 round_mismatch" "422 round_mismatch" \
 	"$(post '/roundclose' "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":3,\"global_model_hash\":\"$H6\"}" -H "$(auth)" -o "$WORK/rm.out" -w '%{http_code}') $(jq -r .error.code "$WORK/rm.out")"
 
+# --- before the first scan: try again, not a refusal ---------------------------
+# A coordinator that takes a 4xx for final would drop a good commitment.
+stop_daemon
+mv "$STORE" "$WORK/away"
+# The store's return is seen by the next rescan.
+write_conf "trusted_keys = $WORK/keys" "token_file = $WORK/token" "rescan_interval = 1"
+launch_daemon
+check "before the first scan, a token post is 503 not_ready" "503 not_ready" \
+	"$(post /roundclose "$(cat "$WORK/rc5-coord.json")" -o "$WORK/nr.out" -w '%{http_code}') $(jq -r .error.code "$WORK/nr.out")"
+check "and so is a withdrawal" 503 \
+	"$(code DELETE "/commitment?run=.&round=4&hash=$H5B" -H "$(auth)")"
+mv "$WORK/away" "$STORE"
+wait_ready
+check "once ready, the same post is 200" 200 \
+	"$(code POST /roundclose -H 'Content-Type: application/json' --data-binary @"$WORK/rc5-coord.json")"
+
 finish
