@@ -162,6 +162,13 @@ static int should_stop(progress_ctx *pc, uint64_t total)
 	return j->abandoned != VD_ABANDON_NONE;
 }
 
+/* Slices also pace the count of bytes hashed: unsliced jobs are counted
+ * as often as sliced ones by default. */
+static double slice_length(const vd_job *j)
+{
+	return j->slice > 0 ? j->slice : VD_HASH_SLICE_MS_DEFAULT / 1000.0;
+}
+
 /* Past its slice, the job gives way when another would run before it,
  * were it queued again now (vd_queue_ahead); else a new slice begins.
  * Alone, or ahead of the rest, it never stops: slicing costs nothing
@@ -171,11 +178,11 @@ static int give_way(progress_ctx *pc)
 	vd_job *j = pc->job;
 	double now;
 
-	if (j->slice <= 0 || (now = mono_now()) < pc->slice_end)
+	if ((now = mono_now()) < pc->slice_end)
 		return 0;
 	count_hashed(pc);
-	pc->slice_end = now + j->slice;
-	if (!vd_queue_ahead(pc->q, &j->item, j->hashed))
+	pc->slice_end = now + slice_length(j);
+	if (j->slice <= 0 || !vd_queue_ahead(pc->q, &j->item, j->hashed))
 		return 0;
 	j->pausing = 1;
 	return 1;
@@ -760,7 +767,7 @@ static int run_job(vd_queue *q, vd_queue_item *item, void *arg)
 	} else {
 		path = NULL;
 	}
-	pc.slice_end = pc.t0 + j->slice;
+	pc.slice_end = pc.t0 + slice_length(j);
 	if (j->resume == NULL) {
 		fingerprint_fd(j, fd, &j->fp_before);
 		j->dev = st.st_dev;
