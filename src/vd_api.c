@@ -17,6 +17,7 @@
 #include "vd_json.h"
 #include "vd_log.h"
 #include "vd_reqparse.h"
+#include "vd_sched.h"
 #include "vd_util.h"
 #include "vd_views.h"
 
@@ -343,6 +344,8 @@ static int status_of(vd_api *api, vd_req *r, const char *hash, json_object **out
 		    "an artifact is named by its content hash: 64 lowercase hex characters", NULL);
 		return -1;
 	}
+	/* Asking is interest, as waiting is: its verification goes ahead. */
+	vd_sched_interest(api->store, hash);
 	if ((rc = vd_view_status(api->store, hash, out)) == -ENOENT)
 		vd_http_error(r, 404, "not_found", "no artifact in the store claims this hash", NULL);
 	else if (rc < 0)

@@ -73,6 +73,16 @@ typedef struct member_store {
 	vd_code (*unchanged)(verify_ctx *c);
 } member_store;
 
+/* Where a paused canonical pass goes on (vd_artifact_verify_part). */
+struct vd_resume {
+	vd_hasher *hasher;          /* the stream up to the position */
+	size_t tensor;              /* in name order */
+	uint64_t at;                /* bytes of its data hashed */
+	uint64_t done;              /* bytes of every tensor's data hashed */
+	vd_file_ids ids;            /* every file read, as first opened */
+	uint8_t header[32];         /* header.json's digest */
+};
+
 /* What vd_loaded.store points to: the parsed safetensors headers, which
  * own the tensors' names and shapes. */
 struct vd_loaded_store {
@@ -112,6 +122,13 @@ struct verify_ctx {
 	int sink_started;
 	vd_meta_digests meta;
 	uint64_t page;              /* the page size, for madvise and mincore */
+	/* A verification in parts: where this part goes on from (NULL: the
+	 * start), and where it paused. */
+	const vd_resume *from;
+	int pausable, paused;
+	size_t at_tensor;
+	uint64_t at_byte, done;
+	vd_file_ids own_ids;        /* ids, when the caller keeps none */
 };
 
 /* The SIGBUS guard of a verification covers every mapping c reads: the
@@ -789,7 +806,8 @@ static vd_code start_sink(verify_ctx *c)
 	vd_mapped_file *files;
 	size_t i;
 
-	if (c->sink == NULL || c->sink->start == NULL)
+	/* On the first part only: the digests of the chunks are taken once. */
+	if (c->sink == NULL || c->sink->start == NULL || c->from != NULL)
 		return VD_OK;
 	if ((files = calloc(c->nfiles, sizeof(*files))) == NULL)
 		return VD_OK;       /* digests are an optimisation: go without */
@@ -1117,46 +1135,92 @@ static int hash_mapped(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off
 	return rc;
 }
 
-static vd_code hash_data(verify_ctx *c, vd_hasher *h, const vd_st_tensor *t,
-    uint64_t *done, uint64_t total)
+/* The progress callback's answer after a chunk: go on, pause here (a
+ * verification in parts only) or give up. */
+static vd_code after_chunk(verify_ctx *c, size_t i, uint64_t at, uint64_t total)
 {
-	weight_file *w = &c->files[t->file];
-	uint64_t off = w->sf.data_start + t->begin, left = t->end - t->begin;
+	int r;
 
+	if (c->opt == NULL || c->opt->progress == NULL ||
+	    (r = c->opt->progress(c->done, total, c->opt->progress_arg)) == 0)
+		return VD_OK;
+	if (r == VD_PROGRESS_PAUSE && c->pausable) {
+		c->paused = 1;
+		c->at_tensor = i;
+		c->at_byte = at;
+		return vd_fail(&c->err, VD_IO_ERROR, "paused");
+	}
+	return vd_fail(&c->err, VD_IO_ERROR, "the verification was cancelled");
+}
+
+/* Tensor i's data from at on. */
+static vd_code hash_data(verify_ctx *c, vd_hasher *h, size_t i, uint64_t at, uint64_t total)
+{
+	const vd_st_tensor *t = c->sorted[i];
+	weight_file *w = &c->files[t->file];
+	uint64_t off = w->sf.data_start + t->begin + at, left = t->end - t->begin - at;
+	vd_code rc;
+
+	/* Going on mid-file: read ahead from here, not from the start. */
+	if (at > 0 && w->prefetched < off)
+		w->prefetched = off;
 	while (left > 0) {
 		size_t n = left > VD_HASH_CHUNK ? VD_HASH_CHUNK : (size_t)left;
 		if (c->src->hash(c, h, w, off, n) < 0)
 			return vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed");
 		off += n;
 		left -= n;
-		*done += n;
-		if (c->opt && c->opt->progress &&
-		    c->opt->progress(*done, total, c->opt->progress_arg) != 0)
-			return vd_fail(&c->err, VD_IO_ERROR, "the verification was cancelled");
+		at += n;
+		c->done += n;
+		if ((rc = after_chunk(c, i, at, total)) != VD_OK)
+			return rc;
 	}
+	return VD_OK;
+}
+
+/* The stream so far: from the start, or as a paused part left it (the
+ * tensor it paused in has its frame hashed already). */
+static vd_code begin_hash(verify_ctx *c, size_t *first, uint64_t *at)
+{
+	vd_resume *from = (vd_resume *)c->from;
+
+	*first = 0;
+	*at = 0;
+	if (from != NULL) {
+		c->hasher = from->hasher;
+		from->hasher = NULL;    /* this part's now: freed with c */
+		*first = from->tensor;
+		*at = from->at;
+		c->done = from->done;
+		return VD_OK;
+	}
+	if ((c->hasher = vd_hasher_new()) == NULL)
+		return vd_fail(&c->err, VD_IO_ERROR, "cannot start SHA-256");
+	if (vd_hash_begin(c->hasher) < 0)
+		return vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed");
 	return VD_OK;
 }
 
 static vd_code compute_hash(verify_ctx *c)
 {
-	vd_hasher *h = c->hasher = vd_hasher_new();
-	uint64_t total = 0, done = 0;
-	size_t i;
-	vd_code rc = VD_OK;
+	vd_hasher *h;
+	uint64_t total = 0, at;
+	size_t i, first;
+	vd_code rc;
 
-	if (h == NULL)
-		return vd_fail(&c->err, VD_IO_ERROR, "cannot start SHA-256");
 	for (i = 0; i < c->ntensors; i++)
 		total += c->sorted[i]->end - c->sorted[i]->begin;
-	if (vd_hash_begin(h) < 0)
-		rc = vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed");
-	for (i = 0; i < c->ntensors && rc == VD_OK; i++) {
+	if ((rc = begin_hash(c, &first, &at)) != VD_OK)
+		return rc;
+	h = c->hasher;
+	for (i = first; i < c->ntensors && rc == VD_OK; i++) {
 		const vd_st_tensor *t = c->sorted[i];
-		if (vd_hash_tensor_frame(h, t->name, vd_dtype_token(t->dtype), t->rank,
+		if (!(c->from != NULL && i == first) &&
+		    vd_hash_tensor_frame(h, t->name, vd_dtype_token(t->dtype), t->rank,
 		    t->shape) < 0)
 			rc = vd_fail(&c->err, VD_IO_ERROR, "SHA-256 failed");
 		else
-			rc = hash_data(c, h, t, &done, total);
+			rc = hash_data(c, h, i, i == first ? at : 0, total);
 	}
 	if (rc == VD_OK && (vd_hash_struct(h, &c->hdr) < 0 ||
 	    vd_hasher_final(h, c->out->content_hash) < 0))
@@ -1164,6 +1228,28 @@ static vd_code compute_hash(verify_ctx *c)
 	c->out->tensors = c->ntensors;
 	c->out->bytes = total;
 	return rc;
+}
+
+/* Going on from a paused part: every file is the one read then, so that
+ * the stream goes on over the same bytes. */
+static vd_code check_resume(verify_ctx *c)
+{
+	const vd_file_ids *was;
+	size_t i;
+
+	if (c->from == NULL)
+		return VD_OK;
+	was = &c->from->ids;
+	if (memcmp(c->meta.header, c->from->header, sizeof(c->meta.header)) != 0)
+		return vd_fail(&c->err, VD_IO_ERROR, HEADER_FILE " changed while it was being verified");
+	for (i = 0; i < was->count; i++)
+		if (i >= c->ids->count || strcmp(was->ids[i].name, c->ids->ids[i].name) != 0 ||
+		    !vd_file_id_same(&was->ids[i], &c->ids->ids[i]))
+			return vd_fail(&c->err, VD_IO_ERROR, "%s changed while it was being verified",
+			    strcmp(was->ids[i].name, TAR_SELF) == 0 ? "the archive" : was->ids[i].name);
+	if (c->ids->count != was->count)
+		return vd_fail(&c->err, VD_IO_ERROR, "the files changed while they were being verified");
+	return VD_OK;
 }
 
 /* A file rewritten while it was read may have been hashed half old, half new. */
@@ -1344,7 +1430,7 @@ typedef vd_code (*verify_step)(verify_ctx *c);
 static const verify_step steps[] = {
 	open_store, load_header, open_weights, check_structure, start_sink, check_dtypes,
 	check_residency, check_groups, merge_tensors, check_index, check_manifest,
-	compute_hash, check_unchanged, compare_hashes, hand_over,
+	check_resume, compute_hash, check_unchanged, compare_hashes, hand_over,
 };
 
 static void run_steps(verify_ctx *c)
@@ -1396,12 +1482,32 @@ static verify_ctx *new_ctx(int dirfd, const vd_options *opt, const vd_bounds *bo
 	return c;
 }
 
-/* Run the steps, fill the verdict and free c: the one path of both sources. */
-static vd_code run(verify_ctx *c)
+/* Where a paused part stopped, taken out of c before it is released;
+ * NULL when out of memory. */
+static vd_resume *keep_position(verify_ctx *c)
+{
+	vd_resume *r = calloc(1, sizeof(*r));
+
+	if (r == NULL)
+		return NULL;
+	r->hasher = c->hasher;
+	c->hasher = NULL;
+	r->tensor = c->at_tensor;
+	r->at = c->at_byte;
+	r->done = c->done;
+	r->ids = c->own_ids;
+	memset(&c->own_ids, 0, sizeof(c->own_ids));
+	memcpy(r->header, c->meta.header, sizeof(r->header));
+	return r;
+}
+
+/* Run the steps, fill the verdict and free c: the one path of both
+ * sources. 1 when a part paused (*paused then says where; out is not
+ * filled), else 0. */
+static int run(verify_ctx *c, vd_resume **paused)
 {
 	vd_verdict *out = c->out;
 	vd_bus_guard g = { .covers = ctx_covers, .arg = c }, *prev;
-	vd_code rc;
 
 	if (c->src->maps)
 		vd_bus_guard_lazily();
@@ -1416,13 +1522,31 @@ static vd_code run(verify_ctx *c)
 		note_fault(c, g.fault);
 	}
 	vd_bus_guard_pop(prev);
+	if (c->paused && (*paused = keep_position(c)) == NULL) {
+		c->paused = 0;
+		c->err.code = VD_IO_ERROR;
+		snprintf(c->err.msg, sizeof(c->err.msg), "out of memory");
+	}
 	release(c);
-	rc = out->code = c->err.code;
-	if (rc != VD_OK)
+	vd_file_ids_free(&c->own_ids);
+	if (c->paused) {
+		free(c);
+		return 1;
+	}
+	out->code = c->err.code;
+	if (out->code != VD_OK)
 		snprintf(out->detail, sizeof(out->detail), "%s", c->err.msg);
 	vd_verdict_remediate(out);
 	free(c);
-	return rc;
+	return 0;
+}
+
+static vd_code run_whole(verify_ctx *c)
+{
+	vd_verdict *out = c->out;
+
+	run(c, NULL);
+	return out->code;
 }
 
 vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, const vd_bounds *bounds,
@@ -1434,7 +1558,7 @@ vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, const vd_bounds 
 		return out->code;
 	c->ids = ids;
 	c->sink = sink;
-	return run(c);
+	return run_whole(c);
 }
 
 vd_code vd_artifact_verify_tar_ex(int tarfd, const vd_options *opt,
@@ -1449,7 +1573,7 @@ vd_code vd_artifact_verify_tar_ex(int tarfd, const vd_options *opt,
 	c->src = &tar_map_source;
 	c->ids = ids;
 	c->sink = sink;
-	return run(c);
+	return run_whole(c);
 }
 
 /* fd is a directory, or a regular file taken for a tar. */
@@ -1475,7 +1599,47 @@ static vd_code load_verified(int fd, int tar, const vd_options *opt, uint64_t ma
 	c->src = &read_source;
 	c->max_bytes = max_bytes ? max_bytes : VD_LOAD_DEFAULT_MAX_BYTES;
 	c->loaded = loaded;
-	return run(c);
+	return run_whole(c);
+}
+
+int vd_artifact_verify_part(int fd, int tar, const vd_options *opt, const vd_bounds *bounds,
+    vd_verdict *out, const vd_chunk_sink *sink, vd_resume **resume)
+{
+	vd_resume *from = *resume;
+	verify_ctx *c = new_ctx(tar ? -1 : fd, opt, bounds, out);
+	int rc;
+
+	*resume = NULL;
+	if (c == NULL) {
+		vd_resume_free(from);
+		return 0;
+	}
+	if (tar) {
+		c->store = &tar_store;
+		c->tarfd = fd;
+		c->src = &tar_map_source;
+	}
+	c->ids = &c->own_ids;
+	c->sink = sink;
+	c->from = from;
+	c->pausable = 1;
+	rc = run(c, resume);
+	vd_resume_free(from);
+	return rc;
+}
+
+uint64_t vd_resume_hashed(const vd_resume *r)
+{
+	return r->done;
+}
+
+void vd_resume_free(vd_resume *r)
+{
+	if (r == NULL)
+		return;
+	vd_hasher_free(r->hasher);
+	vd_file_ids_free(&r->ids);
+	free(r);
 }
 
 vd_code vd_load_verified_at(int fd, const vd_options *opt, uint64_t max_bytes,

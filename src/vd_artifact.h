@@ -83,6 +83,30 @@ vd_code vd_artifact_verify_ex(int dirfd, const vd_options *opt, const vd_bounds 
 vd_code vd_artifact_verify_tar_ex(int tarfd, const vd_options *opt,
     const vd_bounds *bounds, vd_verdict *out, vd_file_ids *ids, const vd_chunk_sink *sink);
 
+/* ---- a verification in slices -------------------------------------------
+ * The canonical pass may stop between two chunks and go on later, on any
+ * thread. What it keeps meanwhile is small and holds nothing open: the
+ * SHA-256 state, the position, the identity of every file read and
+ * header.json's digest; no descriptor, mapping or parse memory, so that
+ * any number of verifications may wait their turn. Going on opens and
+ * checks the artifact again up to the hash; a file that is not the one
+ * read before fails it as a change during hashing does. */
+typedef struct vd_resume vd_resume;
+
+/* What a progress callback returns to stop here and go on later (under
+ * vd_artifact_verify_part; anywhere else a nonzero return cancels). */
+#define VD_PROGRESS_PAUSE 2
+
+/* Verify fd, a directory or (tar) an archive, from *resume (NULL: from
+ * the start). 1 when the pass paused: *resume is where it stopped, out
+ * and the sink's map describe nothing yet (the sink is started on the
+ * first part only). 0 when done: out holds the verdict, *resume is NULL. */
+int vd_artifact_verify_part(int fd, int tar, const vd_options *opt, const vd_bounds *bounds,
+    vd_verdict *out, const vd_chunk_sink *sink, vd_resume **resume);
+/* Bytes of tensor data hashed before it paused. */
+uint64_t vd_resume_hashed(const vd_resume *r);
+void vd_resume_free(vd_resume *r);
+
 /* Fill v->facts.remediation from its code and facts ("" when ok): for a
  * verdict reached without the verifier (a directory that cannot be
  * opened). */

@@ -102,6 +102,8 @@ static const key_spec keys[] = {
 	  "weight bytes per artifact, all files together (artifact_invalid beyond)" },
 	{ "max_verify_seconds", K_UINT, U(max_verify_seconds), 0, 31536000, "0",
 	  "seconds one verification may run before it is abandoned as io_error and retried later (0: 60 + weight bytes / verify_floor_rate)" },
+	{ "hash_slice_ms", K_UINT, U(hash_slice_ms), 0, 60000, VD_XSTR(VD_HASH_SLICE_MS_DEFAULT),
+	  "milliseconds a verification hashes before it gives its hasher to a job ahead of it (explicit, or one that has hashed less) and waits to go on where it stopped (0: it never gives way)" },
 	{ "verify_floor_rate", K_U64, U(verify_floor_rate), 1048576, UINT64_MAX, "10485760",
 	  "bytes per second the automatic max_verify_seconds expects a verification to reach at least" },
 	{ "scrub_interval", K_UINT, U(scrub_interval), 0, 31536000, "86400",

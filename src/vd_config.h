@@ -79,6 +79,7 @@ typedef struct vd_config {
 	uint64_t max_artifact_bytes;  /* weight bytes per artifact */
 	unsigned max_verify_seconds;  /* per job; 0: verify_grace + size / verify_floor_rate */
 	uint64_t verify_floor_rate;   /* bytes per second a job is expected to reach at least */
+	unsigned hash_slice_ms;       /* hashing before a job gives way; 0: never */
 	unsigned scrub_interval;    /* seconds; 0: never */
 	uint64_t scrub_rate;        /* bytes per second */
 	unsigned shutdown_grace;    /* seconds to finish work on SIGTERM */

@@ -49,6 +49,14 @@
 /* The automatic max_verify_seconds: this allowance (header.json, opening
  * and mapping the files, a busy machine) plus the bytes at the floor rate. */
 #define VD_VERIFY_BASE_SECONDS 60
+/* A canonical pass gives its hasher to a job ahead of it (explicit, or
+ * one that has hashed less: a new or small artifact) after this much
+ * hashing, and goes on later where it stopped (hash_slice_ms): the longest
+ * a new round waits for a huge artifact before it is hashed itself. Long
+ * enough that opening and parsing the artifact again between slices (well
+ * under a millisecond for an artifact of a few files) costs no measurable
+ * throughput; a job alone, or ahead of the rest, never stops at all. */
+#define VD_HASH_SLICE_MS_DEFAULT 250
 /* How often a running job looks whether its artifact is still there:
  * a removed or replaced artifact stops being hashed within this. */
 #define VD_JOB_LOOK_SECONDS 0.25

@@ -159,6 +159,12 @@ static void render_runtime(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
 	vd_buf_printf(b, P "queue_depth %llu\n", (unsigned long long)g->queue_depth);
 	help(b, "workers_busy", "gauge", "Hasher threads working.");
 	vd_buf_printf(b, P "workers_busy %llu\n", (unsigned long long)g->workers_busy);
+	help(b, "hashing_bytes_total", "counter",
+	    "Bytes fed to SHA-256 by verifications, counted as each slice of hashing ends: unfinished ones included.");
+	vd_buf_printf(b, P "hashing_bytes_total %llu\n", (unsigned long long)g->hashing_bytes);
+	help(b, "hashing_yields_total", "counter",
+	    "Slices of hashing that ended with the verification giving its hasher to another, to go on later.");
+	vd_buf_printf(b, P "hashing_yields_total %llu\n", (unsigned long long)g->hashing_yields);
 	help(b, "workers", "gauge", "Hasher threads.");
 	vd_buf_printf(b, P "workers %llu\n", (unsigned long long)g->workers);
 	help(b, "committed_head_round", "gauge",

@@ -68,6 +68,7 @@ typedef struct vd_gauges {
 	uint64_t alerts[VD_ALERT_COUNT];
 	uint64_t commitments[VD_CS_COUNT];
 	uint64_t queue_depth, workers_busy, workers;
+	uint64_t hashing_bytes, hashing_yields;   /* counted as slices end */
 	uint64_t http_connections, http_connections_limit;
 	uint64_t unreadable_dirs;         /* directories the last scan could not open */
 	int64_t committed_head_round;     /* -1: none */

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,8 @@ struct vd_pool {
 	char *root;
 	vd_pool_done_fn done;
 	void *arg;
+	atomic_uint_fast64_t hashed;    /* bytes, as slices end */
+	atomic_uint_fast64_t yields;    /* slices that gave way */
 };
 
 #define ITEM_OF(t) ((chunk_item *)((void *)((char *)(t) - offsetof(chunk_item, task))))
@@ -73,6 +76,7 @@ void vd_job_free(vd_job *j)
 	vd_chunkmap_free(j->recheck);
 	vd_chunkmap_free(j->chunks);
 	vd_hdrinfo_free(&j->hdr);
+	vd_resume_free(j->resume);
 	free(j->relpath);
 	free(j);
 }
@@ -87,13 +91,31 @@ static double mono_now(void)
 
 typedef struct progress_ctx {
 	vd_queue *q;
+	vd_pool *pool;
 	vd_job *job;
-	double t0;
+	double t0;                 /* when this slice began */
 	const char *path;          /* the artifact by name, to see it replaced */
 	dev_t dev;                 /* what was opened */
 	ino_t ino;
 	double next_look;
+	double slice_end;          /* when it looks whether to give way */
+	uint64_t counted;          /* of job->hashed, in the pool's count */
 } progress_ctx;
+
+/* Seconds spent on the job: its earlier slices and this one so far. Time
+ * waiting for its turn between slices is not its own. */
+static double spent(const progress_ctx *pc, double now)
+{
+	return pc->job->duration + (now - pc->t0);
+}
+
+static void count_hashed(progress_ctx *pc)
+{
+	if (pc->job->hashed > pc->counted) {
+		atomic_fetch_add(&pc->pool->hashed, pc->job->hashed - pc->counted);
+		pc->counted = pc->job->hashed;
+	}
+}
 
 /* The job's time limit for total bytes: as configured, or the floor rate
  * (the scrub rate when lower) plus a fixed allowance for the small files. */
@@ -135,9 +157,35 @@ static int should_stop(progress_ctx *pc, uint64_t total)
 	j->limit = time_limit(j, total);
 	if (pc->path != NULL && !still_there(pc, now))
 		j->abandoned = VD_ABANDON_GONE;
-	else if (now - pc->t0 > j->limit)
+	else if (spent(pc, now) > j->limit)
 		j->abandoned = VD_ABANDON_TIME;
 	return j->abandoned != VD_ABANDON_NONE;
+}
+
+/* Slices also pace the count of bytes hashed: unsliced jobs are counted
+ * as often as sliced ones by default. */
+static double slice_length(const vd_job *j)
+{
+	return j->slice > 0 ? j->slice : VD_HASH_SLICE_MS_DEFAULT / 1000.0;
+}
+
+/* Past its slice, the job gives way when another would run before it,
+ * were it queued again now (vd_queue_ahead); else a new slice begins.
+ * Alone, or ahead of the rest, it never stops: slicing costs nothing
+ * then. */
+static int give_way(progress_ctx *pc)
+{
+	vd_job *j = pc->job;
+	double now;
+
+	if ((now = mono_now()) < pc->slice_end)
+		return 0;
+	count_hashed(pc);
+	pc->slice_end = now + slice_length(j);
+	if (j->slice <= 0 || !vd_queue_ahead(pc->q, &j->item, j->hashed))
+		return 0;
+	j->pausing = 1;
+	return 1;
 }
 
 /* Cancellation, abandonment and, for scrubs, the read rate. */
@@ -149,9 +197,11 @@ static int on_progress(uint64_t done, uint64_t total, void *arg)
 	pc->job->hashed = done;
 	if (should_stop(pc, total))
 		return 1;
+	if (give_way(pc))
+		return VD_PROGRESS_PAUSE;
 	if (pc->job->rate == 0)
 		return 0;
-	ahead = (double)done / (double)pc->job->rate - (mono_now() - pc->t0);
+	ahead = (double)done / (double)pc->job->rate - spent(pc, mono_now());
 	while (ahead > 0 && !should_stop(pc, total)) {
 		double step = ahead > 0.2 ? 0.2 : ahead;
 		struct timespec ts = { (time_t)step, (long)((step - (double)(time_t)step) * 1e9) };
@@ -339,7 +389,7 @@ static void sink_finish(void *arg, const vd_meta_digests *meta)
 	vd_queue_unclaimed(sc->q, &b->set, &unclaimed, &left);
 	/* Finish the map when what is left is small, or others did most. */
 	vd_queue_finish(sc->q, &b->set, sc->job->kind != VD_JOB_EXPLICIT &&
-	    sc->job->abandoned == VD_ABANDON_NONE &&
+	    sc->job->abandoned == VD_ABANDON_NONE && !sc->job->pausing &&
 	    (unclaimed * 2 <= b->count || left <= VD_SINK_FINISH_BYTES));
 	if (b->failed) {
 		vd_chunkmap_free(sc->job->chunks);
@@ -648,28 +698,68 @@ static void note_after(vd_job *j, int fd, int parent)
 	vd_hdrinfo_read_tar(fd, &j->bounds, &j->hdr);
 }
 
-/* A worker thread: the verdict and what goes with it, into the job. */
-static void run_job(vd_queue *q, vd_queue_item *item, void *arg)
+/* The artifact for this slice, opened again by name each time; after
+ * the first slice, the very one the job began on, or it went meanwhile.
+ * An fd, or -1 with the job's outcome set. */
+static int open_slice(const vd_pool *p, vd_job *j, int *parent, struct stat *st)
 {
-	const vd_pool *p = arg;
-	vd_job *j = JOB_OF(item);
+	int fd = open_artifact(p, j, parent);
+
+	if (fd < 0 && j->resume == NULL) {
+		open_failed(j, -fd);
+		return -1;
+	}
+	if (fd >= 0 && fstat(fd, st) < 0)
+		memset(st, 0, sizeof(*st));
+	if (fd >= 0 && (j->resume == NULL || (st->st_dev == j->dev && st->st_ino == j->ino)))
+		return fd;
+	j->abandoned = VD_ABANDON_GONE;
+	if (fd >= 0)
+		close(fd);
+	if (*parent >= 0)
+		close(*parent);
+	*parent = -1;
+	return -1;
+}
+
+/* A re-check on the first slice when the copy has a chunk map; else the
+ * canonical pass, or its next part. 1 when it paused. */
+static int verify_slice(vd_queue *q, vd_job *j, int fd, progress_ctx *pc)
+{
 	vd_options opt = { 0 };
-	progress_ctx pc = { q, j, mono_now(), NULL, 0, 0, 0 };
 	sink_ctx sc = { q, j, NULL };
 	vd_chunk_sink sink = { sink_start, sink_finish, &sc };
+
+	if (j->resume == NULL && j->recheck != NULL && (j->rechecked = recheck(q, j, fd)))
+		return 0;
+	opt.max_header_len = j->max_header_len;
+	if (j->kind == VD_JOB_SCRUB)
+		opt.flags |= VD_VERIFY_KEEP_CACHE_CLEAN;
+	opt.progress = on_progress;
+	opt.progress_arg = pc;
+	j->pausing = 0;
+	return vd_artifact_verify_part(fd, j->artifact == VD_KIND_TAR, &opt, &j->bounds,
+	    &j->verdict, &sink, &j->resume);
+}
+
+/* A worker thread: one slice of the job; when done, the verdict and what
+ * goes with it, into the job. */
+static int run_job(vd_queue *q, vd_queue_item *item, void *arg)
+{
+	vd_pool *p = arg;
+	vd_job *j = JOB_OF(item);
+	progress_ctx pc = { q, p, j, mono_now(), NULL, 0, 0, 0, 0, j->hashed };
 	char *path = NULL;
 	struct stat st;
-	int parent, fd;
+	int parent = -1, fd, paused = 0;
 
-	j->started = vd_wall_now();
-	if ((fd = open_artifact(p, j, &parent)) < 0) {
-		open_failed(j, -fd);
-		j->duration = mono_now() - pc.t0;
-		return;
-	}
+	if (j->resume == NULL)
+		j->started = vd_wall_now();
+	if ((fd = open_slice(p, j, &parent, &st)) < 0)
+		goto out;
 	/* Without the name (out of memory) the job is not abandoned when
 	 * removed: the check after hashing still sees the change. */
-	if (fstat(fd, &st) == 0 && asprintf(&path, "%s/%s", p->root, j->relpath) >= 0) {
+	if (st.st_ino != 0 && asprintf(&path, "%s/%s", p->root, j->relpath) >= 0) {
 		pc.path = path;
 		pc.dev = st.st_dev;
 		pc.ino = st.st_ino;
@@ -677,26 +767,29 @@ static void run_job(vd_queue *q, vd_queue_item *item, void *arg)
 	} else {
 		path = NULL;
 	}
-	opt.max_header_len = j->max_header_len;
-	if (j->kind == VD_JOB_SCRUB)
-		opt.flags |= VD_VERIFY_KEEP_CACHE_CLEAN;
-	opt.progress = on_progress;
-	opt.progress_arg = &pc;
-	fingerprint_fd(j, fd, &j->fp_before);
-	if (j->recheck == NULL || !(j->rechecked = recheck(q, j, fd))) {
-		if (j->artifact == VD_KIND_TAR)
-			vd_artifact_verify_tar_ex(fd, &opt, &j->bounds, &j->verdict, NULL, &sink);
-		else
-			vd_artifact_verify_ex(fd, &opt, &j->bounds, &j->verdict, NULL, &sink);
+	pc.slice_end = pc.t0 + slice_length(j);
+	if (j->resume == NULL) {
+		fingerprint_fd(j, fd, &j->fp_before);
+		j->dev = st.st_dev;
+		j->ino = st.st_ino;
 	}
-	note_after(j, fd, parent);
+	if (!(paused = verify_slice(q, j, fd, &pc)))
+		note_after(j, fd, parent);
 	close(fd);
 	if (parent >= 0)
 		close(parent);
 	free(path);
-	j->duration = mono_now() - pc.t0;
+out:
+	j->duration += mono_now() - pc.t0;
+	count_hashed(&pc);
+	if (paused) {
+		j->item.rank = j->hashed;
+		atomic_fetch_add(&p->yields, 1);
+		return VD_QUEUE_AGAIN;
+	}
 	if (j->abandoned != VD_ABANDON_NONE)
 		describe_abandon(j);
+	return 0;
 }
 
 /* The loop thread. */
@@ -753,6 +846,17 @@ int vd_pool_submit(vd_pool *p, vd_job *j, unsigned queue_max)
 int vd_pool_take_back(vd_pool *p, vd_job *j)
 {
 	return j->item.urgent ? -EBUSY : vd_queue_remove(p->q, &j->item);
+}
+
+void vd_pool_promote(vd_pool *p, vd_job *j)
+{
+	vd_queue_promote(p->q, &j->item);
+}
+
+void vd_pool_progress(vd_pool *p, uint64_t *bytes, uint64_t *yields)
+{
+	*bytes = atomic_load(&p->hashed);
+	*yields = atomic_load(&p->yields);
 }
 
 unsigned vd_pool_queued(vd_pool *p)

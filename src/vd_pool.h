@@ -2,7 +2,10 @@
  * The hasher pool: artifact verifications on a vd_queue, explicit
  * requests ahead of background work, results back on the event loop
  * thread. A verification splits its chunk digests into tasks that idle
- * hashers take.
+ * hashers take. A canonical pass is hashed in slices: past its slice, a
+ * job gives its thread to any job ahead of it (explicit first, then the
+ * one that has hashed least) and goes on later where it stopped, so that
+ * a new or small artifact never waits for a huge one to finish.
  */
 #ifndef VD_POOL_H
 #define VD_POOL_H
@@ -43,6 +46,7 @@ struct vd_job {
 	uint64_t rate;             /* bytes/s for scrubs; 0: unthrottled */
 	unsigned max_seconds;      /* time limit; 0: from the size at floor_rate */
 	uint64_t floor_rate;       /* bytes/s the automatic time limit expects */
+	double slice;              /* seconds hashed before giving way; 0: never */
 	/* Results, filled by the worker. */
 	vd_verdict verdict;
 	vd_fingerprint fp_before, fp_after;
@@ -53,12 +57,19 @@ struct vd_job {
 	vd_chunkmap *chunks;
 	int rechecked;             /* the re-check found every byte unchanged */
 	char changed[VD_DETAIL_MAX];  /* what the re-check found changed */
-	double started;            /* wall clock, seconds */
-	double duration;           /* seconds */
+	double started;            /* wall clock, seconds: its first slice */
+	double duration;           /* seconds spent on it, its slices together */
 	uint64_t hashed;           /* bytes fed to SHA-256 */
 	uint64_t total;            /* bytes the canonical pass has to hash */
 	vd_abandon abandoned;
 	double limit;              /* the time limit it ran under, seconds */
+	/* Between slices, the worker's: where its pass paused, the artifact
+	 * as first opened (it must still be the one), whether this slice
+	 * ends in a pause. */
+	vd_resume *resume;
+	dev_t dev;
+	ino_t ino;
+	int pausing;
 };
 
 typedef struct vd_pool vd_pool;
@@ -72,8 +83,15 @@ int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
 /* 0, or -EAGAIN when queue_max jobs already wait. Takes the job. */
 int vd_pool_submit(vd_pool *p, vd_job *job, unsigned queue_max);
 /* Take back a job still waiting behind others, to queue it as explicit:
- * 0 (the caller's again), or -EBUSY when it runs or ran already. */
+ * 0 (the caller's again), or -EBUSY when it runs or ran already (a job
+ * between slices included). */
 int vd_pool_take_back(vd_pool *p, vd_job *job);
+/* A client waits for or asks about job: it goes ahead of background
+ * work, from its next slice if it runs, keeping its kind and progress. */
+void vd_pool_promote(vd_pool *p, vd_job *job);
+/* Bytes hashed, counted as slices end (jobs under way included), and
+ * how many slices ended by giving way to another job. */
+void vd_pool_progress(vd_pool *p, uint64_t *bytes, uint64_t *yields);
 unsigned vd_pool_queued(vd_pool *p);
 unsigned vd_pool_busy(vd_pool *p);
 unsigned vd_pool_threads(vd_pool *p);

@@ -35,6 +35,7 @@ struct vd_queue {
 	vd_queue_item *done_head, *done_tail;
 	vd_task *task_head;
 	unsigned queued, busy;
+	uint64_t seq;              /* items inserted so far */
 	int stopping;
 	atomic_int cancel;          /* running items give up */
 	vd_queue_ops ops;
@@ -53,6 +54,54 @@ static void append(vd_queue_item **head, vd_queue_item **tail, vd_queue_item *it
 	*tail = it;
 }
 
+int vd_queue_before(const vd_queue_item *a, const vd_queue_item *b)
+{
+	if (a->urgent != b->urgent)
+		return a->urgent;
+	if (a->rank != b->rank)
+		return a->rank < b->rank;
+	return a->seq < b->seq;
+}
+
+/* Into its lane, behind every item that goes before it; counted. */
+static void insert(vd_queue *q, vd_queue_item *it)
+{
+	vd_queue_item **head = it->urgent ? &q->urgent_head : &q->head;
+	vd_queue_item **tail = it->urgent ? &q->urgent_tail : &q->tail;
+	vd_queue_item **pp;
+
+	it->seq = ++q->seq;
+	q->queued++;
+	/* Most items come new, behind the rest: no walk then. */
+	if (*tail == NULL || !vd_queue_before(it, *tail)) {
+		append(head, tail, it);
+		return;
+	}
+	for (pp = head; vd_queue_before(*pp, it); pp = &(*pp)->next)
+		;
+	it->next = *pp;
+	*pp = it;
+}
+
+/* Out of a lane, if it is there: 1 when it was (and is uncounted). */
+static int unlink_item(vd_queue *q, vd_queue_item **head, vd_queue_item **tail,
+    vd_queue_item *it)
+{
+	vd_queue_item **pp, *prev = NULL;
+
+	for (pp = head; *pp != NULL; prev = *pp, pp = &(*pp)->next) {
+		if (*pp != it)
+			continue;
+		*pp = it->next;
+		if (*tail == it)
+			*tail = prev;
+		it->next = NULL;
+		q->queued--;
+		return 1;
+	}
+	return 0;
+}
+
 static vd_queue_item *pop(vd_queue *q, int urgent_only)
 {
 	vd_queue_item *it = q->urgent_head;
@@ -66,6 +115,7 @@ static vd_queue_item *pop(vd_queue *q, int urgent_only)
 	}
 	if (it != NULL) {
 		it->next = NULL;
+		it->started = 1;
 		q->queued--;
 	}
 	return it;
@@ -176,13 +226,22 @@ static void lower_priority(const vd_queue *q)
 /* q->mu held on entry and return. */
 static void run_item(vd_queue *q, vd_queue_item *it, int reserved)
 {
+	int again;
+
 	q->busy++;
 	q->shared_busy += !reserved;
 	pthread_mutex_unlock(&q->mu);
-	q->ops.run(q, it, q->arg);
+	again = q->ops.run(q, it, q->arg);
 	pthread_mutex_lock(&q->mu);
 	q->busy--;
 	q->shared_busy -= !reserved;
+	/* Yielded: back in its lane, past the bound (it was admitted once).
+	 * Stopping, it goes to the loop, which discards it. */
+	if (again == VD_QUEUE_AGAIN && !q->stopping) {
+		insert(q, it);
+		pthread_cond_broadcast(&q->cv);
+		return;
+	}
 	append(&q->done_head, &q->done_tail, it);
 	uv_async_send(&q->async);
 }
@@ -386,11 +445,8 @@ int vd_queue_submit(vd_queue *q, vd_queue_item *it, unsigned max)
 		pthread_mutex_unlock(&q->mu);
 		return -EAGAIN;
 	}
-	if (it->urgent)
-		append(&q->urgent_head, &q->urgent_tail, it);
-	else
-		append(&q->head, &q->tail, it);
-	q->queued++;
+	it->started = 0;
+	insert(q, it);
 	/* All: the one a signal would wake may be a reserved thread, which
 	 * leaves an item of the other lane where it is. */
 	pthread_cond_broadcast(&q->cv);
@@ -400,23 +456,42 @@ int vd_queue_submit(vd_queue *q, vd_queue_item *it, unsigned max)
 
 int vd_queue_remove(vd_queue *q, vd_queue_item *it)
 {
-	vd_queue_item **pp, *prev = NULL;
 	int rc = -EBUSY;
 
 	pthread_mutex_lock(&q->mu);
-	for (pp = &q->head; *pp != NULL; prev = *pp, pp = &(*pp)->next) {
-		if (*pp != it)
-			continue;
-		*pp = it->next;
-		if (q->tail == it)
-			q->tail = prev;
-		it->next = NULL;
-		q->queued--;
+	if (!it->started && unlink_item(q, &q->head, &q->tail, it))
 		rc = 0;
-		break;
-	}
 	pthread_mutex_unlock(&q->mu);
 	return rc;
+}
+
+void vd_queue_promote(vd_queue *q, vd_queue_item *it)
+{
+	pthread_mutex_lock(&q->mu);
+	if (!it->urgent) {
+		int waiting = unlink_item(q, &q->head, &q->tail, it);
+		it->urgent = 1;
+		if (waiting) {
+			insert(q, it);
+			pthread_cond_broadcast(&q->cv);
+		}
+	}
+	pthread_mutex_unlock(&q->mu);
+}
+
+int vd_queue_ahead(vd_queue *q, const vd_queue_item *it, uint64_t rank)
+{
+	vd_queue_item me = { 0 };
+	int ahead;
+
+	pthread_mutex_lock(&q->mu);
+	me.urgent = it->urgent;
+	me.rank = rank;
+	me.seq = q->seq + 1;       /* were it inserted now */
+	ahead = (q->urgent_head != NULL && vd_queue_before(q->urgent_head, &me)) ||
+	    (q->head != NULL && vd_queue_before(q->head, &me));
+	pthread_mutex_unlock(&q->mu);
+	return ahead;
 }
 
 static unsigned read_locked(vd_queue *q, const unsigned *field)

@@ -1,8 +1,12 @@
 /*
  * A bounded work queue served by dedicated threads (libuv's shared
  * threadpool stays free for file-system calls). Items wait in two lanes,
- * urgent ahead of the rest; each runs on a worker thread and goes back to
- * the event loop thread through a uv_async_t. Idle workers also take
+ * urgent ahead of the rest, each ordered by rank (the least first, so an
+ * item that has had least of the threads goes next) and then by arrival.
+ * An item runs on a worker thread and goes back to the event loop thread
+ * through a uv_async_t, or, when it yields, back into its lane to go on
+ * later: a long item takes turns with the rest instead of holding its
+ * thread. Idle workers also take
  * tasks: small pieces of work a running item splits off and waits for.
  * Reserved threads take urgent items only, so that one never waits for
  * the rest, however long it runs.
@@ -22,13 +26,23 @@ typedef struct vd_queue vd_queue;
 /* Embedded in whatever the owner queues. */
 typedef struct vd_queue_item {
 	struct vd_queue_item *next;
-	int urgent;                /* ahead of the rest, and may exceed the bound */
+	int urgent;                /* ahead of the rest, and may exceed the bound;
+	                            * set by the owner before submitting, then by
+	                            * vd_queue_promote only */
+	uint64_t rank;             /* the owner's: how much it has had (bytes,
+	                            * say); 0 for a new item. Set while it runs */
+	uint64_t seq;              /* the queue's: arrival order within a rank */
+	int started;               /* the queue's: it ran at least once */
 } vd_queue_item;
+
+/* What run returns for an item to go back into its lane, at its rank,
+ * behind the items of the same rank (0: done, handed to done). */
+#define VD_QUEUE_AGAIN 1
 
 typedef struct vd_queue_ops {
 	const char *name;          /* what the threads are called in the log */
-	/* A worker thread, no lock held. */
-	void (*run)(vd_queue *q, vd_queue_item *it, void *arg);
+	/* A worker thread, no lock held: 0, or VD_QUEUE_AGAIN to go on later. */
+	int (*run)(vd_queue *q, vd_queue_item *it, void *arg);
 	/* The loop thread: the item is the owner's again. */
 	void (*done)(vd_queue_item *it, void *arg);
 	/* An item never run or never handed back, once stopping. */
@@ -45,9 +59,18 @@ int vd_queue_new(uv_loop_t *loop, unsigned threads, unsigned reserved,
 /* 0, or -EAGAIN when max items already wait (2 * max for an urgent one);
  * the item stays the caller's then. */
 int vd_queue_submit(vd_queue *q, vd_queue_item *it, unsigned max);
-/* Take back an item still waiting in the non-urgent lane: 0 (it is the
- * caller's again), or -EBUSY when it runs or already ran. */
+/* Take back an item still waiting in the non-urgent lane that never ran:
+ * 0 (it is the caller's again), or -EBUSY when it runs or ran already. */
 int vd_queue_remove(vd_queue *q, vd_queue_item *it);
+/* Move an item to the urgent lane, waiting or running (it then goes back
+ * there when it yields). The loop thread, which submitted it. */
+void vd_queue_promote(vd_queue *q, vd_queue_item *it);
+/* A worker thread running it: would another waiting item run before it,
+ * were it to yield now at rank? Then it should. */
+int vd_queue_ahead(vd_queue *q, const vd_queue_item *it, uint64_t rank);
+/* Whether a goes before b (same lane or not): the queue's order, for
+ * what decides when to yield. Pure; no lock. */
+int vd_queue_before(const vd_queue_item *a, const vd_queue_item *b);
 unsigned vd_queue_queued(vd_queue *q);
 /* Items running, on any thread. */
 unsigned vd_queue_busy(vd_queue *q);

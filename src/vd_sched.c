@@ -55,6 +55,7 @@ static int submit(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t gen)
 	j->rate = kind == VD_JOB_SCRUB ? s->cfg->scrub_rate : 0;
 	j->max_seconds = s->cfg->max_verify_seconds;
 	j->floor_rate = s->cfg->verify_floor_rate;
+	j->slice = s->cfg->hash_slice_ms / 1000.0;
 	if ((rc = vd_pool_submit(s->pool, j, kind == VD_JOB_EXPLICIT ? s->cfg->queue_max :
 	    (s->cfg->queue_max < VD_BACKGROUND_QUEUED ? s->cfg->queue_max : VD_BACKGROUND_QUEUED))) < 0) {
 		vd_job_free(j);
@@ -67,16 +68,21 @@ static int submit(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t gen)
 
 /* A job a client waits for runs as an explicit one: one of c's still
  * waiting in the background lane is queued again, ahead, answering what
- * was booked after it too (it has not read anything yet). 0, or -1 when
- * there was none to hurry. */
+ * was booked after it too (it has not read anything yet). One under way
+ * (between slices, or hashing) goes ahead from its next slice, keeping
+ * what it hashed; it answers only what it was asked for. 0, or -1 when
+ * there was none to queue again. */
 int vd_sched_hurry(vd_store *s, vd_copy *c)
 {
 	vd_job *j = c->inflight;
 	uint64_t gen;
 
-	if (j == NULL || c->inflight_kind != VD_JOB_BACKGROUND || s->pool == NULL ||
-	    vd_pool_take_back(s->pool, j) != 0)
+	if (j == NULL || c->inflight_kind != VD_JOB_BACKGROUND || s->pool == NULL)
 		return -1;
+	if (vd_pool_take_back(s->pool, j) != 0) {
+		vd_pool_promote(s->pool, j);
+		return -1;
+	}
 	gen = c->again && c->again_gen > j->gen ? c->again_gen : j->gen;
 	vd_job_free(j);
 	c->inflight = NULL;
@@ -86,6 +92,16 @@ int vd_sched_hurry(vd_store *s, vd_copy *c)
 	if (gen > c->req_gen)
 		c->req_gen = gen;
 	return 0;
+}
+
+void vd_sched_interest(vd_store *s, const char *hash)
+{
+	vd_group *g = vd_store_group(s, hash);
+	size_t i;
+
+	for (i = 0; g != NULL && s->pool != NULL && i < g->n; i++)
+		if (g->copies[i]->inflight != NULL && g->copies[i]->inflight_kind != VD_JOB_SCRUB)
+			vd_pool_promote(s->pool, g->copies[i]->inflight);
 }
 
 /* Verify c (again). While a job for it is in flight, one more run is

@@ -28,6 +28,10 @@ void vd_sched_follow_up(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t gen)
 /* A client waits for c: its job still queued behind background work goes
  * ahead. 0, or -1 when there was none to move. */
 int vd_sched_hurry(vd_store *s, vd_copy *c);
+/* A client asked about the artifact claiming hash (GET /artifact/<hash>):
+ * the jobs of its copies go ahead of background work, as a waiter's do,
+ * from their next slice, keeping their kind and what they hashed. */
+void vd_sched_interest(vd_store *s, const char *hash);
 /* Queue what waits in the backlog, as far as the queue takes it. */
 void vd_sched_drain(vd_store *s);
 /* c's job ran out of time: verify it again later, later each time. */

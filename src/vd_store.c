@@ -1922,6 +1922,7 @@ void vd_store_gauges(vd_store *s, vd_gauges *g)
 		g->queue_depth = vd_pool_queued(s->pool);
 		g->workers_busy = vd_pool_busy(s->pool);
 		g->workers = vd_pool_threads(s->pool);
+		vd_pool_progress(s->pool, &g->hashing_bytes, &g->hashing_yields);
 	}
 	g->last_scan = s->last_scan;
 	g->unreadable_dirs = s->unreadable.count;

@@ -29,6 +29,7 @@ for series in 'artifacts{state="pending"}' 'artifacts{state="verifying"}' \
 	'integrity_alerts{kind="equivocation"}' 'integrity_alerts{kind="chain_broken"}' \
 	bytes_hashed_total verify_duration_seconds_count 'verify_duration_seconds_bucket{le="+Inf"}' \
 	queue_depth workers_busy committed_head_round last_scan_timestamp_seconds \
+	hashing_bytes_total hashing_yields_total \
 	'store_scans_total{scope="whole"}' 'store_scans_total{scope="changes"}' \
 	last_scrub_timestamp_seconds 'http_requests_total{route="/healthz",code="200"}' \
 	http_request_duration_seconds_count 'build_info{version="'"$(sed -n 's/^PACKAGE_VERSION = //p' "$top_builddir/Makefile")"'"}'; do
@@ -37,5 +38,6 @@ for series in 'artifacts{state="pending"}' 'artifacts{state="verifying"}' \
 done
 check "verified count" 5 "$(metric 'artifacts{state="verified"}')"
 check "bytes hashed: five artifacts of 352 tensor bytes" 1760 "$(metric bytes_hashed_total)"
+check "... counted by slices too" 1760 "$(metric hashing_bytes_total)"
 check "no hash or path in any label" 0 "$(grep -cE '[0-9a-f]{64}|round-0' "$WORK/metrics")"
 finish

@@ -2,8 +2,11 @@
  * The hasher pool: a re-check spread over every thread reports the first
  * differing chunk in file order, whichever thread digested it, run after
  * run; and stopping never blocks the event loop, yet gives a running job
- * its grace before cancelling it. Beneath it, the queue: urgent items
- * ahead of the rest and past the bound, tasks each run and folded once.
+ * its grace before cancelling it. A verification in parts hashes what
+ * one pass does, and fails when a file changed between its parts.
+ * Beneath it, the queue: urgent items ahead of the rest and past the
+ * bound, each lane by least rank, items that give way back behind those
+ * that had less, tasks each run and folded once.
  */
 #include "config.h"
 
@@ -294,6 +297,99 @@ static void set_up_slow(void)
 		make_artifact("slow", "--sparse --bytes 67108864");
 }
 
+/* ---- a verification in parts ---------------------------------------- */
+
+/* Pauses after every chunk: as many parts as the pass has chunks. */
+static int pause_always(uint64_t done, uint64_t total, void *arg)
+{
+	(void)done;
+	(void)total;
+	(void)arg;
+	return VD_PROGRESS_PAUSE;
+}
+
+static int open_work_dir(const char *name)
+{
+	char dir[PATH_LEN];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/%s", work, name);
+	assert_true((fd = open(dir, O_RDONLY | O_DIRECTORY)) >= 0);
+	return fd;
+}
+
+/* Paused in the middle of tensors and at their ends, on every shard, the
+ * parts add up to the hash of one pass. */
+static void test_verify_in_parts(void **state)
+{
+	vd_options opt = { .progress = pause_always };
+	vd_verdict whole, part;
+	vd_resume *r = NULL;
+	uint64_t last = 0;
+	int dfd, parts = 0;
+
+	make_artifact("parts", "--shards 2 --tensors 3 --bytes 7340032");
+	dfd = open_work_dir("parts");
+	assert_int_equal(vd_artifact_verify(dfd, NULL, &whole, NULL), VD_OK);
+	while (vd_artifact_verify_part(dfd, 0, &opt, NULL, &part, NULL, &r) == 1) {
+		assert_non_null(r);
+		assert_true(vd_resume_hashed(r) > last);
+		last = vd_resume_hashed(r);
+		parts++;
+	}
+	assert_null(r);
+	assert_int_equal(part.code, VD_OK);
+	assert_string_equal(part.content_hash, whole.content_hash);
+	assert_true(parts >= 7);           /* 7 MiB in 1 MiB chunks */
+	close(dfd);
+}
+
+/* A weight file touched between two parts: the pass fails as one changed
+ * under the hash does, naming the file, and is not judged. */
+static void test_verify_parts_see_a_change(void **state)
+{
+	vd_options opt = { .progress = pause_always };
+	vd_verdict part;
+	vd_resume *r = NULL;
+	char path[2 * PATH_LEN];
+	struct dirent **ents;
+	int dfd, n, i;
+
+	make_artifact("parts-changed", "--tensors 2 --bytes 4194304");
+	dfd = open_work_dir("parts-changed");
+	assert_int_equal(vd_artifact_verify_part(dfd, 0, &opt, NULL, &part, NULL, &r), 1);
+	snprintf(path, sizeof(path), "%s/parts-changed", work);
+	n = scandir(path, &ents, is_weights, by_name);
+	assert_int_equal(n, 1);
+	snprintf(path, sizeof(path), "%s/parts-changed/%s", work, ents[0]->d_name);
+	assert_int_equal(utimensat(AT_FDCWD, path, NULL, 0), 0);
+	assert_int_equal(vd_artifact_verify_part(dfd, 0, &opt, NULL, &part, NULL, &r), 0);
+	assert_null(r);
+	assert_int_equal(part.code, VD_IO_ERROR);
+	assert_non_null(strstr(part.detail, ents[0]->d_name));
+	assert_non_null(strstr(part.detail, "changed while it was being verified"));
+	for (i = 0; i < n; i++)
+		free(ents[i]);
+	free(ents);
+	close(dfd);
+}
+
+/* A pass given up between parts leaves nothing behind (valgrind, ASan). */
+static void test_verify_parts_dropped(void **state)
+{
+	vd_options opt = { .progress = pause_always };
+	vd_verdict part;
+	vd_resume *r = NULL;
+	int dfd;
+
+	make_artifact("parts-dropped", "--tensors 1 --bytes 3145728");
+	dfd = open_work_dir("parts-dropped");
+	assert_int_equal(vd_artifact_verify_part(dfd, 0, &opt, NULL, &part, NULL, &r), 1);
+	assert_int_equal(vd_resume_hashed(r), 1u << 20);
+	vd_resume_free(r);
+	close(dfd);
+}
+
 /* The loop runs on through the grace; the job is cancelled after it and
  * never handed back; the pool closes by itself. */
 static void test_stop_does_not_block(void **state)
@@ -350,6 +446,9 @@ typedef struct qitem {
 	int tasks;                   /* > 0: posts this many tasks and waits */
 	int help;
 	size_t ran, folded, dropped; /* its tasks' runs, folds and drops */
+	int yields;                  /* > 0: gives way this many times */
+	int ahead[4];                /* vd_queue_ahead at each of its runs */
+	int runs;
 } qitem;
 
 typedef struct qtask {
@@ -370,6 +469,7 @@ typedef struct qrun {
 	pthread_cond_t cv;
 	int open;
 	int order[Q_ITEMS], n_done, want, discarded;
+	int runs[4 * Q_ITEMS], n_runs;   /* every run, gate item first */
 } qrun;
 
 #define QITEM_OF(it) ((qitem *)((char *)(it) - offsetof(qitem, item)))
@@ -411,19 +511,27 @@ static void qitem_tasks(vd_queue *q, qitem *x)
 	free(ts);
 }
 
-static void qitem_run(vd_queue *q, vd_queue_item *it, void *arg)
+static int qitem_run(vd_queue *q, vd_queue_item *it, void *arg)
 {
 	qitem *x = QITEM_OF(it);
 	qrun *r = arg;
 
 	if (x->tasks > 0) {
 		qitem_tasks(q, x);
-		return;
+		return 0;
 	}
 	pthread_mutex_lock(&r->mu);
 	while (!r->open)
 		pthread_cond_wait(&r->cv, &r->mu);
+	r->runs[r->n_runs++] = x->id;
 	pthread_mutex_unlock(&r->mu);
+	/* Its rank grows with each run, as bytes hashed do. */
+	x->ahead[x->runs++] = vd_queue_ahead(q, it, it->rank + 100);
+	if (x->yields-- > 0) {
+		it->rank += 100;
+		return VD_QUEUE_AGAIN;
+	}
+	return 0;
 }
 
 static void qitem_done(vd_queue_item *it, void *arg)
@@ -508,6 +616,70 @@ static void test_queue_lanes(void **state)
 	assert_int_equal(r.n_done, 5);
 	for (i = 0; i < 5; i++)
 		assert_int_equal(r.order[i], want[i]);
+	qrun_finish(&r);
+	assert_int_equal(r.discarded, 0);
+}
+
+/* The order alone: urgent first, then the least rank, then arrival. */
+static void test_queue_before(void **state)
+{
+	vd_queue_item a = { 0 }, b = { 0 };
+
+	a.seq = 1;
+	b.seq = 2;
+	assert_true(vd_queue_before(&a, &b));
+	assert_false(vd_queue_before(&b, &a));
+	a.rank = 1;                        /* has had more: goes after */
+	assert_true(vd_queue_before(&b, &a));
+	b.rank = 1 << 20;
+	assert_true(vd_queue_before(&a, &b));
+	b.urgent = 1;                      /* urgent, whatever it has had */
+	assert_true(vd_queue_before(&b, &a));
+	a.urgent = 1;
+	assert_true(vd_queue_before(&a, &b));
+	assert_false(vd_queue_before(&a, &a));
+}
+
+/* One thread, held while the items come: the urgent one first, an item
+ * promoted while it waits behind it; then the background items, an item
+ * that gave way after each run behind every one that had less; an item
+ * that ran once cannot be taken back. */
+static void test_queue_turns(void **state)
+{
+	qitem x[Q_ITEMS];
+	qrun r;
+	int i, want[] = { 0, 4, 3, 1, 2, 1, 1 };
+
+	memset(x, 0, sizeof(x));
+	for (i = 0; i < Q_ITEMS; i++)
+		x[i].id = i;
+	x[1].yields = 2;
+	qrun_start(&r, 1);
+	assert_int_equal(vd_queue_submit(r.q, &x[0].item, Q_MAX), 0);
+	wait_busy(r.q);
+	for (i = 1; i <= 3; i++)
+		assert_int_equal(vd_queue_submit(r.q, &x[i].item, Q_MAX * 4), 0);
+	x[4].item.urgent = 1;
+	assert_int_equal(vd_queue_submit(r.q, &x[4].item, Q_MAX * 4), 0);
+	vd_queue_promote(r.q, &x[3].item);
+	assert_true(x[3].item.urgent);
+	assert_int_equal(vd_queue_queued(r.q), 4);
+	r.want = 5;
+	qrun_open(&r);
+	uv_run(&r.loop, UV_RUN_DEFAULT);
+	assert_int_equal(r.n_runs, 7);
+	for (i = 0; i < 7; i++)
+		assert_int_equal(r.runs[i], want[i]);
+	/* Item 1 saw item 2 (new) ahead of it, then nothing. */
+	assert_int_equal(x[1].ahead[0], 1);
+	assert_int_equal(x[1].ahead[1], 0);
+	assert_int_equal(x[1].ahead[2], 0);
+	/* The first urgent one had the promoted one, which had less, ahead;
+	 * that one had nothing: the background lane waits behind it. */
+	assert_int_equal(x[4].ahead[0], 1);
+	assert_int_equal(x[3].ahead[0], 0);
+	assert_true(x[1].item.started);
+	assert_int_equal(vd_queue_remove(r.q, &x[1].item), -EBUSY);
 	qrun_finish(&r);
 	assert_int_equal(r.discarded, 0);
 }
@@ -665,7 +837,12 @@ int main(void)
 		cmocka_unit_test(test_stop_does_not_block),
 		cmocka_unit_test(test_stop_without_grace),
 		cmocka_unit_test(test_stop_idle),
+		cmocka_unit_test(test_verify_in_parts),
+		cmocka_unit_test(test_verify_parts_see_a_change),
+		cmocka_unit_test(test_verify_parts_dropped),
 		cmocka_unit_test(test_queue_lanes),
+		cmocka_unit_test(test_queue_before),
+		cmocka_unit_test(test_queue_turns),
 		cmocka_unit_test(test_queue_stop_discards),
 		cmocka_unit_test(test_queue_tasks),
 	};
