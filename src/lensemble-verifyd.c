@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <pwd.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -434,11 +436,75 @@ static int open_signing_key(vd_daemon *d, int before_drop)
 	return 0;
 }
 
+/* fd's group and other permissions taken away: 1 when it had some, 0 when
+ * not (or it is neither a file nor a directory), -1 when they stay. */
+static int strip_others(int fd, mode_t *was)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -1;
+	if ((!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) || (st.st_mode & 077) == 0)
+		return 0;
+	*was = st.st_mode & 07777;
+	return fchmod(fd, st.st_mode & 07700) < 0 ? -1 : 1;
+}
+
+/* The state directory holds the posted commitments, the verdicts and the
+ * key that signs them: no other user may read or change them. Under
+ * systemd the unit's StateDirectoryMode= and UMask= see to it; started
+ * otherwise, the directory and the database may have been made open to
+ * others (as by an earlier run under umask 022). Their access is taken
+ * away, with one warning; what cannot be fixed (another user's directory)
+ * keeps the daemon from starting. A missing directory is made 0700 by
+ * vd_state_open; a symbolic link is left for SQLite to judge, and an
+ * exposed signing key for vd_key_load to refuse: it may have been read. */
+static int private_state(const char *dir)
+{
+	static const char *const names[] = { ".", VD_STATE_FILE, VD_STATE_FILE "-wal",
+		VD_STATE_FILE "-shm" };
+	char fixed[256] = "";
+	size_t i, at = 0;
+	int dfd, fd, rc = 0, err = 0;
+	mode_t was = 0;
+
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return 0;
+	for (i = 0; i < VD_ARRAY_LEN(names); i++) {
+		fd = i == 0 ? dfd : openat(dfd, names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+		    O_NOCTTY | O_CLOEXEC);
+		if (fd >= 0)
+			rc = strip_others(fd, &was);
+		else
+			rc = errno == ENOENT || errno == ELOOP ? 0 : -1;
+		err = errno;
+		if (fd >= 0 && fd != dfd)
+			close(fd);
+		if (rc < 0)
+			break;
+		if (rc > 0 && at < sizeof(fixed))
+			at += (size_t)snprintf(fixed + at, sizeof(fixed) - at, "%s%s %04o",
+			    at ? ", " : "", i == 0 ? "the directory" : names[i], (unsigned)was);
+	}
+	close(dfd);
+	if (rc < 0) {
+		log_error("state directory %s: cannot take other users' access away from %s: %s",
+		    dir, i == 0 ? "the directory" : names[i], strerror(err));
+		return -1;
+	}
+	if (fixed[0] != '\0')
+		log_warn("state directory %s was open to other users (%s): now its owner's alone",
+		    dir, fixed);
+	return 0;
+}
+
 /* The database is refused, never recreated, when damaged or too new. */
 static int open_state(vd_daemon *d)
 {
 	char err[512];
 
+	if (private_state(d->cfg->state_dir) < 0)
+		return -1;
 	if (vd_state_open(d->cfg->state_dir, &d->state, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		return -1;
@@ -515,6 +581,10 @@ int main(int argc, char **argv)
 	 * block freed (a request body, a scan result), and the next ones
 	 * would stay on the heap, resident, after they are freed. */
 	mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD);
+	/* All the daemon creates is its state (the database, with the files
+	 * SQLite adds beside it, and the signing key): its user's alone, as
+	 * the unit's UMask= has it, however the daemon was started. */
+	umask(077);
 	if (parse_args(argc, argv, &d.opts) < 0) {
 		fprintf(stderr, "lensemble-verifyd: bad arguments\nTry 'lensemble-verifyd --help'.\n");
 		return 2;

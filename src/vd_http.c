@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -79,8 +80,10 @@ typedef struct conn_track {
 	int busy;                 /* received whole and being answered */
 	int reserved;             /* took a reserved slot: probes only */
 	int target_nul;           /* the request target decodes to a NUL byte */
+	int head_pending;         /* a request line is in; the access handler has not seen it */
 	const char *uri;          /* as the request line gave it, before decoding */
 	size_t uri_len;
+	struct MHD_Connection *conn;
 } conn_track;
 
 static void drive(vd_http *h);
@@ -394,6 +397,9 @@ typedef struct head_scan {
 	size_t bytes;             /* text, as counted against max_request_header_bytes */
 	unsigned fields;
 	const char *bad_field;    /* a field holding a control character */
+	unsigned n_length;        /* Content-Length fields */
+	unsigned n_coding;        /* Transfer-Encoding fields */
+	const char *coding;       /* the first one's value */
 	/* Where libmicrohttpd 0.9.75 left the header block (see scan_header). */
 	const char *lo, *hi, *prev_end;
 	int hidden;
@@ -423,6 +429,10 @@ static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const cha
 
 	hs->bytes += key_size + value_size + 4;
 	hs->fields++;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+		hs->n_length++;
+	if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0 && hs->n_coding++ == 0)
+		hs->coding = value != NULL ? value : "";
 	if (hs->bad_field == NULL && (!vd_http_field_ok(key, key_size) ||
 	    (value != NULL && !vd_http_field_ok(value, value_size))))
 		hs->bad_field = key;
@@ -463,6 +473,40 @@ static int is_probe(const char *method, const char *url)
 	for (i = 0; i < VD_ARRAY_LEN(VD_HTTP_PROBE_PATHS); i++)
 		if (strcmp(url, VD_HTTP_PROBE_PATHS[i]) == 0)
 			return 1;
+	return 0;
+}
+
+/* The framing of the body, which libmicrohttpd 0.9.75 does not check: it
+ * reads a body under any Transfer-Encoding but chunked until the client
+ * closes (the request would hang until a timeout), and ignores a
+ * Content-Length beside a Transfer-Encoding, or all but the first of
+ * several: a request a proxy may frame otherwise, to smuggle another
+ * past it. 1 when answered. */
+static int refuse_framing(vd_req *r, const head_scan *hs, const char *const *closing)
+{
+	char detail[160];
+
+	if (hs->n_coding > 1) {
+		vd_http_error(r, 501, "not_implemented", "more than one Transfer-Encoding is not "
+		    "supported: send the body with a Content-Length, or chunked", closing);
+		return 1;
+	}
+	if (hs->n_coding == 1 && strcasecmp(hs->coding, "chunked") != 0) {
+		snprintf(detail, sizeof(detail), "the transfer coding \"%.64s\" is not supported: "
+		    "send the body with a Content-Length, or chunked", hs->coding);
+		vd_http_error(r, 501, "not_implemented", detail, closing);
+		return 1;
+	}
+	if (hs->n_coding == 1 && hs->n_length > 0) {
+		vd_http_error(r, 400, "bad_request", "the request has both Transfer-Encoding and "
+		    "Content-Length", closing);
+		return 1;
+	}
+	if (hs->n_length > 1) {
+		vd_http_error(r, 400, "bad_request", "the request has more than one Content-Length",
+		    closing);
+		return 1;
+	}
 	return 0;
 }
 
@@ -521,6 +565,8 @@ static int refuse_on_head(vd_http *h, vd_req *r, conn_track *t, const char *meth
 		vd_http_error(r, 400, "bad_request", detail, closing);
 		return 1;
 	}
+	if (refuse_framing(r, &hs, closing))
+		return 1;
 	if (t != NULL && t->target_nul) {
 		vd_http_error(r, 400, "bad_request", "the request target holds a NUL byte (%00)", closing);
 		return 1;
@@ -559,15 +605,12 @@ static void http_date(char *out, size_t n)
 	    months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-/* libmicrohttpd 0.9.75 queues no response while a body is arriving, so an
- * answer at that point is written to the socket here, whole, in one call:
- * the connection's earlier answers are all sent (MHD reads a request only
- * then), and its write side is shut afterwards, so nothing can follow.
- * Plain HTTP only; 0 when written. */
-static int send_error_now(vd_http *h, vd_req *r, unsigned status, const char *code,
-    const char *detail)
+/* The JSON error written to the socket whole, in one call, and the write
+ * side shut after it, so that nothing libmicrohttpd queues can follow.
+ * Only where the connection's earlier answers are all sent (MHD reads a
+ * request only then). 0 when written. */
+static int write_error(int fd, unsigned status, const char *code, const char *detail)
 {
-	const union MHD_ConnectionInfo *ci;
 	char head[512], date[40];
 	char buf[VD_HTTP_ERROR_MAX];
 	const char *body;
@@ -575,9 +618,6 @@ static int send_error_now(vd_http *h, vd_req *r, unsigned status, const char *co
 	struct msghdr msg;
 	ssize_t want, sent;
 
-	if (h->tls_cert != NULL ||
-	    (ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD)) == NULL)
-		return -1;
 	body = error_text(code, detail, buf);
 	http_date(date, sizeof(date));
 	snprintf(head, sizeof(head), "HTTP/1.1 %u %s\r\nDate: %s\r\nConnection: close\r\n"
@@ -590,10 +630,24 @@ static int send_error_now(vd_http *h, vd_req *r, unsigned status, const char *co
 	msg.msg_iov = iov;
 	msg.msg_iovlen = 2;
 	want = (ssize_t)(iov[0].iov_len + iov[1].iov_len);
-	sent = sendmsg(ci->connect_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-	shutdown(ci->connect_fd, SHUT_WR);
-	r->status = status;
+	sent = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	shutdown(fd, SHUT_WR);
 	return sent == want ? 0 : -1;
+}
+
+/* libmicrohttpd 0.9.75 queues no response while a body is arriving, so an
+ * answer at that point is written to the socket here. Plain HTTP only;
+ * 0 when written. */
+static int send_error_now(vd_http *h, vd_req *r, unsigned status, const char *code,
+    const char *detail)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	if (h->tls_cert != NULL ||
+	    (ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD)) == NULL)
+		return -1;
+	r->status = status;
+	return write_error(ci->connect_fd, status, code, detail);
 }
 
 static void linger_deadline(vd_http *h, struct MHD_Connection *conn)
@@ -682,7 +736,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		*con_cls = r;
 		t = track_of(conn);
 		if (t != NULL)
-			t->head_deadline_ms = 0;
+			t->head_deadline_ms = t->head_pending = 0;
 		if (refuse_on_head(h, r, t, method, version) ||
 		    (h->early != NULL && (h->early(r, h->early_arg) || r->status != 0))) {
 			r->dispatched = 1;
@@ -725,6 +779,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (t != NULL) {
 		t->busy = 0;
 		t->head_deadline_ms = 0;  /* set again by the next request line */
+		t->head_pending = 0;
 		t->deadline_ms = uv_now(h->loop) + (uint64_t)h->cfg->connection_timeout * 1000;
 	}
 	h->kick = 1;
@@ -766,6 +821,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 		if (t->head_deadline_ms == 0)
 			t->head_deadline_ms = head_deadline(h);
 		t->target_nul = 0;
+		t->head_pending = 1;
 		t->uri = uri;
 		t->uri_len = uri != NULL ? strlen(uri) : 0;
 	}
@@ -839,6 +895,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 			return;
 		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		t->fd = ci ? ci->connect_fd : -1;
+		t->conn = conn;
 		t->deadline_ms = uv_now(h->loop) + (uint64_t)h->cfg->connection_timeout * 1000;
 		t->head_deadline_ms = head_deadline(h);
 		t->reserved = h->nconns > h->max_connections;
@@ -883,6 +940,67 @@ static void on_sweep(uv_timer_t *timer)
 		uv_timer_start(&h->timer, on_timer, MHD_TIMER_MIN_MS, 0);
 }
 
+/* A Content-Length libmicrohttpd 0.9.75 refuses: not a number, or over
+ * 2^64 - 1; 0 for none or a good one. */
+static int bad_length(const char *cl)
+{
+	uint64_t v = 0;
+	const char *p;
+
+	if (cl == NULL)
+		return 0;
+	if (*cl == '\0')
+		return 400;
+	for (p = cl; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9')
+			return 400;
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return 413;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	return 0;
+}
+
+/* libmicrohttpd 0.9.75 answers a Content-Length it cannot read itself,
+ * before any callback of ours, and wrongly: the status line and headers
+ * twice, then an HTML page. It logs first, while that connection has its
+ * headers and no answer yet, and is the only one so: the next step would
+ * call the access handler. So it is found from here and given the JSON
+ * error on its socket, whose write side is then shut: libmicrohttpd's own
+ * answer fails to go out, and it closes the connection. Over TLS nothing
+ * can be written beside libmicrohttpd: the connection is closed. */
+static void answer_bad_length(vd_http *h)
+{
+	conn_track *t;
+	const char *cl;
+	char detail[160];
+	int status;
+
+	for (t = h->conns; t != NULL; t = t->next) {
+		if (!t->head_pending || t->fd < 0 ||
+		    MHD_get_connection_info(t->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE) == NULL ||
+		    MHD_get_connection_info(t->conn, MHD_CONNECTION_INFO_HTTP_STATUS) != NULL ||
+		    MHD_lookup_connection_value(t->conn, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL)
+			continue;
+		cl = MHD_lookup_connection_value(t->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if ((status = bad_length(cl)) == 0)
+			continue;
+		t->head_pending = 0;
+		if (h->tls_cert != NULL) {
+			shutdown(t->fd, SHUT_RDWR);
+			t->fd = -1;
+		} else if (status == 413) {
+			too_large_detail(h, detail, sizeof(detail));
+			write_error(t->fd, 413, "payload_too_large", detail);
+		} else {
+			snprintf(detail, sizeof(detail), "the Content-Length \"%.32s\" is not a number", cl);
+			write_error(t->fd, 400, "bad_request", detail);
+		}
+		return;
+	}
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -895,6 +1013,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	while (n > 0 && msg[n - 1] == '\n')
 		msg[--n] = '\0';
 	log_debug("http: %s", msg);
+	answer_bad_length(cls);
 }
 
 static int resolve(const vd_config *cfg, struct sockaddr_storage *ss, char *err,

@@ -209,16 +209,20 @@ fi
 # next keepalive.
 kill "$C" 2>/dev/null
 wait "$C" 2>/dev/null
-tries=0
-while :; do
+# Asked again until let in, within a bound of its own: each answer is
+# awaited (a refusal, or the events missed since $L), never a fixed time.
+answered() { has "$WORK/d.out" '"overloaded"' || [ -n "$(frames "$WORK/d.out")" ]; }
+let_in() {
 	open_stream "$WORK/d.out" --get --data-urlencode "last_event_id=$L"
 	D=$SPID
-	sleep 0.5
-	has "$WORK/d.out" '"overloaded"' || break
+	wait_for $((5 * SLOW)) answered > /dev/null
+	has "$WORK/d.out" '"overloaded"' || return 0
 	wait "$D"
 	tries=$((tries + 1))
-	[ "$tries" -lt $((10 * SLOW)) ] || break
-done
+	return 1
+}
+tries=0
+wait_for $((10 * SLOW)) let_in > /dev/null
 if has "$WORK/d.out" '"overloaded"'; then
 	not_ok "a stream whose client left frees its slot"
 else

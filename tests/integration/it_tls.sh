@@ -90,6 +90,26 @@ check "POST /verify over HTTPS" ok "$(post '/verify?wait=10' "{\"content_hash\":
 check "GET /metrics over HTTPS" 1 "$(get /metrics | grep -c '^lensemble_verifyd_build_info{')"
 check "errors over HTTPS are the JSON error object" not_found "$(get /no/such/route | jq -r .error.code)"
 
+# tls_raw TEXT: TEXT sent as is (printf %b) over TLS; the answer until the
+# server closes. A Content-Length that is not a number: libmicrohttpd
+# would send its status line and headers twice; over TLS, where the
+# daemon cannot answer in its place, the connection is closed unanswered.
+tls_raw() {
+	printf '%b' "$1" | timeout $((5 * SLOW)) openssl s_client -quiet -ign_eof -CAfile "$CERT" \
+		-connect "127.0.0.1:$PORT" 2>/dev/null | tr -d '\r' | grep -c '^HTTP/'
+}
+check "a request sent raw over TLS gets one answer" 1 \
+	"$(tls_raw 'GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n')"
+t0=$(date +%s.%N)
+check "Content-Length: 1x over HTTPS: no malformed answer, the connection closed" 0 \
+	"$(tls_raw 'POST /verify HTTP/1.1\r\nHost: t\r\nContent-Length: 1x\r\n\r\n{}')"
+took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+if awk -v t="$took" -v s="$SLOW" 'BEGIN { exit !(t < 2 * s) }'; then
+	ok "and closed at once (${took} s)"
+else
+	not_ok "Content-Length: 1x over HTTPS is closed at once: ${took} s"
+fi
+
 check "curl without our certificate refuses the connection" 000 \
 	"$(curl -s -o /dev/null --max-time 5 -w '%{http_code}' "$(url /healthz)")"
 check "plain HTTP to the HTTPS port gets no HTTP answer" 000 \

@@ -188,6 +188,18 @@ metric() {
 	get /metrics | awk -v n="lensemble_verifyd_$1" '$1 == n { print $2 }'
 }
 
+# settle_connections N: wait until the daemon counts at most N open
+# connections, the one asking included. A client's close frees its slot
+# only once the daemon has read it, some time later: a check that needs
+# that slot waits for this, bounded, rather than race it. While the slots
+# are still taken the asking connection itself may be refused (no count),
+# and is asked again.
+at_most_connections() { local n; n=$(metric http_connections); [ -n "$n" ] && [ "$n" -le "$1" ]; }
+settle_connections() {
+	wait_for $((5 * SLOW)) at_most_connections "$1" > /dev/null ||
+		not_ok "the daemon sees closed connections go: $(metric http_connections) open, not at most $1"
+}
+
 finish() {
 	stop_daemon
 	echo "$PASSED passed, $FAILED failed"
