@@ -137,12 +137,13 @@ wait_for $((5 * SLOW)) v6 > /dev/null || not_ok "a verdict event for round 6"
 # The participant's example waits for the next trusted head (after round
 # 5) over the stream, and gets round 6 once it is committed.
 if command -v python3 > /dev/null 2>&1; then
+	# -a 5: the round it waits to pass, whether it reads the run's head
+	# before or after the commitment below.
 	PYTHONDONTWRITEBYTECODE=1 python3 "$top_srcdir/docs/participant/wait_for_head.py" \
-		-t $((20 * SLOW)) "$(url "")" > "$WORK/wait.out" 2> "$WORK/wait.err" &
+		-a 5 -t $((20 * SLOW)) "$(url "")" > "$WORK/wait.out" 2> "$WORK/wait.err" &
 	WPID=$!
 	waiter() { curl -s "$(url /metrics)" | grep -q '^lensemble_verifyd_http_connections [3-9]'; }
 	wait_for $((5 * SLOW)) waiter > /dev/null
-	sleep 0.5
 	rc6="{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":5,\"global_model_hash\":\"$H6\"}"
 	code POST /roundclose -H "Authorization: Bearer $TOKEN" -H "$JSON" -d "$rc6" > /dev/null
 	wait "$WPID"

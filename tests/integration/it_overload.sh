@@ -12,7 +12,9 @@ big=2048
 "$MKART" --round 0 --sparse --bytes $((big * 1024 * 1024)) --seed 1 "$STORE/a-big" > /dev/null
 "$MKART" --round 0 --sparse --bytes $((big * 1024 * 1024)) --seed 2 "$STORE/a-big2" > "$WORK/h-big2"
 for n in b c d; do "$MKART" --round 0 --seed "$(printf %d "'$n")" "$STORE/$n" > "$WORK/h-$n"; done
-write_conf "workers = 1" "queue_max = 1" "rescan_interval = 3600"
+# Without slices: the big jobs keep both threads until the queue is seen
+# full (taking turns is it_fair's).
+write_conf "workers = 1" "queue_max = 1" "rescan_interval = 3600" "hash_slice_ms = 0"
 start_daemon
 check "the second big one, asked for, takes the participants' thread" 202 \
 	"$(code POST '/verify?wait=0' -H 'Content-Type: application/json' \

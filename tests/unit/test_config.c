@@ -152,6 +152,7 @@ static const struct {
 	{ "max_job_memory", "2097152" },
 	{ "max_artifact_bytes", "1048576" },
 	{ "max_verify_seconds", "30" },
+	{ "hash_slice_ms", "100" },
 	{ "verify_floor_rate", "2097152" },
 	{ "scrub_interval", "0" },
 	{ "scrub_rate", "2097152" },
