@@ -273,6 +273,7 @@ static int usage_error(const char *msg)
 /* ---- signed commitments (trust.md section 7) ----------------------------- */
 
 #define KEY_FILE_MODE 0600
+#define KEY_DIR_MODE 0700
 #define PUB_FILE_MODE 0644
 #define ENVELOPE_FILE_MODE 0644
 #define COMMITMENTS_DIR_MODE 0755
@@ -292,7 +293,8 @@ static const char sign_usage_text[] =
 "  lensemble-verify verify-attestation --key PUBFILE [--expect HASH] FILE\n"
 "\n"
 "  keygen           write PREFIX.key (private, mode 0600) and PREFIX.pub and\n"
-"                   print the key id; existing files are never overwritten\n"
+"                   print the key id; existing files are never overwritten;\n"
+"                   a missing last directory of PREFIX is made, mode 0700\n"
 "  sign-roundclose  sign the RoundClose that commits ARTIFACT (a directory\n"
 "                   or a tar) to stdout or -o FILE. ARTIFACT must verify;\n"
 "                   its content hash is HEX and T is its header's round_index\n"
@@ -469,12 +471,40 @@ static int write_key_files(const char *key_path, const char *pub_path,
 	return 0;
 }
 
+/* The directory PREFIX names, made (mode 0700: it holds a private key)
+ * when it is missing and its own parent exists. Only that last component
+ * is made, never a whole path a typing error could invent. 1 made, 0
+ * already there (or a failure the key files' creation names), -1 with a
+ * sentence. */
+static int key_directory(const char *prefix, char *dir, size_t len, char *err, size_t n)
+{
+	char parent[PATH_MAX];
+	const char *base;
+	struct stat st;
+
+	split_path(prefix, dir, len, &base);
+	if (stat(dir, &st) == 0 || errno != ENOENT)
+		return 0;
+	if (mkdir(dir, KEY_DIR_MODE) == 0) {
+		fprintf(stderr, "lensemble-verify keygen: made the directory %s, mode 0700\n", dir);
+		return 1;
+	}
+	if (errno == ENOENT) {
+		split_path(dir, parent, sizeof(parent), &base);
+		snprintf(err, n, "cannot make the directory %s: %s does not exist either; "
+		    "make it first, e.g. mkdir -p -m 0700 %s", dir, parent, dir);
+	} else {
+		snprintf(err, n, "cannot make the directory %s: %s", dir, strerror(errno));
+	}
+	return -1;
+}
+
 static int cmd_keygen(int argc, char **argv)
 {
-	char key_path[PATH_MAX], pub_path[PATH_MAX], err[PATH_MAX + 128];
+	char key_path[PATH_MAX], pub_path[PATH_MAX], dir[PATH_MAX], err[3 * PATH_MAX + 128];
 	vd_buf priv, pub;
 	vd_key *k;
-	int rc;
+	int rc, made;
 
 	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		fputs(sign_usage_text + 1, stdout);
@@ -487,8 +517,13 @@ static int cmd_keygen(int argc, char **argv)
 	if (snprintf(key_path, sizeof(key_path), "%s.key", argv[1]) >= (int)sizeof(key_path) ||
 	    snprintf(pub_path, sizeof(pub_path), "%s.pub", argv[1]) >= (int)sizeof(pub_path))
 		return cmd_usage("keygen", "PREFIX is too long");
-	if (vd_key_generate(&k) < 0)
+	if ((made = key_directory(argv[1], dir, sizeof(dir), err, sizeof(err))) < 0)
+		return cmd_fail("keygen", err);
+	if (vd_key_generate(&k) < 0) {
+		if (made)
+			rmdir(dir);
 		return cmd_fail("keygen", "cannot generate an Ed25519 key");
+	}
 	vd_buf_init(&priv);
 	vd_buf_init(&pub);
 	if (vd_key_private_pem(k, &priv) < 0 || vd_key_public_pem(k, &pub) < 0) {
@@ -503,6 +538,8 @@ static int cmd_keygen(int argc, char **argv)
 	vd_buf_free(&pub);
 	if (rc == 0)
 		printf("%s\n", vd_key_id(k));
+	else if (made)
+		rmdir(dir);
 	vd_key_free(k);
 	return rc == 0 ? 0 : cmd_fail("keygen", err);
 }

@@ -68,6 +68,15 @@ says "it says why" "already exists"
 check "the key files are unchanged" "$SUM" "$(sha256sum "$K/coord.key" "$K/coord.pub")"
 exits "keygen without a prefix: 2" 2 "$V" keygen
 exits "keygen with two prefixes: 2" 2 "$V" keygen "$K/a" "$K/b"
+# A missing last directory is made, mode 0700 (it holds a private key);
+# a missing path above it is said, with the command that makes it.
+exits "keygen into a missing directory" 0 "$V" keygen "$K/new/coord"
+check "makes the directory, mode 700" 700 "$(stat -c %a "$K/new")"
+check "and writes both key files in it" "coord.key coord.pub" "$(ls "$K/new" | tr '\n' ' ' | sed 's/ $//')"
+says "it says it made the directory" "made the directory $K/new, mode 0700"
+exits "keygen under two missing directories: 1" 1 "$V" keygen "$K/none/deeper/coord"
+says "it says what to do" "mkdir -p -m 0700 $K/none/deeper"
+check "and makes nothing" no "$([ -e "$K/none" ] && echo yes || echo no)"
 openssl genpkey -algorithm ed25519 -out "$K/ossl.key" 2>/dev/null
 openssl pkey -in "$K/ossl.key" -pubout -out "$K/ossl.pub"
 OID=$(key_id "$K/ossl.pub")
