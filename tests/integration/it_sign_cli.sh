@@ -180,6 +180,12 @@ exits "--help shows the artifact form" 0 "$V" sign-roundclose --help
 says "first" "sign-roundclose --key FILE \[--run RUN\] \[-o FILE\] ARTIFACT"
 says "and says what T is" "T is its header's round_index"
 
+# ---- the artifact generator lists every flag it takes --------------------------
+exits "vd-mkartifact --help" 0 "$MKART" --help
+for f in $(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", .*_argument.*/\1/p' "$top_srcdir/tools/vd-mkartifact.c"); do
+	says "it lists --$f on a line of its own" "^ *--$f[ =]"
+done
+
 # ---- an envelope made by openssl alone ----------------------------------------
 P='{"kind":"ledger_checkpoint","run":".","records":2,"head_record_hash":"'$H4'"}'
 printf 'DSSEv1 %d %s %d %s' "${#CP_TYPE}" "$CP_TYPE" "${#P}" "$P" > "$WORK/pae2.bin"
