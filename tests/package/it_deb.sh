@@ -87,10 +87,18 @@ if command -v git >/dev/null 2>&1 && git -C "$src" init -q 2>/dev/null; then
 	have_git=1
 	git -C "$src" ls-files -o --exclude-standard | sort >"$tmp/files.before"
 fi
-# A clean environment: the system Python (not one first on the caller's
-# PATH), Debian's default compiler flags, no compiler chosen by the caller.
+# A clean environment (Debian's default compiler flags, no compiler chosen
+# by the caller) but for a python3 first on PATH that is not Debian's, as
+# pyenv's shims are: it must not be the one the build runs.
+foreign=$tmp/foreign-python
+mkdir -p "$foreign"
+for py in python python3 $(py3versions -s 2>/dev/null); do
+	printf '#!/bin/sh\necho "%s: not the system python3, called with: $*" >&2\nexit 1\n' \
+		"$py" >"$foreign/$py"
+	chmod 755 "$foreign/$py"
+done
 start=$(date +%s)
-if (cd "$src" && env -i HOME="$tmp" PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
+if (cd "$src" && env -i HOME="$tmp" PATH="$foreign:/usr/sbin:/usr/bin:/sbin:/bin" LC_ALL=C.UTF-8 \
 	DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
 	dpkg-buildpackage -us -uc -b) >"$tmp/build.log" 2>&1; then
 	ok "dpkg-buildpackage -us -uc -b ($(( $(date +%s) - start )) s)"
