@@ -26,6 +26,7 @@
 #include "vd_keys.h"
 #include "vd_ledger.h"
 #include "vd_limits.h"
+#include "vd_mapping.h"
 #include "vd_util.h"
 
 static const char usage_text[] =
@@ -272,6 +273,7 @@ static int usage_error(const char *msg)
 /* ---- signed commitments (trust.md section 7) ----------------------------- */
 
 #define KEY_FILE_MODE 0600
+#define KEY_DIR_MODE 0700
 #define PUB_FILE_MODE 0644
 #define ENVELOPE_FILE_MODE 0644
 #define COMMITMENTS_DIR_MODE 0755
@@ -282,17 +284,25 @@ static const char sign_usage_text[] =
 "\n"
 "Signed commitments (Ed25519 keys, DSSE envelopes):\n"
 "  lensemble-verify keygen PREFIX\n"
-"  lensemble-verify sign-roundclose --key FILE --run RUN --round T --hash HEX\n"
-"                                   [-o FILE]\n"
+"  lensemble-verify sign-roundclose --key FILE [--run RUN] [-o FILE] ARTIFACT\n"
+"  lensemble-verify sign-roundclose --key FILE [--run RUN] --round T --hash HEX\n"
+"                                   [--artifact PATH] [-o FILE]\n"
 "  lensemble-verify sign-ledger --key FILE [--run RUN] [--records N] LEDGER\n"
 "                               [-o FILE]\n"
 "  lensemble-verify verify-envelope --key PUBFILE FILE\n"
 "  lensemble-verify verify-attestation --key PUBFILE [--expect HASH] FILE\n"
 "\n"
 "  keygen           write PREFIX.key (private, mode 0600) and PREFIX.pub and\n"
-"                   print the key id; existing files are never overwritten\n"
-"  sign-roundclose  sign \"round T of RUN ended with the model HEX\" (this\n"
-"                   commits the artifact of round T+1) to stdout or -o FILE\n"
+"                   print the key id; existing files are never overwritten;\n"
+"                   a missing last directory of PREFIX is made, mode 0700\n"
+"  sign-roundclose  sign the RoundClose that commits ARTIFACT (a directory\n"
+"                   or a tar) to stdout or -o FILE. ARTIFACT must verify;\n"
+"                   its content hash is HEX and T is its header's round_index\n"
+"                   minus one: RoundClose T commits the artifact of round\n"
+"                   T+1, \"round T of RUN ended with the model HEX\". Round 0\n"
+"                   is pinned by the daemon's genesis_hash, never signed.\n"
+"                   --round T --hash HEX sign before the artifact exists;\n"
+"                   with --artifact PATH, a warning when PATH disagrees\n"
 "  sign-ledger      sign records 1..N of LEDGER (default: every record, and\n"
 "                   the whole chain must be intact) into -o FILE or\n"
 "                   <LEDGER's directory>/commitments/ledger-N.json\n"
@@ -305,7 +315,7 @@ static const char sign_usage_text[] =
 "                   trusted; exit 1 with the check that failed when not\n"
 "\n"
 "RUN is the run directory relative to the store root, \".\" for the root\n"
-"(the default of sign-ledger). Exit status: 0 done, 1 failed, 2 usage error.\n";
+"(the default). Exit status: 0 done, 1 failed, 2 usage error.\n";
 
 static int cmd_usage(const char *cmd, const char *msg)
 {
@@ -461,12 +471,40 @@ static int write_key_files(const char *key_path, const char *pub_path,
 	return 0;
 }
 
+/* The directory PREFIX names, made (mode 0700: it holds a private key)
+ * when it is missing and its own parent exists. Only that last component
+ * is made, never a whole path a typing error could invent. 1 made, 0
+ * already there (or a failure the key files' creation names), -1 with a
+ * sentence. */
+static int key_directory(const char *prefix, char *dir, size_t len, char *err, size_t n)
+{
+	char parent[PATH_MAX];
+	const char *base;
+	struct stat st;
+
+	split_path(prefix, dir, len, &base);
+	if (stat(dir, &st) == 0 || errno != ENOENT)
+		return 0;
+	if (mkdir(dir, KEY_DIR_MODE) == 0) {
+		fprintf(stderr, "lensemble-verify keygen: made the directory %s, mode 0700\n", dir);
+		return 1;
+	}
+	if (errno == ENOENT) {
+		split_path(dir, parent, sizeof(parent), &base);
+		snprintf(err, n, "cannot make the directory %s: %s does not exist either; "
+		    "make it first, e.g. mkdir -p -m 0700 %s", dir, parent, dir);
+	} else {
+		snprintf(err, n, "cannot make the directory %s: %s", dir, strerror(errno));
+	}
+	return -1;
+}
+
 static int cmd_keygen(int argc, char **argv)
 {
-	char key_path[PATH_MAX], pub_path[PATH_MAX], err[PATH_MAX + 128];
+	char key_path[PATH_MAX], pub_path[PATH_MAX], dir[PATH_MAX], err[3 * PATH_MAX + 128];
 	vd_buf priv, pub;
 	vd_key *k;
-	int rc;
+	int rc, made;
 
 	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		fputs(sign_usage_text + 1, stdout);
@@ -479,8 +517,13 @@ static int cmd_keygen(int argc, char **argv)
 	if (snprintf(key_path, sizeof(key_path), "%s.key", argv[1]) >= (int)sizeof(key_path) ||
 	    snprintf(pub_path, sizeof(pub_path), "%s.pub", argv[1]) >= (int)sizeof(pub_path))
 		return cmd_usage("keygen", "PREFIX is too long");
-	if (vd_key_generate(&k) < 0)
+	if ((made = key_directory(argv[1], dir, sizeof(dir), err, sizeof(err))) < 0)
+		return cmd_fail("keygen", err);
+	if (vd_key_generate(&k) < 0) {
+		if (made)
+			rmdir(dir);
 		return cmd_fail("keygen", "cannot generate an Ed25519 key");
+	}
 	vd_buf_init(&priv);
 	vd_buf_init(&pub);
 	if (vd_key_private_pem(k, &priv) < 0 || vd_key_public_pem(k, &pub) < 0) {
@@ -495,6 +538,8 @@ static int cmd_keygen(int argc, char **argv)
 	vd_buf_free(&pub);
 	if (rc == 0)
 		printf("%s\n", vd_key_id(k));
+	else if (made)
+		rmdir(dir);
 	vd_key_free(k);
 	return rc == 0 ? 0 : cmd_fail("keygen", err);
 }
@@ -540,18 +585,24 @@ static int emit_envelope(const char *cmd, const char *out, const vd_buf *env,
 	return 0;
 }
 
-/* Sign the statement with the private key in key_path and emit it. */
-static int sign_statement(const char *cmd, const char *key_path, const char *type,
-    const vd_statement *st, const char *out)
+/* The private key in key_path. Strict: a private key others can read is
+ * no longer private. */
+static int load_signing_key(const char *cmd, const char *key_path, vd_key **k)
 {
 	char err[PATH_MAX + VD_DETAIL_MAX];
+
+	if (vd_key_load(key_path, 1, 1, k, err, sizeof(err)) < 0)
+		return cmd_fail(cmd, err);
+	return 0;
+}
+
+/* Sign the statement with k and emit it. */
+static int sign_with(const char *cmd, const vd_key *k, const char *type,
+    const vd_statement *st, const char *out)
+{
 	vd_buf payload, env;
-	vd_key *k;
 	int rc;
 
-	/* Strict: a private key others can read is no longer private. */
-	if (vd_key_load(key_path, 1, 1, &k, err, sizeof(err)) < 0)
-		return cmd_fail(cmd, err);
 	vd_buf_init(&payload);
 	vd_buf_init(&env);
 	if (vd_statement_write(st, &payload) < 0 ||
@@ -561,6 +612,19 @@ static int sign_statement(const char *cmd, const char *key_path, const char *typ
 		rc = emit_envelope(cmd, out, &env, k);
 	vd_buf_free(&payload);
 	vd_buf_free(&env);
+	return rc;
+}
+
+/* Sign the statement with the private key in key_path and emit it. */
+static int sign_statement(const char *cmd, const char *key_path, const char *type,
+    const vd_statement *st, const char *out)
+{
+	vd_key *k;
+	int rc;
+
+	if ((rc = load_signing_key(cmd, key_path, &k)) != 0)
+		return rc;
+	rc = sign_with(cmd, k, type, st, out);
 	vd_key_free(k);
 	return rc;
 }
@@ -573,6 +637,118 @@ static int check_run(const char *run)
 #define RUN_USAGE "--run takes \".\" or a directory path relative to the store " \
 	"root, without empty, \".\" or \"..\" components"
 
+/* The verdict on an artifact (a directory or a tar), judged in place. */
+static void verify_quietly(const char *path, vd_verdict *v)
+{
+	vd_options opt = { 0 };
+
+	if (isatty(STDERR_FILENO)) {
+		opt.progress = progress;
+		opt.progress_arg = (void *)path;
+	}
+	vd_artifact_guard_sigbus();
+	vd_verify_artifact(path, &opt, v);
+}
+
+/* RoundClose t commits the artifact of round t + 1: the statement that
+ * commits the artifact at path, which must verify. 0, or an exit status
+ * with the reason said. */
+static int roundclose_of_artifact(const char *cmd, const char *path, vd_statement *st)
+{
+	vd_verdict v;
+	char why[PATH_MAX + VD_DETAIL_MAX + 256];
+
+	verify_quietly(path, &v);
+	if (v.code != VD_OK) {
+		snprintf(why, sizeof(why), "%s does not verify (%s: %s); nothing signed",
+		    path, vd_code_name(v.code), v.detail);
+		return cmd_fail(cmd, why);
+	}
+	if (v.round_index == 0) {
+		snprintf(why, sizeof(why), "%s is round 0, the warm start, which no RoundClose "
+		    "commits (RoundClose t commits the artifact of round t+1): the daemon trusts "
+		    "it only as its pinned genesis_hash, so set genesis_hash = %s%s%s in its "
+		    "configuration instead; nothing signed", path,
+		    strcmp(st->run, RUN_DEFAULT) == 0 ? "" : st->run,
+		    strcmp(st->run, RUN_DEFAULT) == 0 ? "" : ":", v.content_hash);
+		return cmd_fail(cmd, why);
+	}
+	st->round_index = v.round_index - 1;
+	memcpy(st->hash, v.content_hash, VD_HASH_HEX_LEN + 1);
+	fprintf(stderr, "lensemble-verify %s: %s is round %lld with content hash %s: "
+	    "signing RoundClose round %lld of run %s\n", cmd, path, (long long)v.round_index,
+	    v.content_hash, (long long)st->round_index, st->run);
+	return 0;
+}
+
+/* --round and --hash given by hand, checked against the artifact at
+ * path: a disagreement is said, not fatal (the statement is signed as
+ * given). */
+static void warn_if_artifact_disagrees(const char *cmd, const char *path,
+    const vd_statement *st)
+{
+	vd_verdict v;
+
+	verify_quietly(path, &v);
+	if (v.code != VD_OK) {
+		fprintf(stderr, "lensemble-verify %s: warning: --artifact %s does not verify "
+		    "(%s: %s); signing --round %lld --hash %s as given\n", cmd, path,
+		    vd_code_name(v.code), v.detail, (long long)st->round_index, st->hash);
+		return;
+	}
+	if (strcmp(v.content_hash, st->hash) != 0)
+		fprintf(stderr, "lensemble-verify %s: warning: --artifact %s has content hash %s, "
+		    "not --hash %s\n", cmd, path, v.content_hash, st->hash);
+	if (v.round_index != st->round_index + 1)
+		fprintf(stderr, "lensemble-verify %s: warning: --artifact %s is round %lld, and "
+		    "RoundClose round %lld commits the artifact of round %lld%s\n", cmd, path,
+		    (long long)v.round_index, (long long)st->round_index,
+		    (long long)st->round_index + 1,
+		    v.round_index > 0 ? "; to commit it, sign without --round and --hash" : "");
+}
+
+/* The key is read first: a key that cannot sign is said before a large
+ * artifact is hashed. */
+static int sign_artifact_roundclose(const char *cmd, const char *key_path,
+    const char *path, vd_statement *st, const char *out)
+{
+	vd_key *k;
+	int rc;
+
+	if ((rc = load_signing_key(cmd, key_path, &k)) != 0)
+		return rc;
+	if ((rc = roundclose_of_artifact(cmd, path, st)) == 0)
+		rc = sign_with(cmd, k, VD_PT_ROUNDCLOSE, st, out);
+	vd_key_free(k);
+	return rc;
+}
+
+struct roundclose_args {
+	const char *key, *run, *round, *hash, *artifact, *out;
+	const char *path;   /* the ARTIFACT operand, or NULL */
+};
+
+/* Usage checks of the two forms; NULL when the arguments are usable. */
+static const char *roundclose_misuse(const struct roundclose_args *a)
+{
+	int by_hand = a->round != NULL || a->hash != NULL;
+
+	if (a->key == NULL)
+		return "--key is required";
+	if (by_hand && a->path != NULL)
+		return "give ARTIFACT, or --round and --hash (with --artifact PATH to check "
+		    "them against an artifact), not both";
+	if (!by_hand && a->path == NULL)
+		return "give the ARTIFACT to commit (a directory or a tar), or --round and --hash";
+	if (by_hand && (a->round == NULL || a->hash == NULL))
+		return "--round and --hash go together";
+	if (!by_hand && a->artifact != NULL)
+		return "--artifact checks --round and --hash; with ARTIFACT alone, leave it out";
+	if (!check_run(a->run))
+		return RUN_USAGE;
+	return NULL;
+}
+
 static int cmd_sign_roundclose(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -580,12 +756,14 @@ static int cmd_sign_roundclose(int argc, char **argv)
 		{ "run", required_argument, NULL, 'r' },
 		{ "round", required_argument, NULL, 't' },
 		{ "hash", required_argument, NULL, 'H' },
+		{ "artifact", required_argument, NULL, 'a' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char cmd[] = "sign-roundclose";
-	const char *key = NULL, *run = NULL, *round = NULL, *hash = NULL, *out = NULL;
+	struct roundclose_args a = { 0 };
+	const char *misuse;
 	vd_statement st;
 	int ch, dup = 0;
 
@@ -593,33 +771,39 @@ static int cmd_sign_roundclose(int argc, char **argv)
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'k': dup |= set_once(&key, optarg); break;
-		case 'r': dup |= set_once(&run, optarg); break;
-		case 't': dup |= set_once(&round, optarg); break;
-		case 'H': dup |= set_once(&hash, optarg); break;
-		case 'o': dup |= set_once(&out, optarg); break;
+		case 'k': dup |= set_once(&a.key, optarg); break;
+		case 'r': dup |= set_once(&a.run, optarg); break;
+		case 't': dup |= set_once(&a.round, optarg); break;
+		case 'H': dup |= set_once(&a.hash, optarg); break;
+		case 'a': dup |= set_once(&a.artifact, optarg); break;
+		case 'o': dup |= set_once(&a.out, optarg); break;
 		case 'h': fputs(sign_usage_text + 1, stdout); return 0;
 		default: return cmd_usage(cmd, "unknown option or missing value");
 		}
 	}
 	if (dup)
 		return cmd_usage(cmd, "an option is given twice");
-	if (optind != argc)
-		return cmd_usage(cmd, "takes no arguments besides its options");
-	if (key == NULL || run == NULL || round == NULL || hash == NULL)
-		return cmd_usage(cmd, "--key, --run, --round and --hash are required");
+	if (argc - optind > 1)
+		return cmd_usage(cmd, "takes one ARTIFACT");
+	a.path = optind < argc ? argv[optind] : NULL;
+	if (a.run == NULL)
+		a.run = RUN_DEFAULT;
+	if ((misuse = roundclose_misuse(&a)) != NULL)
+		return cmd_usage(cmd, misuse);
 	memset(&st, 0, sizeof(st));
 	st.kind = VD_STMT_ROUNDCLOSE;
 	st.schema_version = 2;
-	if (!check_run(run))
-		return cmd_usage(cmd, RUN_USAGE);
-	if (parse_count(round, 0, &st.round_index) < 0)
+	memcpy(st.run, a.run, strlen(a.run) + 1);
+	if (a.path != NULL)
+		return sign_artifact_roundclose(cmd, a.key, a.path, &st, a.out);
+	if (parse_count(a.round, 0, &st.round_index) < 0)
 		return cmd_usage(cmd, "--round takes a round index, a non-negative integer");
-	if (!vd_is_hex64((vd_str){ hash, strlen(hash) }))
+	if (!vd_is_hex64((vd_str){ a.hash, strlen(a.hash) }))
 		return cmd_usage(cmd, "--hash takes a content hash of 64 lowercase hex characters");
-	memcpy(st.run, run, strlen(run) + 1);
-	memcpy(st.hash, hash, VD_HASH_HEX_LEN + 1);
-	return sign_statement(cmd, key, VD_PT_ROUNDCLOSE, &st, out);
+	memcpy(st.hash, a.hash, VD_HASH_HEX_LEN + 1);
+	if (a.artifact != NULL)
+		warn_if_artifact_disagrees(cmd, a.artifact, &st);
+	return sign_statement(cmd, a.key, VD_PT_ROUNDCLOSE, &st, a.out);
 }
 
 /* What sign-ledger needs from the chain: the record hash of record

@@ -326,12 +326,29 @@ static int make_chain(struct spec *s, const char *run, long long n)
 	return 0;
 }
 
+static const char usage_text[] =
+"usage: vd-mkartifact [OPTION]... DIR\n"
+"Write a Lensemble artifact directory DIR (header.json and safetensors\n"
+"weights of pseudo-random float32 tensors) and print its content hash.\n"
+"\n"
+"  --round N           the header's round_index (default 0)\n"
+"  --parent HASH       the header's parent_hash (default null)\n"
+"  --bytes N           tensor bytes in all, split evenly (default 4096)\n"
+"  --tensors N         tensors, half encoder, half predictor (default 4)\n"
+"  --shards N          number of weight files, at most --tensors (default 1)\n"
+"  --seed N            seed of the tensor bytes (default 1)\n"
+"  --ledger FILE       append to FILE the record of round N-1 that commits DIR\n"
+"  --participants a,b  a ledger record's participants (default site-a,site-b)\n"
+"  --sparse            zero tensors as a file hole: big artifacts made cheaply\n"
+"  --claim HASH        header.json claims HASH and nothing is hashed\n"
+"  --chain N           DIR is a run: rounds 0 to N-1 as DIR/round-NNNNN, each\n"
+"                      the parent of the next, committed in DIR/ledger.jsonl\n"
+"                      (or --ledger FILE); prints the last round's hash\n"
+"  --help              show this help and exit\n";
+
 static void usage(void)
 {
-	fputs("usage: vd-mkartifact [--round N] [--parent HASH] [--bytes N] [--tensors N]\n"
-	    "                     [--shards N] [--seed N] [--ledger FILE] [--participants a,b]\n"
-	    "                     [--sparse] [--claim HASH] [--chain N] DIR\n",
-	    stderr);
+	fputs(usage_text, stderr);
 	exit(2);
 }
 
@@ -349,6 +366,7 @@ int main(int argc, char **argv)
 		{ "sparse", no_argument, NULL, 'z' },
 		{ "chain", required_argument, NULL, 'c' },
 		{ "claim", required_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct spec s = { 0, NULL, 4096, 4, 1, 1, NULL, "site-a,site-b", NULL, 0, NULL };
@@ -370,6 +388,7 @@ int main(int argc, char **argv)
 		case 'z': s.sparse = 1; break;
 		case 'c': chain = atoll(optarg); break;
 		case 'C': s.claim = optarg; break;
+		case 'h': fputs(usage_text, stdout); return 0;
 		default: usage();
 		}
 	}

@@ -24,7 +24,7 @@ run() {
 }
 
 run "promtool check rules docs/alerts.yml" promtool check rules "$top_srcdir/docs/alerts.yml"
-run "promtool test rules alerts-test.yml" promtool test rules "$top_srcdir/tests/integration/alerts-test.yml"
+run "promtool test rules docs/alerts-test.yml" promtool test rules "$top_srcdir/docs/alerts-test.yml"
 
 # Each kind the daemon exports has its rule, matching on the exact label.
 for kind in artifact_failed commitment_mismatch ledger_broken fork equivocation chain_broken; do

@@ -68,6 +68,15 @@ says "it says why" "already exists"
 check "the key files are unchanged" "$SUM" "$(sha256sum "$K/coord.key" "$K/coord.pub")"
 exits "keygen without a prefix: 2" 2 "$V" keygen
 exits "keygen with two prefixes: 2" 2 "$V" keygen "$K/a" "$K/b"
+# A missing last directory is made, mode 0700 (it holds a private key);
+# a missing path above it is said, with the command that makes it.
+exits "keygen into a missing directory" 0 "$V" keygen "$K/new/coord"
+check "makes the directory, mode 700" 700 "$(stat -c %a "$K/new")"
+check "and writes both key files in it" "coord.key coord.pub" "$(ls "$K/new" | tr '\n' ' ' | sed 's/ $//')"
+says "it says it made the directory" "made the directory $K/new, mode 0700"
+exits "keygen under two missing directories: 1" 1 "$V" keygen "$K/none/deeper/coord"
+says "it says what to do" "mkdir -p -m 0700 $K/none/deeper"
+check "and makes nothing" no "$([ -e "$K/none" ] && echo yes || echo no)"
 openssl genpkey -algorithm ed25519 -out "$K/ossl.key" 2>/dev/null
 openssl pkey -in "$K/ossl.key" -pubout -out "$K/ossl.pub"
 OID=$(key_id "$K/ossl.pub")
@@ -95,6 +104,87 @@ check "and prints the statement in one line" "$RC_PAYLOAD" "$(cat "$WORK/out")"
 exits "sign-roundclose to standard output" 0 "$V" sign-roundclose --key "$K/coord.key" \
 	--run runs/a --round 3 --hash "$H4"
 check "the same envelope (Ed25519 is deterministic)" "$(cat "$WORK/rc.json")" "$(cat "$WORK/out")"
+
+# ---- sign-roundclose ARTIFACT: the round and hash from the artifact ---------------
+# RoundClose t commits the artifact of round t+1: given the artifact, the
+# tool reads its round and recomputes its hash, so t is never typed.
+ART="$WORK/art"
+"$MKART" --chain 3 "$ART" > /dev/null
+H1=$("$V" --json "$ART/round-00001" | jq -r .content_hash)
+H2=$("$V" --json "$ART/round-00002" | jq -r .content_hash)
+rc_payload() {
+	printf '{"schema_version":2,"kind":"round_close","run":"%s","round_index":%s,"global_model_hash":"%s"}' "$@"
+}
+exits "sign-roundclose ARTIFACT signs the artifact's RoundClose" 0 "$V" sign-roundclose \
+	--key "$K/coord.key" --run runs/a "$ART/round-00002" -o "$WORK/rc-art.json"
+check "round 2's artifact: round_index 1, its content hash" "$(rc_payload runs/a 1 "$H2")" \
+	"$(jq -r .payload "$WORK/rc-art.json" | base64 -d)"
+says "it says which round it signs" "is round 2 with content hash $H2: signing RoundClose round 1 of run runs/a"
+pae "$WORK/rc-art.json" "$WORK/pae-art.bin"
+jq -r '.signatures[0].sig' "$WORK/rc-art.json" | base64 -d > "$WORK/sig-art.bin"
+exits "openssl verifies its signature over the PAE" 0 \
+	openssl pkeyutl -verify -rawin -pubin -inkey "$K/coord.pub" \
+	-sigfile "$WORK/sig-art.bin" -in "$WORK/pae-art.bin"
+exits "the same statement given by hand" 0 "$V" sign-roundclose --key "$K/coord.key" \
+	--run runs/a --round 1 --hash "$H2"
+check "is the same envelope" "$(cat "$WORK/rc-art.json")" "$(cat "$WORK/out")"
+exits "without --run, to standard output" 0 "$V" sign-roundclose --key "$K/coord.key" "$ART/round-00001"
+check "run \".\", round 0, round 1's hash" "$(rc_payload . 0 "$H1")" \
+	"$(jq -r .payload "$WORK/out" | base64 -d)"
+tar -C "$ART" -cf "$WORK/round-00002.tar" round-00002
+exits "a tar of the artifact" 0 "$V" sign-roundclose --key "$K/coord.key" --run runs/a \
+	"$WORK/round-00002.tar"
+check "signs the same envelope" "$(cat "$WORK/rc-art.json")" "$(cat "$WORK/out")"
+exits "round 0's artifact: 1" 1 "$V" sign-roundclose --key "$K/coord.key" \
+	"$ART/round-00000" -o "$WORK/rc-zero.json"
+says "it says round 0 is pinned by genesis_hash" "round 0, the warm start, which no RoundClose commits"
+says "with the pin to set" "genesis_hash = $("$V" --json "$ART/round-00000" | jq -r .content_hash)"
+check "and writes nothing" no "$([ -e "$WORK/rc-zero.json" ] && echo yes || echo no)"
+cp -r "$ART/round-00002" "$WORK/tampered"
+printf '\377' | dd of="$WORK/tampered/weights.safetensors" bs=1 seek=300 conv=notrunc 2>/dev/null
+exits "an artifact that does not verify: 1" 1 "$V" sign-roundclose --key "$K/coord.key" \
+	"$WORK/tampered" -o "$WORK/rc-bad.json"
+says "it names the artifact and the reason" "$WORK/tampered does not verify (checkpoint_integrity"
+check "and writes nothing" no "$([ -e "$WORK/rc-bad.json" ] && echo yes || echo no)"
+check "nothing on standard output" "" "$(cat "$WORK/out")"
+exits "a missing artifact: 1" 1 "$V" sign-roundclose --key "$K/coord.key" "$WORK/missing"
+says "it names it" "$WORK/missing does not verify"
+exits "a key that cannot sign is said before the artifact is read" 1 "$V" sign-roundclose \
+	--key "$K/coord.pub" "$WORK/missing"
+check "(nothing about the artifact)" "" "$(grep -- "$WORK/missing" "$WORK/err")"
+
+# --round and --hash sign before the artifact exists; --artifact PATH
+# warns when PATH is not the artifact of round T+1 with that hash.
+exits "--round 1 --hash H2 --artifact round 2: 0" 0 "$V" sign-roundclose --key "$K/coord.key" \
+	--round 1 --hash "$H2" --artifact "$ART/round-00002"
+check "no warning" "" "$(cat "$WORK/err")"
+exits "--round 2 (off by one) --hash H2 --artifact round 2: signed" 0 "$V" sign-roundclose \
+	--key "$K/coord.key" --round 2 --hash "$H2" --artifact "$ART/round-00002"
+says "with a warning naming both rounds" "warning: --artifact $ART/round-00002 is round 2, and RoundClose round 2 commits the artifact of round 3"
+check "as given" "$(rc_payload . 2 "$H2")" "$(jq -r .payload "$WORK/out" | base64 -d)"
+exits "--hash of another artifact: signed" 0 "$V" sign-roundclose --key "$K/coord.key" \
+	--round 1 --hash "$H1" --artifact "$ART/round-00002"
+says "with a warning naming both hashes" "has content hash $H2, not --hash $H1"
+exits "--artifact that does not verify: signed" 0 "$V" sign-roundclose --key "$K/coord.key" \
+	--round 1 --hash "$H2" --artifact "$WORK/tampered"
+says "with a warning" "warning: --artifact $WORK/tampered does not verify"
+exits "ARTIFACT and --round --hash: 2" 2 "$V" sign-roundclose --key "$K/coord.key" \
+	--round 1 --hash "$H2" "$ART/round-00002"
+exits "--round without --hash: 2" 2 "$V" sign-roundclose --key "$K/coord.key" --round 1
+exits "two artifacts: 2" 2 "$V" sign-roundclose --key "$K/coord.key" \
+	"$ART/round-00001" "$ART/round-00002"
+exits "neither: 2" 2 "$V" sign-roundclose --key "$K/coord.key"
+says "it says what to give" "give the ARTIFACT to commit"
+exits "--artifact alone: 2" 2 "$V" sign-roundclose --key "$K/coord.key" --artifact "$ART/round-00002"
+exits "--help shows the artifact form" 0 "$V" sign-roundclose --help
+says "first" "sign-roundclose --key FILE \[--run RUN\] \[-o FILE\] ARTIFACT"
+says "and says what T is" "T is its header's round_index"
+
+# ---- the artifact generator lists every flag it takes --------------------------
+exits "vd-mkartifact --help" 0 "$MKART" --help
+for f in $(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", .*_argument.*/\1/p' "$top_srcdir/tools/vd-mkartifact.c"); do
+	says "it lists --$f on a line of its own" "^ *--$f[ =]"
+done
 
 # ---- an envelope made by openssl alone ----------------------------------------
 P='{"kind":"ledger_checkpoint","run":".","records":2,"head_record_hash":"'$H4'"}'

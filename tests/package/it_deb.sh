@@ -5,8 +5,10 @@
 # and check what they install: the daemon checks its installed
 # configuration, the conffile, the systemd unit and the system account it
 # runs as (sysusers.d, created in the scratch root with systemd-sysusers),
-# the manual pages, the library and the Python client run from the
-# unpacked root.
+# the manual pages, the library (built against with pkg-config's flags),
+# the alerting rules' unit tests, and the Python client and the
+# participant commands run from the unpacked root. The build runs with a
+# python3 that is not Debian's first on PATH.
 #
 #   tests/package/it_deb.sh                 runs as any user (no fakeroot needed)
 #   VD_PKG_KEEP=1 tests/package/it_deb.sh   keep the scratch directory
@@ -87,10 +89,18 @@ if command -v git >/dev/null 2>&1 && git -C "$src" init -q 2>/dev/null; then
 	have_git=1
 	git -C "$src" ls-files -o --exclude-standard | sort >"$tmp/files.before"
 fi
-# A clean environment: the system Python (not one first on the caller's
-# PATH), Debian's default compiler flags, no compiler chosen by the caller.
+# A clean environment (Debian's default compiler flags, no compiler chosen
+# by the caller) but for a python3 first on PATH that is not Debian's, as
+# pyenv's shims are: it must not be the one the build runs.
+foreign=$tmp/foreign-python
+mkdir -p "$foreign"
+for py in python python3 $(py3versions -s 2>/dev/null); do
+	printf '#!/bin/sh\necho "%s: not the system python3, called with: $*" >&2\nexit 1\n' \
+		"$py" >"$foreign/$py"
+	chmod 755 "$foreign/$py"
+done
 start=$(date +%s)
-if (cd "$src" && env -i HOME="$tmp" PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
+if (cd "$src" && env -i HOME="$tmp" PATH="$foreign:/usr/sbin:/usr/bin:/sbin:/bin" LC_ALL=C.UTF-8 \
 	DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
 	dpkg-buildpackage -us -uc -b) >"$tmp/build.log" 2>&1; then
 	ok "dpkg-buildpackage -us -uc -b ($(( $(date +%s) - start )) s)"
@@ -229,6 +239,18 @@ done
 check "README.md and docs/*.md are in /usr/share/doc/lensemble-verifyd${missing:+ (missing:$missing)}" \
 	test -z "$missing"
 
+# The alerting rules' unit tests, beside the rules they test, uncompressed.
+check "alerts.yml and alerts-test.yml are in $doc, uncompressed" \
+	test -f "$doc/alerts.yml" -a -f "$doc/alerts-test.yml"
+if command -v promtool >/dev/null 2>&1; then
+	out=$(cd "$tmp" && promtool test rules "$doc/alerts-test.yml" 2>&1)
+	rc=$?
+	[ "$rc" -eq 0 ] || echo "$out" | tail -n 20 | sed 's/^/# /'
+	check "promtool test rules passes on the installed alerts-test.yml" test "$rc" -eq 0
+else
+	echo "# promtool is not installed (Debian package: prometheus): the installed rules are not run"
+fi
+
 # The installed tool on the reference cases: one verifies, one is tampered.
 good=$top/tests/data/golden-cases/round-00001
 bad=$top/tests/data/golden-cases/tamper-weight-byte
@@ -255,12 +277,23 @@ int main(int argc, char **argv)
 	return v.code == VD_OK ? 0 : 1;
 }
 EOF
-if gcc -std=c11 -I"$root/usr/include" -o "$tmp/uselib" "$tmp/uselib.c" \
-	-L"$root/usr/lib/$ma" -llensemble-verify 2>"$tmp/uselib.err"; then
+# pkg-config names the flags: as installed (prefix /usr), then with the
+# prefix moved to the scratch root to build with them.
+pc=$root/usr/lib/$ma/pkgconfig/lensemble-verify.pc
+check "liblensemble-verify-dev ships /usr/lib/$ma/pkgconfig/lensemble-verify.pc" test -f "$pc"
+pcflags=$(PKG_CONFIG_PATH="$root/usr/lib/$ma/pkgconfig" pkg-config --cflags --libs lensemble-verify 2>&1)
+rc=$?
+check "pkg-config --cflags --libs lensemble-verify: $pcflags" \
+	sh -c 'test "$1" -eq 0 && echo "$2" | grep -q -- "-llensemble-verify"' - "$rc" "$pcflags"
+check "pkg-config --modversion lensemble-verify says $version" \
+	test "$(PKG_CONFIG_PATH="$root/usr/lib/$ma/pkgconfig" pkg-config --modversion lensemble-verify)" = "$version"
+pcflags=$(PKG_CONFIG_PATH="$root/usr/lib/$ma/pkgconfig" \
+	pkg-config --define-variable=prefix="$root/usr" --cflags --libs lensemble-verify)
+if gcc -std=c11 -o "$tmp/uselib" "$tmp/uselib.c" $pcflags 2>"$tmp/uselib.err"; then
 	check "a program built against liblensemble-verify-dev gets the same hash" \
 		sh -c 'test "$("$1" "$2")" = "ok $3"' - "$tmp/uselib" "$good" "$hash"
 else
-	not_ok "a program builds against liblensemble-verify-dev"
+	not_ok "a program builds against liblensemble-verify-dev with pkg-config's flags ($pcflags)"
 	sed 's/^/# /' "$tmp/uselib.err"
 fi
 
@@ -274,5 +307,24 @@ check "its metadata says version $version" \
 check "the installed client hashes a reference artifact as the C tool does" \
 	py -c 'import sys, lensemble_verify_client as c
 sys.exit(c.load_verified(sys.argv[1], framework=None).content_hash != sys.argv[2])' "$good" "$hash"
+
+# --- the participant commands --------------------------------------------------
+# The scripts of docs/participant, as commands of the client's package.
+dpkg-deb -c "$deb_py" >"$tmp/contents-py"
+for c in lensemble-check lensemble-wait-for-head; do
+	check "python3-lensemble-verify-client ships /usr/bin/$c" grep -q " \./usr/bin/$c\$" "$tmp/contents-py"
+	check "$c runs the system python3" \
+		sh -c 'head -n 1 "$1" | grep -Eq "^#! ?/usr/bin/python3$"' - "$root/usr/bin/$c"
+	out=$(cd "$tmp" && env -i PATH=/usr/bin:/bin "$root/usr/bin/$c" --help 2>&1)
+	rc=$?
+	check "$c --help works (status $rc)" \
+		sh -c 'test "$1" -eq 0 && echo "$2" | grep -q "^usage: $3 "' - "$rc" "$out" "$c"
+	check "manual page /usr/share/man/man1/$c.1.gz" test -f "$root/usr/share/man/man1/$c.1.gz"
+done
+out=$(cd "$tmp" && env -i PATH=/usr/bin:/bin "$root/usr/bin/lensemble-check" \
+	http://127.0.0.1:1 "$hash" 2>&1)
+rc=$?
+check "lensemble-check against no daemon: exit 4, no answer (status $rc)" \
+	sh -c 'test "$1" -eq 4 && echo "$2" | grep -q "NO ANSWER"' - "$rc" "$out"
 
 finish
