@@ -11,7 +11,7 @@ import urllib.parse
 import urllib.request
 
 from . import _json
-from ._errors import UNTRUSTED, VerificationError
+from ._errors import UNTRUSTED, VerificationError, need
 
 MAX_ANSWER = 64 * 1024
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -142,12 +142,10 @@ def _refuse_with_reason(detail, reason, signed):
 def load_public_key(public_key):
     """An Ed25519 public key (PEM SubjectPublicKeyInfo, a path or the bytes)
     and its key id. Needs the cryptography package."""
-    try:
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-    except ImportError as e:
-        raise ImportError("checking the daemon's signed verdict needs the 'cryptography' "
-                          "package (pip install 'lensemble-verify-client[attest]')") from e
+    purpose = "checking the daemon's signed verdict (public_key)"
+    serialization = need("cryptography.hazmat.primitives.serialization", purpose)
+    Ed25519PublicKey = need("cryptography.hazmat.primitives.asymmetric.ed25519",
+                            purpose).Ed25519PublicKey
     if isinstance(public_key, (bytes, bytearray, memoryview)):
         pem = bytes(public_key)
     elif isinstance(public_key, (str, os.PathLike)):
@@ -187,7 +185,8 @@ def check_attestation(base, content_hash, key, keyid, timeout):
     A refusal carries the daemon's untrusted_reason: the predicate's, when
     it signs one; else, to say why only, the one of its unsigned status
     object (GET /artifact/<hash>), named as such in the detail."""
-    from cryptography.exceptions import InvalidSignature
+    InvalidSignature = need("cryptography.exceptions",
+                            "checking the daemon's signed verdict (public_key)").InvalidSignature
 
     try:
         env = get_json(base, "/artifact/%s/attestation" % content_hash, timeout)
