@@ -104,7 +104,9 @@ def load_verified(path, *, daemon=None, expect=None, public_key=None, framework=
       loaded bytes, little-endian dtypes <f4 and <f2. NumPy has no
       bfloat16: BF16 tensors come as uint16 arrays of the raw bit
       patterns; ``bfloat16_to_float32`` converts one exactly (a copy).
-    - "torch": PyTorch tensors (``torch.frombuffer``), bfloat16 included.
+    - "torch": PyTorch tensors (``torch.frombuffer``), bfloat16 included;
+      a tensor the file stores at an offset not aligned for its dtype is
+      copied into an aligned tensor of its own.
     - "plain": ``Tensor`` objects (``dtype``, ``shape``, and ``data``, a
       read-only memoryview of the bytes; ``tolist()`` decodes them), no
       third-party package.
@@ -112,6 +114,17 @@ def load_verified(path, *, daemon=None, expect=None, public_key=None, framework=
       for float32 and "H" (raw 16-bit patterns) for float16 and bfloat16,
       shaped like the tensor (an empty tensor as a flat empty view). The
       stored dtype of each is in the result's ``dtypes``.
+
+    The memory: each weight file is read into one buffer of anonymous
+    private memory (never a mapping of the file), and the tensors of that
+    file are views into it, not copies (but for PyTorch's empty tensors
+    and the unaligned case above). The tensors own it together: the
+    buffer is freed when the last tensor of the file is, so keeping one
+    small tensor keeps its whole file in memory (copy it, ``.copy()`` or
+    ``.clone()``, to keep it alone). The NumPy and PyTorch tensors are
+    writable: changing one in place changes that tensor only, never
+    another tensor, the files, or a later load; but the result's
+    ``content_hash`` no longer describes it.
 
     ``timeout`` is the HTTP timeout for the daemon, in seconds.
 

@@ -10,6 +10,7 @@ from ._errors import need
 
 FRAMEWORKS = ("auto", "numpy", "torch", "plain", None)
 _TOKEN = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+_SIZE = {"F32": 4, "F16": 2, "BF16": 2}
 
 
 def _reshape(flat, shape):
@@ -96,6 +97,13 @@ def _torch(torch):
         dt = dts[t.dtype]
         if n == 0:
             return torch.empty(t.shape, dtype=dt)
+        if off % _SIZE[t.dtype]:
+            # Not aligned for its dtype where the file stores it: copied
+            # into memory of PyTorch's own, which its kernels may assume.
+            out = torch.empty(t.shape, dtype=dt)
+            out.reshape(-1).view(torch.uint8).copy_(
+                torch.frombuffer(buf, dtype=torch.uint8, count=t.nbytes, offset=off))
+            return out
         return torch.frombuffer(buf, dtype=dt, count=n, offset=off).reshape(t.shape)
     return decode
 
