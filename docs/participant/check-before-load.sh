@@ -2,6 +2,7 @@
 # check-before-load.sh: ask lensemble-verifyd whether a model may be loaded.
 #
 #   check-before-load.sh [-w SECONDS] [-C CAFILE] URL HASH [ROUND]
+#   check-before-load.sh -h | --help
 #
 #   URL    the daemon, e.g. https://verifyd.example.org:8420
 #   HASH   the content hash you were told (a RoundClose's global_model_hash)
@@ -15,12 +16,15 @@
 # model is fit to load only when the verdict is "ok" (the bytes are right)
 # AND "trusted" is true (verified, lineage intact, committed by the run).
 # Load the copy the daemon verified, or compare your copy's hash with it:
-# this says nothing about bytes elsewhere.
+# this says nothing about bytes elsewhere. A refusal prints the daemon's
+# untrusted_reason as it gives it, and says NOT TRUSTED only when the
+# daemon's "trusted" is false; a trusted artifact that fails this check
+# (a RoundClose naming another round) is DO NOT LOAD.
 #
 # Exit status:
 #   0  trusted: load it
-#   1  not trusted: the artifact is known but failed verification, is not
-#      committed, contradicts the RoundClose, or its lineage is broken
+#   1  not fit to load: the artifact is known but failed verification, is
+#      not committed, contradicts the RoundClose, or its lineage is broken
 #   2  usage error
 #   3  unknown: no artifact in the daemon's store claims HASH
 #   4  no answer: the daemon is unreachable, answered an error, or did not
@@ -30,11 +34,18 @@
 # Needs curl and jq. POSIX sh.
 set -u
 
+# usage STATUS: the usage lines on standard error; --help (STATUS 0):
+# the whole description above on standard output.
 usage() {
-	sed -n '4,11s/^# \{0,1\}//p' "$0" >&2
+	if [ "$1" = 0 ]; then
+		sed -n '4,/^[^#]/{/^#/s/^# \{0,1\}//p;}' "$0"
+	else
+		sed -n '4,12s/^# \{0,1\}//p' "$0" >&2
+	fi
 	exit "$1"
 }
 
+[ "${1:-}" = --help ] && usage 0
 wait=120
 cafile=
 while getopts w:C:h opt; do
@@ -100,25 +111,39 @@ esac
 if ! jq -e --arg h "$hash" '.verdict == "ok" and .trusted == true and .content_hash == $h' \
 	"$out" > /dev/null 2>&1; then
 	jq -r --arg h "$hash" '
-		"NOT TRUSTED: \($h)",
-		(if .content_hash != $h then "  the daemon answered for \(.content_hash), not \($h)" else empty end),
-		(if .verdict != "ok" then "  verdict: \(.verdict)" else empty end),
-		(.reasons[]? | "  reason: \(.)"),
-		(if .state != "verified" then
-			"  state: \(.state)" + (if .code then " (\(.code): \(.detail))" else "" end)
-		 else empty end),
-		(if .chain.status != "intact" then
-			"  lineage: \(.chain.status)",
-			(.chain.breaks[]? | "    breaks at \(.content_hash) (round \(.round_index)): \(.reason)")
-		 else empty end),
-		(if .commitment == null and .header.round_index == 0 then
-			"  commitment: none; no round commits round 0: the operator must pin it (genesis_hash)"
-		 elif .commitment == null then
-			"  commitment: none; no trusted commitment names a hash for round \(.header.round_index - 1)"
-		 elif .commitment.matches != true then
-			"  commitment: \(.commitment.source) (\(.commitment.where)) commits \(.commitment.global_model_hash) for round \(.commitment.round_index), not this artifact"
-		 else empty end),
-		"  trusted: \(.trusted)"' "$out" >&2 2> /dev/null ||
+		if .content_hash != $h then
+			"DO NOT LOAD: \($h): the daemon answered for \(.content_hash)"
+		else
+			(if .trusted != true then "NOT TRUSTED: \($h)"
+			 else "DO NOT LOAD: \($h): the daemon trusts this artifact, but its verdict on this check is \(.verdict)"
+			 end),
+			(if .trusted != true and .untrusted_reason != null then
+				"  untrusted_reason: \(.untrusted_reason)" else empty end),
+			(if .verdict != "ok" then "  verdict: \(.verdict)" else empty end),
+			(.reasons[]? | "  reason: \(.)"),
+			(if .state != "verified" then
+				"  state: \(.state)" + (if .code then " (\(.code): \(.detail))" else "" end)
+			 else empty end),
+			(if .chain.status != "intact" then
+				"  lineage: \(.chain.status)",
+				(.chain.breaks[]? | "    breaks at \(.content_hash) (round \(.round_index)): \(.reason)")
+			 else empty end),
+			(.commitment as $c |
+			 "  commitment: \($c.source) (\($c.where))" as $by |
+			 if $c == null and .header.round_index == 0 then
+				"  commitment: none; no round commits round 0: the operator must pin it (genesis_hash)"
+			 elif $c == null then
+				"  commitment: none; no trusted commitment names a hash for round \(.header.round_index - 1)"
+			 elif $c.matches == true then empty
+			 elif $c.global_model_hash != $h then
+				"\($by) commits \($c.global_model_hash) for round \($c.round_index), not this artifact"
+			 elif $c.equivocation == true then
+				"\($by) names this artifact for round \($c.round_index), but the round is an equivocation: another commitment names another hash"
+			 else
+				"\($by) names this artifact for round \($c.round_index), but does not count under the daemon'"'"'s commitment_policy"
+			 end),
+			"  trusted: \(.trusted)"
+		end' "$out" >&2 2> /dev/null ||
 		echo "NOT TRUSTED: $hash (the answer could not be read)" >&2
 	exit 1
 fi

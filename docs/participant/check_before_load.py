@@ -19,10 +19,14 @@ the bytes in its store at this moment, not a cached verdict. A model is fit
 to load only when the verdict is "ok" (the bytes are right) AND "trusted" is
 true (verified, lineage intact, committed by its run).
 
+A refusal prints the daemon's untrusted_reason as it gives it, and says
+NOT TRUSTED only when the daemon's "trusted" is false (a trusted artifact
+that fails this check, e.g. against the RoundClose, is DO NOT LOAD).
+
 Exit status (and the exception raised by assert_trusted):
   0  trusted
-  1  not trusted (NotTrusted): failed verification, not committed, contradicts
-     the RoundClose, or its lineage is broken
+  1  not fit to load (NotTrusted): failed verification, not committed,
+     contradicts the RoundClose, or its lineage is broken
   2  usage error (ValueError)
   3  unknown (UnknownArtifact): no artifact in the daemon's store claims HASH
   4  no answer (NoAnswer): unreachable, an error status, or the verification
@@ -37,10 +41,23 @@ import sys
 import urllib.error
 import urllib.request
 
-__all__ = ["assert_trusted", "explain", "CheckError", "NotTrusted", "UnknownArtifact",
+__all__ = ["assert_trusted", "explain", "headline", "CheckError", "NotTrusted", "UnknownArtifact",
            "NoAnswer", "main"]
 
 _HASH = re.compile(r"[0-9a-f]{64}")
+_EPILOG = """\
+The daemon re-hashes the artifact now (POST /verify). A model is fit to
+load only when the verdict is "ok" and "trusted" is true; a refusal prints
+the daemon's untrusted_reason as it gives it.
+
+exit status:
+  0  trusted: load it
+  1  not fit to load: failed verification, not committed, contradicts the
+     RoundClose, or its lineage is broken
+  2  usage error
+  3  unknown: no artifact in the daemon's store claims HASH
+  4  no answer: unreachable, an error status, or not finished within -w
+Anything but 0 means: do not load."""
 
 
 class CheckError(Exception):
@@ -76,8 +93,11 @@ class NoAnswer(CheckError):
 
 
 def explain(status):
-    """Why a status object is not trusted, one line each."""
+    """Why a status object is not fit to load, one line each: first the
+    daemon's own untrusted_reason, verbatim, then what the status says."""
     lines = []
+    if status.get("trusted") is not True and status.get("untrusted_reason") is not None:
+        lines.append("untrusted_reason: %s" % status.get("untrusted_reason"))
     if status.get("verdict") != "ok":
         lines.append("verdict: %s" % status.get("verdict"))
     lines.extend("reason: %s" % r for r in status.get("reasons") or [])
@@ -101,11 +121,30 @@ def explain(status):
         lines.append("commitment: none; no trusted commitment names a hash for round %s"
                      % (header_round - 1 if isinstance(header_round, int) else "?"))
     elif commitment.get("matches") is not True:
-        lines.append("commitment: %s (%s) commits %s for round %s, not this artifact"
-                     % (commitment.get("source"), commitment.get("where"),
-                        commitment.get("global_model_hash"), commitment.get("round_index")))
+        by = "commitment: %s (%s)" % (commitment.get("source"), commitment.get("where"))
+        if commitment.get("global_model_hash") != status.get("content_hash"):
+            lines.append("%s commits %s for round %s, not this artifact"
+                         % (by, commitment.get("global_model_hash"),
+                            commitment.get("round_index")))
+        elif commitment.get("equivocation") is True:
+            lines.append("%s names this artifact for round %s, but the round is an "
+                         "equivocation: another commitment names another hash"
+                         % (by, commitment.get("round_index")))
+        else:
+            lines.append("%s names this artifact for round %s, but does not count under "
+                         "the daemon's commitment_policy" % (by, commitment.get("round_index")))
     lines.append("trusted: %s" % json.dumps(status.get("trusted")))
     return lines
+
+
+def headline(hash, status):
+    """The first line of a refusal, true to the daemon's "trusted" flag."""
+    if status.get("content_hash") != hash:
+        return "DO NOT LOAD: %s: the daemon answered for %s" % (hash, status.get("content_hash"))
+    if status.get("trusted") is not True:
+        return "NOT TRUSTED: %s" % hash
+    return ("DO NOT LOAD: %s: the daemon trusts this artifact, but its verdict on this "
+            "check is %s" % (hash, status.get("verdict")))
 
 
 def _error_detail(body):
@@ -171,20 +210,25 @@ def assert_trusted(url, hash, round=None, wait=120, cafile=None, timeout=None):
     if status.get("content_hash") != hash:
         raise NotTrusted("the daemon answered for %s, not %s"
                          % (status.get("content_hash"), hash), status)
-    if status.get("verdict") != "ok" or status.get("trusted") is not True:
+    if status.get("trusted") is not True:
         raise NotTrusted("%s is not trusted: %s" % (hash, "; ".join(explain(status))), status)
+    if status.get("verdict") != "ok":
+        raise NotTrusted("%s must not be loaded: the daemon trusts it, but its verdict on this "
+                         "check is %s: %s" % (hash, status.get("verdict"),
+                                              "; ".join(explain(status))), status)
     return status
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(
-        description="Exit 0 only if lensemble-verifyd re-verifies HASH and trusts it.")
-    p.add_argument("-w", dest="wait", type=int, default=120,
+        description="Exit 0 only if lensemble-verifyd re-verifies HASH and trusts it.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG)
+    p.add_argument("-w", dest="wait", type=int, default=120, metavar="SECONDS",
                    help="seconds the daemon may take to re-verify (0-300, default 120)")
     p.add_argument("-C", dest="cafile", help="CA certificate file for an HTTPS daemon")
-    p.add_argument("url", help="the daemon, e.g. https://verifyd.example.org:8420")
-    p.add_argument("hash", help="the content hash you were told")
-    p.add_argument("round", nargs="?", type=int,
+    p.add_argument("url", metavar="URL", help="the daemon, e.g. https://verifyd.example.org:8420")
+    p.add_argument("hash", metavar="HASH", help="the content hash you were told")
+    p.add_argument("round", metavar="ROUND", nargs="?", type=int,
                    help="the RoundClose round_index, when you have the message")
     args = p.parse_args(argv)
     try:
@@ -192,11 +236,14 @@ def main(argv=None):
     except ValueError as e:
         p.error(str(e))
     except NotTrusted as e:
-        print("NOT TRUSTED: %s" % args.hash, file=sys.stderr)
-        for line in (explain(e.status) if e.status else [str(e)]):
-            print("  " + line, file=sys.stderr)
-        if e.status and e.status.get("content_hash") != args.hash:
-            print("  " + str(e), file=sys.stderr)
+        if not e.status:
+            print("NOT TRUSTED: %s" % e, file=sys.stderr)
+            return e.exit_code
+        print(headline(args.hash, e.status), file=sys.stderr)
+        # A status object about another artifact says nothing about this one.
+        if e.status.get("content_hash") == args.hash:
+            for line in explain(e.status):
+                print("  " + line, file=sys.stderr)
         return e.exit_code
     except UnknownArtifact as e:
         print("UNKNOWN: %s" % e, file=sys.stderr)

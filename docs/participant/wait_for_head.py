@@ -53,6 +53,16 @@ _HASH = re.compile(r"[0-9a-f]{64}")
 READ_TIMEOUT = 60
 RETRY_MIN, RETRY_MAX = 1, 30
 MAX_ANSWER = 1 << 20
+_EPILOG = """\
+Prints the head as one line of JSON: {"content_hash", "round_index", "run"}.
+Every head it prints was checked with GET /artifact/<hash> ("trusted": true);
+check the bytes you load as well (check_before_load.py, load_verified).
+
+exit status:
+  0  a trusted head of a later round
+  2  usage error
+  4  no answer: the daemon could not be reached, answered an error, or no
+     such head came within the timeout"""
 
 
 class NoAnswer(Exception):
@@ -205,15 +215,16 @@ def wait_for_head(url, run=".", after_round=None, timeout=None, cafile=None):
 
 def main(argv=None):
     p = argparse.ArgumentParser(
-        description="Wait until lensemble-verifyd trusts a later round of a run; print it.")
-    p.add_argument("-r", dest="run", default=".",
+        description="Wait until lensemble-verifyd trusts a later round of a run; print it.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG)
+    p.add_argument("-r", dest="run", default=".", metavar="RUN",
                    help="the run: its directory relative to the store, '.' for the root (default)")
-    p.add_argument("-a", dest="after", type=int,
+    p.add_argument("-a", dest="after", type=int, metavar="ROUND",
                    help="wait for a round above this one (default: the run's head now)")
-    p.add_argument("-t", dest="timeout", type=float,
+    p.add_argument("-t", dest="timeout", type=float, metavar="SECONDS",
                    help="give up after this many seconds (default: never)")
     p.add_argument("-C", dest="cafile", help="CA certificate file for an HTTPS daemon")
-    p.add_argument("url", help="the daemon, e.g. https://verifyd.example.org:8420")
+    p.add_argument("url", metavar="URL", help="the daemon, e.g. https://verifyd.example.org:8420")
     args = p.parse_args(argv)
     try:
         head = wait_for_head(args.url, args.run, args.after, args.timeout, args.cafile)

@@ -8,27 +8,30 @@
                             daemon="http://127.0.0.1:8420", framework="torch")
     model.load_state_dict(weights)
 
-The standard library is enough for ``framework=None``; NumPy or PyTorch are
-needed only to get their arrays, and the ``cryptography`` package only to
-check a signed verdict (``public_key``).
+The standard library is enough: by default the tensors are NumPy arrays
+when NumPy can be imported and plain ``Tensor`` objects (dtype, shape and
+bytes) otherwise. PyTorch is needed only for ``framework="torch"``, NumPy
+only for ``framework="numpy"``, and the ``cryptography`` package only to
+check a signed verdict (``public_key``); a call that needs one that is
+missing raises MissingPackage (a VerificationError, code
+``missing_package``) naming it and its Debian package.
 """
 
 import math
-import sys
 
-from . import _daemon
+from . import _daemon, _frameworks
 from ._errors import (ARTIFACT_INVALID, CHECKPOINT_INTEGRITY, CODES, IO_ERROR,
-                      RESIDENCY_VIOLATION, SCHEMA_VERSION_MISMATCH, UNTRUSTED,
-                      VerificationError)
+                      MISSING_PACKAGE, RESIDENCY_VIOLATION, SCHEMA_VERSION_MISMATCH,
+                      UNTRUSTED, MissingPackage, VerificationError, need)
 from ._events import wait_for_head
+from ._frameworks import Tensor
 from ._verify import DTYPE_TOKEN, Artifact
 
-__all__ = ["load_verified", "wait_for_head", "LoadedArtifact", "VerificationError",
-           "bfloat16_to_float32", "CODES", "SCHEMA_VERSION_MISMATCH", "ARTIFACT_INVALID",
-           "RESIDENCY_VIOLATION", "CHECKPOINT_INTEGRITY", "UNTRUSTED", "IO_ERROR"]
+__all__ = ["load_verified", "wait_for_head", "LoadedArtifact", "Tensor", "VerificationError",
+           "MissingPackage", "bfloat16_to_float32", "CODES", "SCHEMA_VERSION_MISMATCH",
+           "ARTIFACT_INVALID", "RESIDENCY_VIOLATION", "CHECKPOINT_INTEGRITY", "UNTRUSTED",
+           "IO_ERROR", "MISSING_PACKAGE"]
 __version__ = "0.1.0"
-
-_FRAMEWORKS = ("numpy", "torch", None)
 
 
 class LoadedArtifact(dict):
@@ -37,8 +40,10 @@ class LoadedArtifact(dict):
     Attributes: ``content_hash`` (the canonical hash of the bytes loaded),
     ``round_index``, ``parent_hash``, ``schema_version``, ``dtypes`` (name ->
     "float32" | "float16" | "bfloat16", as stored), ``shapes`` (name ->
-    tuple), ``nbytes`` (tensor bytes) and ``trust``: what the hash was held
-    against, "expect", "daemon", "attestation" or "header" (integrity only).
+    tuple), ``nbytes`` (tensor bytes), ``trust``: what the hash was held
+    against, "expect", "daemon", "attestation" or "header" (integrity
+    only), and ``framework``: what the tensors are, "numpy", "torch",
+    "plain" (Tensor objects) or None (memoryviews).
     """
 
     content_hash = None
@@ -46,6 +51,7 @@ class LoadedArtifact(dict):
     parent_hash = None
     schema_version = None
     trust = None
+    framework = None
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -63,41 +69,7 @@ def _check_expect(expect):
     return e
 
 
-def _decoder(framework):
-    """A function (buffer, offset, tensor) -> array, imported up front so a
-    missing package fails before anything is read."""
-    if framework == "numpy":
-        import numpy as np
-        # Explicitly little-endian, as safetensors stores them: right on any host.
-        dts = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2")}
-
-        def decode(buf, off, t, n):
-            return np.frombuffer(buf, dtype=dts[t.dtype], count=n, offset=off).reshape(t.shape)
-        return decode
-    if sys.byteorder != "little":
-        raise ValueError("framework=%r needs a little-endian host; use framework='numpy'"
-                         % (framework,))
-    if framework == "torch":
-        import torch
-        dts = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
-
-        def decode(buf, off, t, n):
-            if n == 0:
-                return torch.empty(t.shape, dtype=dts[t.dtype])
-            return torch.frombuffer(buf, dtype=dts[t.dtype], count=n,
-                                    offset=off).reshape(t.shape)
-        return decode
-    fmts = {"F32": "f", "F16": "H", "BF16": "H"}
-
-    def decode(buf, off, t, n):
-        mv = memoryview(buf)[off:off + t.nbytes]
-        if n == 0:
-            return mv.cast(fmts[t.dtype])
-        return mv.cast(fmts[t.dtype], t.shape)
-    return decode
-
-
-def load_verified(path, *, daemon=None, expect=None, public_key=None, framework="numpy",
+def load_verified(path, *, daemon=None, expect=None, public_key=None, framework="auto",
                   timeout=30.0):
     """Verify the artifact directory `path` and return its tensors.
 
@@ -125,32 +97,51 @@ def load_verified(path, *, daemon=None, expect=None, public_key=None, framework=
 
     ``framework`` chooses what the tensors are:
 
+    - "auto" (the default): "numpy" when NumPy can be imported, else
+      "plain": the standard library is enough. The result's ``framework``
+      says which.
     - "numpy": NumPy arrays, zero-copy views (``np.frombuffer``) of the
       loaded bytes, little-endian dtypes <f4 and <f2. NumPy has no
       bfloat16: BF16 tensors come as uint16 arrays of the raw bit
       patterns; ``bfloat16_to_float32`` converts one exactly (a copy).
-    - "torch": PyTorch tensors (``torch.frombuffer``), bfloat16 included.
+    - "torch": PyTorch tensors (``torch.frombuffer``), bfloat16 included;
+      a tensor the file stores at an offset not aligned for its dtype is
+      copied into an aligned tensor of its own.
+    - "plain": ``Tensor`` objects (``dtype``, ``shape``, and ``data``, a
+      read-only memoryview of the bytes; ``tolist()`` decodes them), no
+      third-party package.
     - None: ``memoryview`` objects and no third-party package: format "f"
       for float32 and "H" (raw 16-bit patterns) for float16 and bfloat16,
       shaped like the tensor (an empty tensor as a flat empty view). The
       stored dtype of each is in the result's ``dtypes``.
 
+    The memory: each weight file is read into one buffer of anonymous
+    private memory (never a mapping of the file), and the tensors of that
+    file are views into it, not copies (but for PyTorch's empty tensors
+    and the unaligned case above). The tensors own it together: the
+    buffer is freed when the last tensor of the file is, so keeping one
+    small tensor keeps its whole file in memory (copy it, ``.copy()`` or
+    ``.clone()``, to keep it alone). The NumPy and PyTorch tensors are
+    writable: changing one in place changes that tensor only, never
+    another tensor, the files, or a later load; but the result's
+    ``content_hash`` no longer describes it.
+
     ``timeout`` is the HTTP timeout for the daemon, in seconds.
 
     Returns a LoadedArtifact (a dict name -> tensor with the hash and the
     dtypes as attributes). Raises VerificationError (``.code``, ``.detail``)
-    when the artifact must not be loaded; ValueError or TypeError for bad
-    arguments, ImportError when the chosen framework is not installed.
+    when the artifact must not be loaded, and its subclass MissingPackage
+    (code ``missing_package``, also an ImportError) when the framework
+    asked for, or ``public_key``, needs a package that is not installed;
+    ValueError or TypeError for bad arguments.
     """
-    if framework not in _FRAMEWORKS:
-        raise ValueError("framework must be 'numpy', 'torch' or None, not %r" % (framework,))
+    framework, decode = _frameworks.decoder(framework)
     if expect is not None:
         expect = _check_expect(expect)
     if public_key is not None and daemon is None:
         raise ValueError("public_key needs daemon: the signed verdict comes from the daemon")
     if daemon is not None:
         daemon = _daemon.check_url(daemon)
-    decode = _decoder(framework)
     key = keyid = None
     if public_key is not None:
         key, keyid = _daemon.load_public_key(public_key)
@@ -174,6 +165,7 @@ def load_verified(path, *, daemon=None, expect=None, public_key=None, framework=
     out.parent_hash = v.header.parent_hash
     out.schema_version = v.header.schema_version
     out.trust = trust
+    out.framework = framework
     for t in v.tensors:
         w = v.files[t.file]
         n = math.prod(t.shape)
@@ -188,7 +180,7 @@ def bfloat16_to_float32(a):
     """A NumPy uint16 array of bfloat16 bit patterns (what load_verified
     returns for BF16 with framework="numpy") as float32 values, exactly.
     A new array: twice the memory of the input."""
-    import numpy as np
+    np = need("numpy", "bfloat16_to_float32")
     a = np.asarray(a)
     if a.dtype.kind != "u" or a.dtype.itemsize != 2:
         raise TypeError("expected a uint16 array of bfloat16 bit patterns, got %s" % a.dtype)

@@ -4,7 +4,8 @@
 Verifies each artifact (a directory, or an uncompressed tar of one) as
 load_verified does (framework=None) and prints one JSON object per
 artifact, like ``lensemble-verify --json``. Exit 0 when every artifact
-verified, 1 when one did not, 2 on a usage error.
+verified, 1 when one did not, 2 on a usage error or when --public-key
+needs the cryptography package and it is not installed.
 """
 
 import argparse
@@ -12,7 +13,7 @@ import json
 import sys
 import time
 
-from . import VerificationError, load_verified
+from . import MissingPackage, VerificationError, load_verified
 
 
 def main(argv=None):
@@ -31,6 +32,9 @@ def main(argv=None):
         try:
             r = load_verified(path, daemon=a.daemon, expect=a.expect,
                               public_key=a.public_key, framework=None, timeout=a.timeout)
+        except MissingPackage as e:
+            print("%s: %s" % (p.prog, e.detail), file=sys.stderr)
+            return 2
         except VerificationError as e:
             failed += 1
             out = {"path": path, "ok": False, "code": e.code, "detail": e.detail}

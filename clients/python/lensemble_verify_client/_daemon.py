@@ -11,7 +11,7 @@ import urllib.parse
 import urllib.request
 
 from . import _json
-from ._errors import UNTRUSTED, VerificationError
+from ._errors import UNTRUSTED, VerificationError, need
 
 MAX_ANSWER = 64 * 1024
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -69,8 +69,10 @@ def get_json(base, path, timeout):
         if e.code == 404:
             _untrusted("the daemon at %s knows no such artifact (%s)", base,
                        detail or "404 Not Found")
-        _untrusted("the daemon at %s answered %d to GET %s (%s)", base, e.code, path,
-                   detail or e.reason)
+        err = VerificationError(UNTRUSTED, "the daemon at %s answered %d to GET %s (%s)"
+                                % (base, e.code, path, detail or e.reason))
+        err.http_status = e.code
+        raise err
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = getattr(e, "reason", e)
         _untrusted("cannot get an answer from the daemon at %s: %s", base, reason)
@@ -108,19 +110,42 @@ def check_status(base, content_hash, timeout):
     if st.get("content_hash") != content_hash:
         _untrusted("the daemon answered about %r, not %s", st.get("content_hash"), content_hash)
     if st.get("trusted") is not True:
-        _untrusted("the daemon does not vouch for %s (%s)", content_hash, _why_not(st))
+        reason = st.get("untrusted_reason")
+        raise VerificationError(UNTRUSTED, "the daemon does not vouch for %s (%s)"
+                                % (content_hash, _why_not(st)),
+                                reason if isinstance(reason, str) else None)
     return st
+
+
+def _status_reason(base, content_hash, timeout):
+    """The untrusted_reason of the daemon's status object, or None: only to
+    say why a signed verdict refused, for the status object is unsigned."""
+    try:
+        st = get_json(base, "/artifact/" + content_hash, timeout)
+    except VerificationError:
+        return None
+    if not isinstance(st, dict) or st.get("content_hash") != content_hash or \
+            st.get("trusted") is True:
+        return None
+    reason = st.get("untrusted_reason")
+    return reason if isinstance(reason, str) else None
+
+
+def _refuse_with_reason(detail, reason, signed):
+    if reason is None:
+        raise VerificationError(UNTRUSTED, detail)
+    if not signed:
+        detail += "; the daemon's unsigned status object gives untrusted_reason %s" % reason
+    raise VerificationError(UNTRUSTED, detail, reason)
 
 
 def load_public_key(public_key):
     """An Ed25519 public key (PEM SubjectPublicKeyInfo, a path or the bytes)
     and its key id. Needs the cryptography package."""
-    try:
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-    except ImportError as e:
-        raise ImportError("checking the daemon's signed verdict needs the 'cryptography' "
-                          "package (pip install 'lensemble-verify-client[attest]')") from e
+    purpose = "checking the daemon's signed verdict (public_key)"
+    serialization = need("cryptography.hazmat.primitives.serialization", purpose)
+    Ed25519PublicKey = need("cryptography.hazmat.primitives.asymmetric.ed25519",
+                            purpose).Ed25519PublicKey
     if isinstance(public_key, (bytes, bytearray, memoryview)):
         pem = bytes(public_key)
     elif isinstance(public_key, (str, os.PathLike)):
@@ -155,10 +180,20 @@ def _b64(s, what):
 def check_attestation(base, content_hash, key, keyid, timeout):
     """The daemon's signed verdict on content_hash: a DSSE envelope signed by
     `key`, over an in-toto Statement whose subjects are content_hash and
-    whose predicate says trusted. Returns the statement."""
-    from cryptography.exceptions import InvalidSignature
+    whose predicate says trusted. Returns the statement.
 
-    env = get_json(base, "/artifact/%s/attestation" % content_hash, timeout)
+    A refusal carries the daemon's untrusted_reason: the predicate's, when
+    it signs one; else, to say why only, the one of its unsigned status
+    object (GET /artifact/<hash>), named as such in the detail."""
+    InvalidSignature = need("cryptography.exceptions",
+                            "checking the daemon's signed verdict (public_key)").InvalidSignature
+
+    try:
+        env = get_json(base, "/artifact/%s/attestation" % content_hash, timeout)
+    except VerificationError as e:
+        if getattr(e, "http_status", None) != 409:      # 409 not_verified
+            raise
+        _refuse_with_reason(e.detail, _status_reason(base, content_hash, timeout), False)
     if not isinstance(env, dict) or set(env) != _ENVELOPE_FIELDS:
         _untrusted("the daemon's attestation for %s is not a DSSE envelope", content_hash)
     ptype = env["payloadType"]
@@ -202,6 +237,10 @@ def check_attestation(base, content_hash, key, keyid, timeout):
     if not isinstance(pred, dict):
         _untrusted("the signed statement has no verdict")
     if pred.get("trusted") is not True:
-        _untrusted("the daemon's signed verdict does not vouch for %s (%s)",
-                   content_hash, _why_not(pred))
+        detail = "the daemon's signed verdict does not vouch for %s (%s)" % (
+            content_hash, _why_not(pred))
+        reason = pred.get("untrusted_reason")
+        if isinstance(reason, str):
+            _refuse_with_reason(detail, reason, True)
+        _refuse_with_reason(detail, _status_reason(base, content_hash, timeout), False)
     return stmt

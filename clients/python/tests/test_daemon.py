@@ -54,8 +54,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def status_object(h, trusted=True, state="verified"):
-    return {
+def status_object(h, trusted=True, state="verified", untrusted_reason=None):
+    st = {
         "content_hash": h, "state": state, "code": None, "detail": None,
         "copies": [{"path": "run/round-00001", "state": state, "code": None, "detail": None,
                     "verified_at": "2026-06-02T12:00:01Z", "duration_ms": 3}],
@@ -68,10 +68,13 @@ def status_object(h, trusted=True, state="verified"):
         "chain": {"status": "intact", "length": 1, "root": h, "breaks": []},
         "trusted": trusted,
     }
+    if untrusted_reason is not None:
+        st["untrusted_reason"] = untrusted_reason
+    return st
 
 
-def statement(h, trusted=True, subjects=None):
-    return {
+def statement(h, trusted=True, subjects=None, untrusted_reason=None):
+    st = {
         "_type": "https://in-toto.io/Statement/v1",
         "subject": subjects or [{"name": "run/round-00001", "digest": {"sha256": h}}],
         "predicateType": "urn:lensemble-verifyd:verdict:v1",
@@ -84,6 +87,9 @@ def statement(h, trusted=True, subjects=None):
             "verifier": {"name": "lensemble-verifyd", "version": "0.1.0"},
         },
     }
+    if untrusted_reason is not None:
+        st["predicate"]["untrusted_reason"] = untrusted_reason
+    return st
 
 
 class Key:
@@ -172,11 +178,17 @@ class Status(DaemonTest):
         self.route("/artifact/" + self.h, 200, st)
         e = self.refused()
         self.assertIn("untrusted_reason legacy", e.detail)
+        self.assertEqual(e.untrusted_reason, "legacy")
 
     def test_failed_verdict(self):
         self.route("/artifact/" + self.h, 200,
-                   status_object(self.h, trusted=False, state="failed"))
-        self.refused()
+                   status_object(self.h, trusted=False, state="failed", untrusted_reason="failed"))
+        e = self.refused()
+        self.assertEqual(e.untrusted_reason, "failed")
+
+    def test_no_reason_given(self):
+        self.route("/artifact/" + self.h, 200, status_object(self.h, trusted=False))
+        self.assertIsNone(self.refused().untrusted_reason)
 
     def test_trusted_must_be_true_itself(self):
         st = status_object(self.h)
@@ -294,8 +306,40 @@ class Attestation(DaemonTest):
         self.assertEqual(r.trust, "attestation")
 
     def test_signed_but_not_trusted(self):
+        # The daemon's predicate carries no untrusted_reason: the refusal
+        # takes it from the status object, and says that it is unsigned.
         self.attest(envelope(statement(self.h, trusted=False), [self.key]))
-        self.refused(public_key=self.key.pub)
+        self.route("/artifact/" + self.h, 200,
+                   status_object(self.h, trusted=False, untrusted_reason="uncommitted"))
+        e = self.refused(public_key=self.key.pub)
+        self.assertEqual(e.untrusted_reason, "uncommitted")
+        self.assertIn("signed verdict does not vouch for " + self.h, e.detail)
+        self.assertIn("the daemon's unsigned status object gives untrusted_reason uncommitted",
+                      e.detail)
+        self.assertEqual(self.srv.requests,
+                         ["/artifact/%s/attestation" % self.h, "/artifact/" + self.h])
+
+    def test_signed_reason_in_the_predicate(self):
+        self.attest(envelope(statement(self.h, trusted=False, untrusted_reason="chain_broken"),
+                             [self.key]))
+        self.route("/artifact/" + self.h, 200,
+                   status_object(self.h, trusted=False, untrusted_reason="uncommitted"))
+        e = self.refused(public_key=self.key.pub)
+        self.assertEqual(e.untrusted_reason, "chain_broken")
+        self.assertIn("untrusted_reason chain_broken", e.detail)
+        self.assertNotIn("unsigned", e.detail)
+        self.assertEqual(self.srv.requests, ["/artifact/%s/attestation" % self.h])
+
+    def test_signed_refusal_without_a_reason_to_be_had(self):
+        for status in ((404, {"error": {"code": "not_found", "detail": "gone"}}),
+                       (200, status_object(self.h)),
+                       (200, status_object("4" * 64, trusted=False, untrusted_reason="failed"))):
+            with self.subTest(status=status[0]):
+                self.attest(envelope(statement(self.h, trusted=False), [self.key]))
+                self.route("/artifact/" + self.h, *status)
+                e = self.refused(public_key=self.key.pub)
+                self.assertIsNone(e.untrusted_reason)
+                self.assertIn("signed verdict does not vouch", e.detail)
 
     def test_signed_about_another_artifact(self):
         self.attest(envelope(statement("3" * 64), [self.key]))
@@ -321,6 +365,13 @@ class Attestation(DaemonTest):
         self.attest({"error": {"code": "not_verified", "detail": "verifying"}}, status=409)
         e = self.refused(public_key=self.key.pub)
         self.assertIn("not_verified", e.detail)
+        self.assertIsNone(e.untrusted_reason)
+        self.route("/artifact/" + self.h, 200, status_object(
+            self.h, trusted=False, state="verifying", untrusted_reason="unverified"))
+        e = self.refused(public_key=self.key.pub)
+        self.assertIn("not_verified", e.detail)
+        self.assertEqual(e.untrusted_reason, "unverified")
+        self.assertIn("untrusted_reason unverified", e.detail)
 
     def test_unknown_envelope_field(self):
         env = envelope(statement(self.h), [self.key])
