@@ -309,6 +309,12 @@ static void get_readyz(vd_api *api, vd_req *r)
 		    "Retry-After", "1", NULL });
 		return;
 	}
+	/* Nothing new can be recorded: a replica that records is better. */
+	if (!vd_state_ok(api->store->state)) {
+		vd_http_error(r, 503, "not_ready", "the state database cannot be written: nothing new is recorded (see the log)",
+		    (const char *const[]){ "Retry-After", "5", NULL });
+		return;
+	}
 	vd_http_respond(r, 200, "application/json", "{\"ready\":true}", 14, NULL);
 }
 
@@ -880,24 +886,18 @@ static void post_verify(vd_api *api, vd_req *r)
 /* ---- POST /roundclose -------------------------------------------------- */
 
 /* A RoundClose accepted, in the audit: who, from where, when first. */
-static int audit_post(vd_api *api, vd_req *r, const char *run, const vd_roundclose *rc,
-    const char *key_id)
+static void post_audit(vd_api *api, vd_req *r, const char *run, const vd_roundclose *rc,
+    const char *key_id, char *peer, size_t n, vd_audit *a)
 {
-	char peer[PEER_MAX];
-	vd_audit a = {
+	peer_address(r, peer, n);
+	*a = (vd_audit){
 		.run = run, .kind = VD_AUDIT_ROUND_CLOSE, .number = rc->round_index,
 		.hash = rc->global_model_hash,
 		.source = vd_commit_source_name(key_id ? VD_SRC_SIGNED : VD_SRC_ROUNDCLOSE),
 		.author = key_id ? VD_AUDIT_KEY : token_holder(api, r), .key_id = key_id, .peer = peer,
 	};
-
-	peer_address(r, peer, sizeof(peer));
-	return vd_state_audit(api->store->state, &a);
 }
 
-/* Record (run, round) -> hash and answer as trust.md section 3 says. A
- * commitment is in the audit before it is answered: when that fails the
- * client is told to try again, and the repeat is recorded. */
 /* The trusted keys whose signatures on a posted statement verified. */
 typedef struct vd_post_keys {
 	const char *ids[VD_DSSE_MAX_SIGS];
@@ -948,17 +948,18 @@ static int remember_signers(vd_api *api, const char *run, const vd_roundclose *r
 static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundclose *rc,
     const vd_post_keys *pk, const uint8_t *env, size_t env_len)
 {
-	char existing[VD_HASH_HEX_LEN + 1], detail[400];
+	char existing[VD_HASH_HEX_LEN + 1], detail[400], peer[PEER_MAX];
 	vd_log_fields f = { .run = vd_run_name(run), .content_hash = rc->global_model_hash };
 	const char *key_id = pk ? pk->ids[0] : NULL;
+	vd_audit audit;
 	int res;
 
 	if (round_mismatch(api, r, run, rc))
 		return;
+	post_audit(api, r, run, rc, key_id, peer, sizeof(peer), &audit);
 	res = vd_store_post_commitment(api->store, run, rc->round_index, rc->global_model_hash,
-	    rc->schema_version, key_id, env, env_len, existing);
-	if (res < 0 || (res != 2 && (audit_post(api, r, run, rc, key_id) < 0 ||
-	    remember_signers(api, run, rc, pk, env, env_len) < 0))) {
+	    rc->schema_version, key_id, env, env_len, &audit, existing);
+	if (res < 0 || (res != 2 && remember_signers(api, run, rc, pk, env, env_len) < 0)) {
 		vd_http_error(r, 503, "overloaded", "the commitment could not be stored durably; try again",
 		    RETRY_AFTER);
 		return;

@@ -170,6 +170,12 @@ static void render_runtime(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
 	help(b, "committed_head_round", "gauge",
 	    "Round index of the newest trusted artifact (-1: none).");
 	vd_buf_printf(b, P "committed_head_round %lld\n", (long long)g->committed_head_round);
+	help(b, "state_database_ok", "gauge",
+	    "1 when the state database's last write succeeded; 0 while writes fail (nothing new is recorded, /readyz is 503).");
+	vd_buf_printf(b, P "state_database_ok %d\n", g->state_ok ? 1 : 0);
+	help(b, "state_write_failures_total", "counter", "Writes to the state database that failed.");
+	vd_buf_printf(b, P "state_write_failures_total %llu\n",
+	    (unsigned long long)g->state_write_failures);
 	help(b, "store_scans_total", "counter",
 	    "Store scans begun: of the places changes named, or of the whole store.");
 	vd_buf_printf(b, P "store_scans_total{scope=\"changes\"} %llu\n",

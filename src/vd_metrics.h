@@ -72,6 +72,8 @@ typedef struct vd_gauges {
 	uint64_t http_connections, http_connections_limit;
 	uint64_t unreadable_dirs;         /* directories the last scan could not open */
 	int64_t committed_head_round;     /* -1: none */
+	int state_ok;                     /* the state database's last write succeeded */
+	uint64_t state_write_failures;
 	double last_scan, last_scrub;     /* unix seconds; 0: never */
 	double start_time;
 } vd_gauges;

@@ -21,6 +21,8 @@ struct vd_state {
 	                      * it): 1 committed without a sync, 2 with one */
 	double synced_at;    /* when a batch was last committed with a sync */
 	char error[256];
+	int failing;         /* the last write failed; a commit since clears it */
+	uint64_t failures;   /* writes that failed, since start */
 	unsigned alert_retention;    /* seconds; 0: cleared alerts are kept */
 	double next_prune;   /* when old cleared alerts are next removed */
 	struct {
@@ -185,7 +187,19 @@ static int db_fail(vd_state *st, const char *what)
 {
 	snprintf(st->error, sizeof(st->error), "%s: %s", what, sqlite3_errmsg(st->db));
 	log_error("state database: %s", st->error);
+	st->failing = 1;
+	st->failures++;
 	return -1;
+}
+
+int vd_state_ok(const vd_state *st)
+{
+	return st == NULL || !st->failing;
+}
+
+uint64_t vd_state_failures(const vd_state *st)
+{
+	return st != NULL ? st->failures : 0;
 }
 
 static int exec(vd_state *st, const char *sql)
@@ -199,6 +213,17 @@ static int exec(vd_state *st, const char *sql)
 	}
 	return 0;
 }
+
+/* A transaction committed: the database takes writes again. */
+static int commit(vd_state *st)
+{
+	if (exec(st, "COMMIT") < 0)
+		return -1;
+	st->failing = 0;
+	return 0;
+}
+
+static int audit_insert(vd_state *st, const vd_audit *a);
 
 /* Verdicts, forgotten verdicts, remembered artifacts, alert episodes,
  * events and statement files' audit rows join one transaction that the
@@ -248,7 +273,7 @@ int vd_state_flush(vd_state *st)
 		return 0;
 	synced = st->batch == 2;
 	st->batch = 0;
-	if ((rc = exec(st, "COMMIT")) < 0) {
+	if ((rc = commit(st)) < 0) {
 		db_fail(st, "committing state");
 		exec(st, "ROLLBACK");
 	} else if (synced) {
@@ -308,7 +333,7 @@ static int migrate(vd_state *st, int from)
 			memcpy(st->error, keep, sizeof(keep));
 			return -1;
 		}
-		if (exec(st, "COMMIT") < 0)
+		if (commit(st) < 0)
 			return -1;
 		if (v > 0 || from > 0)
 			log_info("state database migrated to schema %d", v + 1);
@@ -588,8 +613,10 @@ static int find_commitment(vd_state *st, const char *run, int64_t round, vd_comm
 	return rc == SQLITE_ROW;
 }
 
+/* The commitment and its audit entry are durable together or not at
+ * all: a post answered 503 has changed nothing. */
 int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
-    const uint8_t *env, size_t env_len, vd_commitment *existing)
+    const uint8_t *env, size_t env_len, const struct vd_audit *audit, vd_commitment *existing)
 {
 	sqlite3_stmt *s;
 	int rc;
@@ -599,9 +626,18 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 	if (exec(st, "BEGIN IMMEDIATE") < 0)
 		return db_fail(st, "posting a commitment");
 	rc = find_commitment(st, c->run, c->round_index, existing);
-	if (rc != 0) {
+	if (rc < 0 || (rc > 0 && strcmp(existing->hash, c->hash) != 0)) {
 		exec(st, "ROLLBACK");
-		return rc < 0 ? -1 : strcmp(existing->hash, c->hash) == 0 ? 1 : 2;
+		return rc < 0 ? -1 : 2;
+	}
+	if (rc > 0) {
+		/* The same again: only its audit entry, by this party, may be new. */
+		if ((audit != NULL && audit_insert(st, audit) < 0) || commit(st) < 0) {
+			db_fail(st, "recording a commitment in the audit");
+			exec(st, "ROLLBACK");
+			return -1;
+		}
+		return 1;
 	}
 	if (sqlite3_prepare_v2(st->db, "INSERT INTO commitments (run, round_index,"
 	    " global_model_hash, schema_version, received_at, key_id, envelope)"
@@ -622,7 +658,8 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 		sqlite3_bind_null(s, 7);
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE || exec(st, "COMMIT") < 0) {
+	if (rc != SQLITE_DONE || (audit != NULL && audit_insert(st, audit) < 0) ||
+	    commit(st) < 0) {
 		db_fail(st, "posting a commitment");
 		exec(st, "ROLLBACK");
 		return -1;
@@ -1041,7 +1078,7 @@ int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
 		return -1;
 	if (exec(st, "BEGIN IMMEDIATE") < 0)
 		return db_fail(st, "remembering ledger records");
-	if (insert_recs(st, path, first, recs, n) < 0 || exec(st, "COMMIT") < 0) {
+	if (insert_recs(st, path, first, recs, n) < 0 || commit(st) < 0) {
 		db_fail(st, "remembering ledger records");
 		exec(st, "ROLLBACK");
 		return -1;

@@ -71,10 +71,18 @@ int vd_state_forget_verdict(vd_state *st, const char *relpath);
 
 int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg);
 /* 0 inserted; 1 the same one was there; 2 another hash is there (conflict,
- * *existing filled); -1 error. Durable before it returns. A signed post
- * keeps its envelope (env, or NULL for a token post). */
+ * *existing filled); -1 error, and nothing written. Durable before it
+ * returns, with its audit entry (NULL: none) in the same transaction. A
+ * signed post keeps its envelope (env, or NULL for a token post). */
+struct vd_audit;
 int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
-    const uint8_t *env, size_t env_len, vd_commitment *existing);
+    const uint8_t *env, size_t env_len, const struct vd_audit *audit, vd_commitment *existing);
+
+/* Whether the last write succeeded (a failed one is logged, counted and
+ * shown by /readyz until a write succeeds again); the failures since
+ * start. */
+int vd_state_ok(const vd_state *st);
+uint64_t vd_state_failures(const vd_state *st);
 
 /* Signed ledger checkpoints posted: 0 new, 1 known, -1 error. */
 typedef void (*vd_checkpoint_fn)(const vd_statement *s, const char *key_id, void *arg);

@@ -1677,7 +1677,7 @@ static void record_equivocation(vd_store *s, const vd_commitment *c, const char 
 
 int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
     const char *hash, int64_t schema_version, const char *key_id,
-    const uint8_t *env, size_t env_len, char *existing_hash)
+    const uint8_t *env, size_t env_len, const vd_audit *audit, char *existing_hash)
 {
 	vd_commitment c, old;
 	const char *other = strong_other(s, run, round, hash);
@@ -1695,7 +1695,7 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
 	} else if (s->state == NULL) {
 		return -1;
 	} else {
-		rc = vd_state_post_commitment(s->state, &c, env, env_len, &old);
+		rc = vd_state_post_commitment(s->state, &c, env, env_len, audit, &old);
 		if (rc == 2)
 			memcpy(existing_hash, old.hash, VD_HASH_HEX_LEN + 1);
 	}
@@ -1918,6 +1918,8 @@ void vd_store_gauges(vd_store *s, vd_gauges *g)
 	memcpy(g->alerts, s->lineage.alert_counts, sizeof(g->alerts));
 	memcpy(g->commitments, s->lineage.series, sizeof(g->commitments));
 	g->committed_head_round = s->lineage.head_round;
+	g->state_ok = vd_state_ok(s->state);
+	g->state_write_failures = vd_state_failures(s->state);
 	if (s->pool != NULL) {
 		g->queue_depth = vd_pool_queued(s->pool);
 		g->workers_busy = vd_pool_busy(s->pool);

@@ -130,13 +130,14 @@ void vd_store_gauges(vd_store *s, vd_gauges *g);
 int vd_store_attach_state(vd_store *s, vd_state *st);
 
 /* Record a RoundClose posted with the operator token (key_id NULL) or
- * signed by a trusted key (key_id and the envelope): 0 new, 1 the same
- * again, 2 conflict with a commitment by the token or a key
- * (*existing_hash filled, equivocation recorded), -1 error. An unsigned
+ * signed by a trusted key (key_id and the envelope), with its audit entry
+ * in the same transaction: 0 new, 1 the same again, 2 conflict with a
+ * commitment by the token or a key (*existing_hash filled, equivocation
+ * recorded), -1 error (nothing recorded, nothing changed). An unsigned
  * ledger record never blocks a post: the conflict is an equivocation. */
 int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
     const char *hash, int64_t schema_version, const char *key_id,
-    const uint8_t *env, size_t env_len, char *existing_hash);
+    const uint8_t *env, size_t env_len, const vd_audit *audit, char *existing_hash);
 
 /* Record a signed ledger checkpoint: 0 new, 1 known, -1 error. */
 int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *key_id,

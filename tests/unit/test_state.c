@@ -1,0 +1,261 @@
+/*
+ * The state database from the inside: what a write that fails leaves
+ * behind (nothing), the memory of statements and withdrawals across a
+ * reopen, and the health the daemon shows while writes fail. Faults are
+ * injected with a trigger that aborts one insert, from a second
+ * connection, as a full disk would at that step.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "vd_lineage.h"
+#include "vd_log.h"
+#include "vd_state.h"
+
+#define HASH_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define HASH_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define KEY_1 "1111111111111111111111111111111111111111111111111111111111111111"
+#define KEY_2 "2222222222222222222222222222222222222222222222222222222222222222"
+
+typedef struct fx {
+	char dir[64];
+	char db[128];
+	vd_state *st;
+} fx;
+
+static int setup(void **state)
+{
+	fx *f = calloc(1, sizeof(*f));
+	char err[256];
+
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/vd-state-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->db, sizeof(f->db), "%s/" VD_STATE_FILE, f->dir);
+	assert_int_equal(vd_state_open(f->dir, &f->st, err, sizeof(err)), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fx *f = *state;
+	char cmd[160];
+
+	vd_state_close(f->st);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+static void reopen(fx *f)
+{
+	char err[256];
+
+	vd_state_close(f->st);
+	assert_int_equal(vd_state_open(f->dir, &f->st, err, sizeof(err)), 0);
+}
+
+/* SQL on a second connection, as another process would. */
+static void outside(fx *f, const char *sql)
+{
+	sqlite3 *db;
+
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+static int64_t count(fx *f, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	int64_t n;
+
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	n = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return n;
+}
+
+static vd_commitment rc(const char *hash)
+{
+	vd_commitment c;
+
+	memset(&c, 0, sizeof(c));
+	c.round_index = 4;
+	c.schema_version = 2;
+	snprintf(c.hash, sizeof(c.hash), "%s", hash);
+	return c;
+}
+
+static vd_audit audit_of(const vd_commitment *c)
+{
+	return (vd_audit){ .run = c->run, .kind = VD_AUDIT_ROUND_CLOSE, .number = c->round_index,
+	    .hash = c->hash, .source = "roundclose", .author = VD_AUDIT_OPERATOR, .key_id = "",
+	    .peer = "127.0.0.1" };
+}
+
+/* A post whose audit entry cannot be written records nothing: answered
+ * 503, it must not commit (and then vanish at the next restart). */
+static void test_post_all_or_nothing(void **state)
+{
+	fx *f = *state;
+	vd_commitment c = rc(HASH_A), old;
+	vd_audit a = audit_of(&c);
+
+	outside(f, "CREATE TRIGGER full BEFORE INSERT ON commitment_audit"
+	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, &old), -1);
+	assert_false(vd_state_ok(f->st));
+	assert_true(vd_state_failures(f->st) >= 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 0);
+
+	outside(f, "DROP TRIGGER full;");
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, &old), 0);
+	assert_true(vd_state_ok(f->st));
+	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 1);
+
+	/* The same again by the same party: nothing new; another hash: a
+	 * conflict, and nothing written either. */
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, &old), 1);
+	c = rc(HASH_B);
+	a = audit_of(&c);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, &old), 2);
+	assert_string_equal(old.hash, HASH_A);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 1);
+}
+
+typedef struct rows {
+	int n;
+	char keys[8][VD_KEYID_LEN + 1];
+	char where[8][64];
+	vd_statement st[8];
+} rows;
+
+static void one_stmt(const vd_statement *s, const char *run, const char *key_id,
+    const char *where, void *arg)
+{
+	rows *r = arg;
+
+	assert_true(r->n < 8);
+	assert_string_equal(run, "");
+	r->st[r->n] = *s;
+	snprintf(r->keys[r->n], sizeof(r->keys[0]), "%s", key_id);
+	snprintf(r->where[r->n++], sizeof(r->where[0]), "%s", where);
+}
+
+/* A statement is kept once per key that signed it, whatever happens to
+ * its file, and read back as it was. */
+static void test_statements_remembered(void **state)
+{
+	fx *f = *state;
+	vd_statement s;
+	rows r;
+
+	memset(&s, 0, sizeof(s));
+	s.kind = VD_STMT_ROUNDCLOSE;
+	snprintf(s.run, sizeof(s.run), ".");
+	s.schema_version = 2;
+	s.round_index = 4;
+	snprintf(s.hash, sizeof(s.hash), "%s", HASH_A);
+	assert_int_equal(vd_state_remember_statement(f->st, &s, "", KEY_1, "commitments/a.json",
+	    (const uint8_t *)"{}", 2), 1);
+	assert_int_equal(vd_state_remember_statement(f->st, &s, "", KEY_1, "commitments/b.json",
+	    NULL, 0), 0);
+	assert_int_equal(vd_state_remember_statement(f->st, &s, "", KEY_2, "api", NULL, 0), 1);
+	assert_int_equal(vd_state_flush(f->st), 0);
+	reopen(f);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(vd_state_load_statements(f->st, one_stmt, &r), 0);
+	assert_int_equal(r.n, 2);
+	assert_string_equal(r.keys[0], KEY_1);
+	assert_string_equal(r.where[0], "commitments/a.json");
+	assert_string_equal(r.keys[1], KEY_2);
+	assert_int_equal(r.st[1].kind, VD_STMT_ROUNDCLOSE);
+	assert_int_equal(r.st[1].round_index, 4);
+	assert_string_equal(r.st[1].hash, HASH_A);
+	assert_string_equal(r.st[1].run, ".");
+}
+
+static void one_withdrawal(const vd_withdrawal *w, void *arg)
+{
+	vd_withdrawal *out = arg;
+
+	*out = *w;
+}
+
+static void test_withdrawal_durable(void **state)
+{
+	fx *f = *state;
+	vd_withdrawal w, back;
+
+	memset(&w, 0, sizeof(w));
+	snprintf(w.run, sizeof(w.run), "run-a");
+	w.round_index = 7;
+	snprintf(w.hash, sizeof(w.hash), "%s", HASH_B);
+	snprintf(w.sources, sizeof(w.sources), "signed,ledger");
+	snprintf(w.peer, sizeof(w.peer), "::1");
+	snprintf(w.reason, sizeof(w.reason), "signed in error");
+	w.at = 1.5e9;
+	assert_int_equal(vd_state_withdraw(f->st, &w), 0);
+	reopen(f);
+	memset(&back, 0, sizeof(back));
+	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back), 0);
+	assert_string_equal(back.run, "run-a");
+	assert_int_equal(back.round_index, 7);
+	assert_string_equal(back.hash, HASH_B);
+	assert_string_equal(back.sources, "signed,ledger");
+	assert_string_equal(back.peer, "::1");
+	assert_string_equal(back.reason, "signed in error");
+	assert_true(back.at == 1.5e9);
+}
+
+/* A withdrawal that cannot be written is not taken. */
+static void test_withdrawal_failed(void **state)
+{
+	fx *f = *state;
+	vd_withdrawal w, back;
+
+	outside(f, "CREATE TRIGGER full BEFORE INSERT ON withdrawals"
+	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
+	memset(&w, 0, sizeof(w));
+	snprintf(w.hash, sizeof(w.hash), "%s", HASH_A);
+	assert_int_equal(vd_state_withdraw(f->st, &w), -1);
+	assert_false(vd_state_ok(f->st));
+	memset(&back, 0, sizeof(back));
+	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back), 0);
+	assert_string_equal(back.hash, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_post_all_or_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_statements_remembered, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_withdrawal_durable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_withdrawal_failed, setup, teardown),
+	};
+
+	vd_log_set_level(VD_LOG_ERROR - 1);   /* the injected failures are logged */
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
