@@ -77,9 +77,11 @@ last=$(echo "$all" | jq '.[-1]')
 check "the page after the last alert is empty, without a cursor" '[] null' \
 	"$(get "/alerts?after=$last" | jq -c '.alerts, .next' | tr '\n' ' ' | sed 's/ $//')"
 check "limit and active combine" 1 "$(get '/alerts?active=1&limit=1' | jq '.alerts | length')"
+check "?active=true is ?active=1" "$(get '/alerts?active=1' | jq -c .)" "$(get '/alerts?active=true' | jq -c .)"
+check "?active=false is ?active=0" "$(get '/alerts?active=0' | jq -c .)" "$(get '/alerts?active=false' | jq -c .)"
 
 # --- bad parameters -------------------------------------------------------------------
-for q in limit=0 limit=10001 limit=x limit=-1 after=0 after=x after=-5 after=1.5 active=2 active=yes active=; do
+for q in limit=0 limit=10001 limit=x limit=-1 after=0 after=x after=-5 after=1.5 active=2 active=yes active=TRUE active=; do
 	r=$(curl -s -w '\n%{http_code}' "$(url "/alerts?$q")")
 	check "?$q: 400 bad_request with a sentence" "400 bad_request true" \
 		"$(echo "$r" | tail -n 1) $(echo "$r" | sed '$d' | jq -r '"\(.error.code) \(.error.detail | length > 20)"')"
