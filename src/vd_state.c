@@ -310,9 +310,10 @@ static int migrate(vd_state *st, int from)
 		}
 		if (exec(st, "COMMIT") < 0)
 			return -1;
-		if (v > 0 || from > 0)
-			log_info("state database migrated to schema %d", v + 1);
 	}
+	/* One line for the whole climb: each step is an internal detail. */
+	if (from < VD_STATE_SCHEMA)
+		log_info("state database migrated from schema %d to %d", from, VD_STATE_SCHEMA);
 	return 0;
 }
 
