@@ -7,14 +7,13 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +29,7 @@
 #include "vd_log.h"
 #include "vd_metrics.h"
 #include "vd_notify.h"
+#include "vd_startcheck.h"
 #include "vd_state.h"
 #include "vd_store.h"
 #include "vd_util.h"
@@ -60,6 +60,7 @@ typedef struct vd_daemon {
 	vd_api api;
 	vd_state *state;
 	vd_keyring *keys;           /* trusted_keys as last read */
+	vd_account account;         /* who the daemon runs as */
 	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t status, watchdog;
 	uv_prepare_t stall;
@@ -70,13 +71,15 @@ typedef struct vd_daemon {
 static const char usage_text[] =
 "Usage: lensemble-verifyd [-f] [-t] [-c FILE] [--store DIR] [--listen ADDR:PORT]\n"
 "                         [--state-dir DIR] [--workers N] [--token-file FILE]\n"
-"                         [--genesis-hash [RUN:]HEX[,[RUN:]HEX...]]\n"
+"                         [--genesis-hash [RUN:]HEX[,[RUN:]HEX...]] [--user NAME]\n"
 "\n"
 "Verify the Lensemble model artifacts of a store and answer over HTTP\n"
 "whether a model is the committed one and unaltered.\n"
 "\n"
 "  -f, --foreground        stay in the foreground, log to stderr\n"
-"  -t, --test              check the configuration and exit (0 good, 1 bad)\n"
+"  -t, --test              check the configuration and what a start needs of\n"
+"                          the system (the account, the state directory),\n"
+"                          as this user, and exit (0 good, 1 bad)\n"
 "  -c, --config FILE       configuration file (default " DEFAULT_CONFIG ")\n"
 "      --store DIR         the artifact store (config key: store)\n"
 "      --listen ADDR:PORT  HTTP address; port 0 picks a free one\n"
@@ -86,6 +89,7 @@ static const char usage_text[] =
 "      --genesis-hash [RUN:]HEX[,[RUN:]HEX...]\n"
 "                          pinned content hash of a run's round-0 artifact;\n"
 "                          a bare HEX for every run without its own\n"
+"      --user NAME         account to switch to when started as root\n"
 "  -h, --help              show this help\n"
 "  -V, --version           show the version\n"
 "\n"
@@ -104,12 +108,13 @@ static int parse_args(int argc, char **argv, daemon_opts *o)
 		{ "workers", required_argument, NULL, 4 },
 		{ "token-file", required_argument, NULL, 5 },
 		{ "genesis-hash", required_argument, NULL, 6 },
+		{ "user", required_argument, NULL, 7 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *const keys[] = { NULL, "store", "listen", "state_dir", "workers",
-		"token_file", "genesis_hash" };
+		"token_file", "genesis_hash", "user" };
 	int ch;
 
 	o->config = DEFAULT_CONFIG;
@@ -120,7 +125,7 @@ static int parse_args(int argc, char **argv, daemon_opts *o)
 		case 'c': o->config = optarg; o->config_given = 1; break;
 		case 'h': fputs(usage_text, stdout); exit(0);
 		case 'V': printf("lensemble-verifyd %s\n", PACKAGE_VERSION); exit(0);
-		case 1: case 2: case 3: case 4: case 5: case 6:
+		case 1: case 2: case 3: case 4: case 5: case 6: case 7:
 			if (o->n == MAX_OVERRIDES)
 				return -1;
 			o->keys[o->n] = keys[ch];
@@ -309,31 +314,28 @@ static void on_watchdog(uv_timer_t *t)
 	vd_notify("WATCHDOG=1");
 }
 
-static int drop_privileges(const vd_config *c)
+/* A start that fails names who the daemon ran as: most failures here
+ * are permissions, which depend on it. */
+static void start_error(const char *msg)
 {
-	struct passwd *pw;
+	char who[96];
 
-	if (geteuid() != 0)
+	vd_account_describe_self(who, sizeof(who));
+	log_error("%s; running as %s", msg, who);
+}
+
+static int drop_privileges(const vd_account *a)
+{
+	char err[256];
+
+	if (!a->switch_to)
 		return 0;
-	if ((pw = getpwnam(c->user)) == NULL) {
-		log_error("user \"%s\" does not exist", c->user);
-		return -1;
-	}
-	if (pw->pw_uid == 0) {
-		log_error("user \"%s\" is root; name an unprivileged user", c->user);
-		return -1;
-	}
-	if (initgroups(pw->pw_name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
-	    setuid(pw->pw_uid) < 0) {
-		log_error("cannot switch to user %s: %s", c->user, strerror(errno));
-		return -1;
-	}
-	if (setuid(0) == 0) {
-		log_error("could regain root after switching to %s; refusing to run", c->user);
+	if (vd_account_switch(a, err, sizeof(err)) < 0) {
+		log_error("%s", err);
 		return -1;
 	}
 	prctl(PR_SET_DUMPABLE, 1);
-	log_info("running as user %s", c->user);
+	log_info("running as user %s", a->name);
 	return 0;
 }
 
@@ -401,7 +403,7 @@ static int start_http(vd_daemon *d)
 
 	rc = vd_http_start(&d->http, &d->loop, d->cfg, vd_api_handle, &d->api, err, sizeof(err));
 	if (rc < 0) {
-		log_error("%s", err);
+		start_error(err);
 		return -1;
 	}
 	vd_http_on_done(d->http, vd_api_done, &d->api);
@@ -427,7 +429,9 @@ static int open_signing_key(vd_daemon *d, int before_drop)
 	else
 		snprintf(path, sizeof(path), "%s/%s", d->cfg->state_dir, VD_SIGNING_KEY_FILE);
 	if (vd_attest_key_open(path, 1, &d->api.signing_key, err, sizeof(err)) < 0) {
-		log_error("signing_key: %s", err);
+		char msg[600];
+		snprintf(msg, sizeof(msg), "signing_key: %s", err);
+		start_error(msg);
 		return -1;
 	}
 	log_info("verdicts are signed by key %s (%s)", vd_key_id(d->api.signing_key), path);
@@ -440,7 +444,15 @@ static int open_state(vd_daemon *d)
 	char err[512];
 
 	if (vd_state_open(d->cfg->state_dir, &d->state, err, sizeof(err)) < 0) {
-		log_error("%s", err);
+		/* SQLite's errno is that of its last try: a file it could not
+		 * create is retried read-only and reported missing. The check
+		 * of -t, as the user now running, says what is not allowed. */
+		vd_account self = { .switch_to = 0 };
+		char why[512];
+		if (vd_startcheck_state(d->cfg, &self, why, sizeof(why)) < 0)
+			log_error("%s; %s", err, why);
+		else
+			start_error(err);
 		return -1;
 	}
 	vd_state_set_alert_retention(d->state, d->cfg->alert_retention);
@@ -468,22 +480,26 @@ static int run(vd_daemon *d)
 	/* Read as the starting user: the token file may be root's alone. */
 	vd_api_load_token(&d->api);
 	if ((keys = load_keys(d->cfg, 0, err, sizeof(err))) == NULL) {
-		log_error("%s", err);
+		start_error(err);
 		return 1;
 	}
 	if (open_signing_key(d, 1) < 0)
 		return 1;
-	if (d->cfg->user[0] && drop_privileges(d->cfg) < 0)
+	if (drop_privileges(&d->account) < 0)
 		return 1;
 	if (open_state(d) < 0 || open_signing_key(d, 0) < 0)
 		return 1;
 	if ((rc = vd_store_init(&d->store, &d->loop, d->cfg, &d->metrics)) < 0) {
-		log_error("cannot start the store: %s", uv_strerror(rc));
+		snprintf(err, sizeof(err), "cannot start the store %s: %s (%s)", d->cfg->store,
+		    uv_strerror(rc), uv_err_name(rc));
+		start_error(err);
 		return 1;
 	}
 	set_keys(d, keys);
 	if (vd_store_attach_state(&d->store, d->state) < 0) {
-		log_error("cannot load the state database: %s", vd_state_error(d->state));
+		snprintf(err, sizeof(err), "cannot load the state database in %s: %s", d->cfg->state_dir,
+		    vd_state_error(d->state));
+		start_error(err);
 		return 1;
 	}
 	d->api.state_ready = 1;
@@ -498,6 +514,50 @@ static int run(vd_daemon *d)
 	vd_keyring_unref(d->keys);
 	vd_key_free(d->api.signing_key);
 	log_info("stopped");
+	return 0;
+}
+
+/* A signing_key named in the configuration is read as the starting user;
+ * one missing is made at start. */
+static int check_signing_key(const vd_config *c, char *err, size_t errlen)
+{
+	char msg[400];
+	struct stat st;
+	vd_key *k = NULL;
+
+	if (c->signing_key[0] == '\0' || (lstat(c->signing_key, &st) < 0 && errno == ENOENT))
+		return 0;
+	if (vd_attest_key_open(c->signing_key, 0, &k, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "signing_key: %s", msg);
+		return -1;
+	}
+	vd_key_free(k);
+	return 0;
+}
+
+/* -t: what a start would refuse, short of binding and switching user for
+ * good. Checked for the user running it: under a unit that starts the
+ * daemon unprivileged, run it as that account. */
+static int check_config(vd_daemon *d, char *err, size_t errlen)
+{
+	vd_keyring *keys = load_keys(d->cfg, 1, err, errlen);
+
+	if (keys == NULL || vd_http_tls_check(d->cfg, err, errlen) < 0 ||
+	    vd_account_of(d->cfg, &d->account, err, errlen) < 0 ||
+	    check_signing_key(d->cfg, err, errlen) < 0 ||
+	    vd_startcheck_state(d->cfg, &d->account, err, errlen) < 0) {
+		fprintf(stderr, "lensemble-verifyd: %s\n", err);
+		if (keys != NULL && geteuid() == 0 && d->cfg->user[0] == '\0')
+			fprintf(stderr, "lensemble-verifyd: for a service manager that starts the daemon as its own account (the shipped systemd unit does), run the check as that account: runuser -u ACCOUNT -- lensemble-verifyd -t\n");
+		vd_keyring_unref(keys);
+		return 1;
+	}
+	printf("commitment policy %s; %zu trusted key(s)\n",
+	    vd_policy_name(vd_config_policy(d->cfg)), keys->n);
+	printf("runs as user %s; state directory %s\n", d->account.name, d->cfg->state_dir);
+	vd_keyring_unref(keys);
+	printf("configuration OK: %s\n", d->opts.config_given ||
+	    access(d->opts.config, F_OK) == 0 ? d->opts.config : "(defaults)");
 	return 0;
 }
 
@@ -524,23 +584,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (d.opts.check) {
-		vd_keyring *keys = load_keys(d.cfg, 1, err, sizeof(err));
-		if (keys == NULL || vd_http_tls_check(d.cfg, err, sizeof(err)) < 0) {
-			fprintf(stderr, "lensemble-verifyd: %s\n", err);
-			vd_keyring_unref(keys);
-			free(d.cfg);
-			return 1;
-		}
-		printf("commitment policy %s; %zu trusted key(s)\n",
-		    vd_policy_name(vd_config_policy(d.cfg)), keys->n);
-		vd_keyring_unref(keys);
-		printf("configuration OK: %s\n", d.opts.config_given ||
-		    access(d.opts.config, F_OK) == 0 ? d.opts.config : "(defaults)");
+		int rc = check_config(&d, err, sizeof(err));
 		free(d.cfg);
-		return 0;
+		return rc;
 	}
-	if (geteuid() == 0 && d.cfg->user[0] == '\0') {
-		fprintf(stderr, "lensemble-verifyd: refusing to run as root; set \"user\" in the configuration to the account to switch to after binding\n");
+	if (vd_account_of(d.cfg, &d.account, err, sizeof(err)) < 0) {
+		fprintf(stderr, "lensemble-verifyd: %s\n", err);
 		free(d.cfg);
 		return 1;
 	}
