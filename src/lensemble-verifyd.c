@@ -64,7 +64,8 @@ typedef struct vd_daemon {
 	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t status, watchdog;
 	uv_prepare_t stall;
-	uint64_t turn_start, turn_idle, stall_logged_at, stalls_unlogged;
+	uint64_t turn_start, turn_idle;
+	vd_log_limit stall_lines;
 	int stopping;
 } vd_daemon;
 
@@ -340,27 +341,26 @@ static int drop_privileges(const vd_account *a)
 }
 
 /* Each turn of the loop, its busy time (the turn less the time it waited
- * in poll) goes to loop_stall_seconds; a turn over VD_LOOP_STALL_NS is a stall
- * that delays every client, and is logged with its length. */
+ * in poll) goes to loop_stall_seconds; a turn over loop_stall_warn_ms is a
+ * stall that delays every client, and is logged with its length, at most
+ * once per VD_STALL_LOG_GAP_NS. Both clocks are monotonic, but libuv reads
+ * the idle time with its own calls: a difference that comes out negative
+ * is a turn of no busy time, not a wrapped one. */
 static void on_prepare(uv_prepare_t *h)
 {
 	vd_daemon *d = h->data;
-	uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(&d->loop);
-	uint64_t busy = now - d->turn_start - (idle - d->turn_idle);
+	uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(&d->loop), held;
+	uint64_t busy = vd_ns_between(vd_ns_between(d->turn_idle, idle),
+	    vd_ns_between(d->turn_start, now));
 
 	d->turn_start = now;
 	d->turn_idle = idle;
 	vd_histogram_observe(&d->metrics.loop_stall, (double)busy / 1e9);
-	if (busy < VD_LOOP_STALL_NS)
+	if (busy <= (uint64_t)d->cfg->loop_stall_warn_ms * 1000000u ||
+	    !vd_log_limit_pass(&d->stall_lines, now, VD_STALL_LOG_GAP_NS, &held))
 		return;
-	if (now - d->stall_logged_at < VD_STALL_LOG_GAP_NS) {
-		d->stalls_unlogged++;
-		return;
-	}
-	log_warn("the event loop was busy for %.1f ms in one turn (%llu more stall(s) since the last line)",
-	    (double)busy / 1e6, (unsigned long long)d->stalls_unlogged);
-	d->stall_logged_at = now;
-	d->stalls_unlogged = 0;
+	log_warn("the event loop was busy for %.1f ms in one turn (over loop_stall_warn_ms = %u; %llu more such turn(s) since the last line)",
+	    (double)busy / 1e6, d->cfg->loop_stall_warn_ms, (unsigned long long)held);
 }
 
 static void start_stall_guard(vd_daemon *d)

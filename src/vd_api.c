@@ -1297,13 +1297,18 @@ void vd_api_handle(vd_req *r, void *arg)
 void vd_api_done(vd_req *r, double seconds, void *arg)
 {
 	vd_api *api = arg;
+	char method[16], path[VD_LOG_PATH_MAX + 1];
 
 	vd_metrics_http(api->metrics, r->route, r->status, seconds);
 	/* Every answer is counted in /metrics. A line for each at info would
 	 * take a sixth of the loop's rate under load and flood the journal,
-	 * so info keeps the refusals and errors, debug all of them. */
-	if (r->status >= 400)
-		log_info("%s %s %u %.1f ms", r->method, r->route, r->status, seconds * 1000.0);
-	else
-		log_debug("%s %s %u %.1f ms", r->method, r->route, r->status, seconds * 1000.0);
+	 * so info keeps the refusals and errors, debug all of them. The line
+	 * names the path asked, which the route label of the metrics cannot
+	 * (an unknown path is only "other" there). */
+	if (vd_log_would(r->status >= 400 ? VD_LOG_INFO : VD_LOG_DEBUG)) {
+		vd_log_path(method, sizeof(method), r->method ? r->method : "?");
+		vd_log_path(path, sizeof(path), r->url ? r->url : "?");
+		vd_log(r->status >= 400 ? VD_LOG_INFO : VD_LOG_DEBUG, "%s %s %u %.1f ms", method, path,
+		    r->status, seconds * 1000.0);
+	}
 }

@@ -118,6 +118,8 @@ static const key_spec keys[] = {
 	  "longest silence, in seconds, before a keepalive comment on a GET /events stream" },
 	{ "alert_retention", K_DURATION, U(alert_retention), 0, 3650 * 86400u, "90d",
 	  "how long a cleared alert stays in GET /alerts: seconds, or with m, h or d (0: for ever)" },
+	{ "loop_stall_warn_ms", K_UINT, U(loop_stall_warn_ms), 1, 60000, VD_XSTR(VD_LOOP_STALL_WARN_MS_DEFAULT),
+	  "milliseconds one turn of the event loop may be busy before it is logged at warning (at most one line a minute)" },
 };
 
 const vd_config_key *vd_config_keys(size_t *n)

@@ -86,6 +86,7 @@ typedef struct vd_config {
 	unsigned max_event_streams; /* GET /events streams open at once */
 	unsigned event_keepalive;   /* longest silence on a stream before a keepalive comment */
 	unsigned alert_retention;   /* seconds a cleared alert stays in GET /alerts; 0: for ever */
+	unsigned loop_stall_warn_ms;  /* a busier event-loop turn is logged at warning */
 } vd_config;
 
 void vd_config_defaults(vd_config *c);

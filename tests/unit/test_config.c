@@ -160,6 +160,7 @@ static const struct {
 	{ "max_event_streams", "8" },
 	{ "event_keepalive", "2" },
 	{ "alert_retention", "7d" },
+	{ "loop_stall_warn_ms", "500" },
 };
 
 static void test_every_key(void **state)
@@ -236,6 +237,7 @@ static void test_every_key(void **state)
 	assert_int_equal(c.event_keepalive, 2);
 	assert_int_equal(c.log_format, VD_LOG_JSON);
 	assert_int_equal(c.alert_retention, 7 * 86400);
+	assert_int_equal(c.loop_stall_warn_ms, 500);
 }
 
 /* Pins per run: [RUN:]HEX lists, anchors, tokens per run. */
