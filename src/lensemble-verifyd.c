@@ -199,18 +199,16 @@ static vd_keyring *load_keys(const vd_config *cfg, int to_stderr, char *err, siz
 	return kr;
 }
 
-/* Keys read once at start: a reload that changes them only warns. */
+/* Keys read once at start: a reload that changes them only warns, naming
+ * those it changed so that the operator knows what awaits a restart. */
 static void warn_restart_keys(const vd_config *old, const vd_config *new)
 {
-	if (strcmp(old->listen, new->listen) != 0 || strcmp(old->store, new->store) != 0 ||
-	    strcmp(old->state_dir, new->state_dir) != 0 || old->workers != new->workers ||
-	    strcmp(old->user, new->user) != 0 || strcmp(old->tls_cert, new->tls_cert) != 0 ||
-	    strcmp(old->tls_key, new->tls_key) != 0 ||
-	    old->max_connections != new->max_connections ||
-	    old->max_connections_per_ip != new->max_connections_per_ip ||
-	    old->connection_timeout != new->connection_timeout ||
-	    old->max_request_header_bytes != new->max_request_header_bytes)
-		log_warn("reload: listen, store, state_dir, workers, user, TLS and connection limits change only on restart");
+	char changed[512];
+	size_t n = vd_config_restart_changes(old, new, changed, sizeof(changed));
+
+	if (n > 0)
+		log_warn("reload: %s changed; %s only on restart, until then the running value%s",
+		    changed, n == 1 ? "it takes effect" : "they take effect", n == 1 ? " holds" : "s hold");
 }
 
 /* Takes over the reference to keys. */
@@ -233,6 +231,7 @@ static void reload(vd_daemon *d)
 
 	if (c == NULL || keys == NULL) {
 		log_error("reload refused, keeping the running configuration: %s", err);
+		vd_metrics_reload(&d->metrics, 0, vd_wall_now());
 		free(c);
 		return;
 	}
@@ -248,6 +247,7 @@ static void reload(vd_daemon *d)
 	vd_api_load_token(&d->api);
 	set_keys(d, keys);
 	free(old);
+	vd_metrics_reload(&d->metrics, 1, vd_wall_now());
 	vd_store_scan(&d->store);
 }
 
@@ -473,6 +473,7 @@ static int run(vd_daemon *d)
 	d->api.metrics = &d->metrics;
 	d->api.cfg = d->cfg;
 	d->api.start_time = vd_wall_now();
+	d->metrics.last_reload_success = d->api.start_time;
 	start_signals(d);
 	start_stall_guard(d);
 	if (start_http(d) < 0)

@@ -107,6 +107,11 @@ int vd_config_parse(const char *text, size_t len, const char *filename,
 int vd_config_set(vd_config *c, const char *key, const char *value,
     char *err, size_t errlen);
 
+/* The keys read only at start whose values differ between old and new,
+ * as "listen, workers" in out ("" when none); their number. */
+size_t vd_config_restart_changes(const vd_config *old, const vd_config *new, char *out,
+    size_t outlen);
+
 /* Checks across keys (TLS cert without key, ...). */
 int vd_config_check(const vd_config *c, char *err, size_t errlen);
 

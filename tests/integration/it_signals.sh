@@ -67,14 +67,27 @@ wait_for $((2 * SLOW)) refused >/dev/null
 check "a bad reload is refused, naming the line" 1 "$(grep -c 'reload refused.*verifyd.conf:[0-9]*: unknown key "bogus_key"' "$LOG")"
 check "it keeps serving" 200 "$(code GET "/artifact/$H4")"
 check "with the old configuration" verified "$(state_of "$H4")"
+check "the refusal is counted" "0 1" \
+	"$(metric 'config_reloads_total{result="success"}') $(metric 'config_reloads_total{result="failure"}')"
+check "the configuration in force is the one loaded at start" "$(metric start_time_seconds)" \
+	"$(metric config_last_reload_success_timestamp_seconds)"
 
-# A good configuration on SIGHUP applies.
+# A good configuration on SIGHUP applies; of the keys read only at start,
+# the warning names the one it changed.
 cp "$WORK/good.conf" "$CONF"
 sed -i 's/^log_level = debug/log_level = warning/' "$CONF"
+echo "workers = 3" >> "$CONF"
 kill -HUP "$DPID"
 reloaded() { grep -q 'configuration reloaded' "$LOG"; }
 wait_for $((2 * SLOW)) reloaded >/dev/null
 check "a good reload is applied" 1 "$(grep -c 'configuration reloaded' "$LOG")"
+check "the warning names the restart-only key it changed, and only it" \
+	"warning: reload: workers changed; it takes effect only on restart, until then the running value holds" \
+	"$(grep 'reload: ' "$LOG" | grep -v 'reload refused')"
+check "the reload is counted" "1 1" \
+	"$(metric 'config_reloads_total{result="success"}') $(metric 'config_reloads_total{result="failure"}')"
+check "and timed" true "$(awk -v a="$(metric config_last_reload_success_timestamp_seconds)" \
+	-v s="$(metric start_time_seconds)" 'BEGIN { print (a > s) ? "true" : "false" }')"
 n=$(grep -c 'GET /healthz' "$LOG")
 code GET /healthz > /dev/null
 check "the new log level holds (no access log at warning)" "$n" "$(grep -c 'GET /healthz' "$LOG")"
