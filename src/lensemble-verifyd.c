@@ -8,8 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -32,6 +30,7 @@
 #include "vd_log.h"
 #include "vd_metrics.h"
 #include "vd_notify.h"
+#include "vd_startcheck.h"
 #include "vd_state.h"
 #include "vd_store.h"
 #include "vd_util.h"
@@ -62,23 +61,27 @@ typedef struct vd_daemon {
 	vd_api api;
 	vd_state *state;
 	vd_keyring *keys;           /* trusted_keys as last read */
+	vd_account account;         /* who the daemon runs as */
 	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t status, watchdog;
 	uv_prepare_t stall;
-	uint64_t turn_start, turn_idle, stall_logged_at, stalls_unlogged;
+	uint64_t turn_start, turn_idle;
+	vd_log_limit stall_lines;
 	int stopping;
 } vd_daemon;
 
 static const char usage_text[] =
 "Usage: lensemble-verifyd [-f] [-t] [-c FILE] [--store DIR] [--listen ADDR:PORT]\n"
 "                         [--state-dir DIR] [--workers N] [--token-file FILE]\n"
-"                         [--genesis-hash [RUN:]HEX[,[RUN:]HEX...]]\n"
+"                         [--genesis-hash [RUN:]HEX[,[RUN:]HEX...]] [--user NAME]\n"
 "\n"
 "Verify the Lensemble model artifacts of a store and answer over HTTP\n"
 "whether a model is the committed one and unaltered.\n"
 "\n"
 "  -f, --foreground        stay in the foreground, log to stderr\n"
-"  -t, --test              check the configuration and exit (0 good, 1 bad)\n"
+"  -t, --test              check the configuration and what a start needs of\n"
+"                          the system (the account, the state directory),\n"
+"                          as this user, and exit (0 good, 1 bad)\n"
 "  -c, --config FILE       configuration file (default " DEFAULT_CONFIG ")\n"
 "      --store DIR         the artifact store (config key: store)\n"
 "      --listen ADDR:PORT  HTTP address; port 0 picks a free one\n"
@@ -88,6 +91,7 @@ static const char usage_text[] =
 "      --genesis-hash [RUN:]HEX[,[RUN:]HEX...]\n"
 "                          pinned content hash of a run's round-0 artifact;\n"
 "                          a bare HEX for every run without its own\n"
+"      --user NAME         account to switch to when started as root\n"
 "  -h, --help              show this help\n"
 "  -V, --version           show the version\n"
 "\n"
@@ -106,12 +110,13 @@ static int parse_args(int argc, char **argv, daemon_opts *o)
 		{ "workers", required_argument, NULL, 4 },
 		{ "token-file", required_argument, NULL, 5 },
 		{ "genesis-hash", required_argument, NULL, 6 },
+		{ "user", required_argument, NULL, 7 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *const keys[] = { NULL, "store", "listen", "state_dir", "workers",
-		"token_file", "genesis_hash" };
+		"token_file", "genesis_hash", "user" };
 	int ch;
 
 	o->config = DEFAULT_CONFIG;
@@ -122,7 +127,7 @@ static int parse_args(int argc, char **argv, daemon_opts *o)
 		case 'c': o->config = optarg; o->config_given = 1; break;
 		case 'h': fputs(usage_text, stdout); exit(0);
 		case 'V': printf("lensemble-verifyd %s\n", PACKAGE_VERSION); exit(0);
-		case 1: case 2: case 3: case 4: case 5: case 6:
+		case 1: case 2: case 3: case 4: case 5: case 6: case 7:
 			if (o->n == MAX_OVERRIDES)
 				return -1;
 			o->keys[o->n] = keys[ch];
@@ -195,18 +200,16 @@ static vd_keyring *load_keys(const vd_config *cfg, int to_stderr, char *err, siz
 	return kr;
 }
 
-/* Keys read once at start: a reload that changes them only warns. */
+/* Keys read once at start: a reload that changes them only warns, naming
+ * those it changed so that the operator knows what awaits a restart. */
 static void warn_restart_keys(const vd_config *old, const vd_config *new)
 {
-	if (strcmp(old->listen, new->listen) != 0 || strcmp(old->store, new->store) != 0 ||
-	    strcmp(old->state_dir, new->state_dir) != 0 || old->workers != new->workers ||
-	    strcmp(old->user, new->user) != 0 || strcmp(old->tls_cert, new->tls_cert) != 0 ||
-	    strcmp(old->tls_key, new->tls_key) != 0 ||
-	    old->max_connections != new->max_connections ||
-	    old->max_connections_per_ip != new->max_connections_per_ip ||
-	    old->connection_timeout != new->connection_timeout ||
-	    old->max_request_header_bytes != new->max_request_header_bytes)
-		log_warn("reload: listen, store, state_dir, workers, user, TLS and connection limits change only on restart");
+	char changed[512];
+	size_t n = vd_config_restart_changes(old, new, changed, sizeof(changed));
+
+	if (n > 0)
+		log_warn("reload: %s changed; %s only on restart, until then the running value%s",
+		    changed, n == 1 ? "it takes effect" : "they take effect", n == 1 ? " holds" : "s hold");
 }
 
 /* Takes over the reference to keys. */
@@ -229,6 +232,7 @@ static void reload(vd_daemon *d)
 
 	if (c == NULL || keys == NULL) {
 		log_error("reload refused, keeping the running configuration: %s", err);
+		vd_metrics_reload(&d->metrics, 0, vd_wall_now());
 		free(c);
 		return;
 	}
@@ -244,6 +248,7 @@ static void reload(vd_daemon *d)
 	vd_api_load_token(&d->api);
 	set_keys(d, keys);
 	free(old);
+	vd_metrics_reload(&d->metrics, 1, vd_wall_now());
 	vd_store_scan(&d->store);
 }
 
@@ -311,56 +316,52 @@ static void on_watchdog(uv_timer_t *t)
 	vd_notify("WATCHDOG=1");
 }
 
-static int drop_privileges(const vd_config *c)
+/* A start that fails names who the daemon ran as: most failures here
+ * are permissions, which depend on it. */
+static void start_error(const char *msg)
 {
-	struct passwd *pw;
+	char who[96];
 
-	if (geteuid() != 0)
+	vd_account_describe_self(who, sizeof(who));
+	log_error("%s; running as %s", msg, who);
+}
+
+static int drop_privileges(const vd_account *a)
+{
+	char err[256];
+
+	if (!a->switch_to)
 		return 0;
-	if ((pw = getpwnam(c->user)) == NULL) {
-		log_error("user \"%s\" does not exist", c->user);
-		return -1;
-	}
-	if (pw->pw_uid == 0) {
-		log_error("user \"%s\" is root; name an unprivileged user", c->user);
-		return -1;
-	}
-	if (initgroups(pw->pw_name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
-	    setuid(pw->pw_uid) < 0) {
-		log_error("cannot switch to user %s: %s", c->user, strerror(errno));
-		return -1;
-	}
-	if (setuid(0) == 0) {
-		log_error("could regain root after switching to %s; refusing to run", c->user);
+	if (vd_account_switch(a, err, sizeof(err)) < 0) {
+		log_error("%s", err);
 		return -1;
 	}
 	prctl(PR_SET_DUMPABLE, 1);
-	log_info("running as user %s", c->user);
+	log_info("running as user %s", a->name);
 	return 0;
 }
 
 /* Each turn of the loop, its busy time (the turn less the time it waited
- * in poll) goes to loop_stall_seconds; a turn over VD_LOOP_STALL_NS is a stall
- * that delays every client, and is logged with its length. */
+ * in poll) goes to loop_stall_seconds; a turn over loop_stall_warn_ms is a
+ * stall that delays every client, and is logged with its length, at most
+ * once per VD_STALL_LOG_GAP_NS. Both clocks are monotonic, but libuv reads
+ * the idle time with its own calls: a difference that comes out negative
+ * is a turn of no busy time, not a wrapped one. */
 static void on_prepare(uv_prepare_t *h)
 {
 	vd_daemon *d = h->data;
-	uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(&d->loop);
-	uint64_t busy = now - d->turn_start - (idle - d->turn_idle);
+	uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(&d->loop), held;
+	uint64_t busy = vd_ns_between(vd_ns_between(d->turn_idle, idle),
+	    vd_ns_between(d->turn_start, now));
 
 	d->turn_start = now;
 	d->turn_idle = idle;
 	vd_histogram_observe(&d->metrics.loop_stall, (double)busy / 1e9);
-	if (busy < VD_LOOP_STALL_NS)
+	if (busy <= (uint64_t)d->cfg->loop_stall_warn_ms * 1000000u ||
+	    !vd_log_limit_pass(&d->stall_lines, now, VD_STALL_LOG_GAP_NS, &held))
 		return;
-	if (now - d->stall_logged_at < VD_STALL_LOG_GAP_NS) {
-		d->stalls_unlogged++;
-		return;
-	}
-	log_warn("the event loop was busy for %.1f ms in one turn (%llu more stall(s) since the last line)",
-	    (double)busy / 1e6, (unsigned long long)d->stalls_unlogged);
-	d->stall_logged_at = now;
-	d->stalls_unlogged = 0;
+	log_warn("the event loop was busy for %.1f ms in one turn (over loop_stall_warn_ms = %u; %llu more such turn(s) since the last line)",
+	    (double)busy / 1e6, d->cfg->loop_stall_warn_ms, (unsigned long long)held);
 }
 
 static void start_stall_guard(vd_daemon *d)
@@ -403,7 +404,7 @@ static int start_http(vd_daemon *d)
 
 	rc = vd_http_start(&d->http, &d->loop, d->cfg, vd_api_handle, &d->api, err, sizeof(err));
 	if (rc < 0) {
-		log_error("%s", err);
+		start_error(err);
 		return -1;
 	}
 	vd_http_on_done(d->http, vd_api_done, &d->api);
@@ -429,7 +430,9 @@ static int open_signing_key(vd_daemon *d, int before_drop)
 	else
 		snprintf(path, sizeof(path), "%s/%s", d->cfg->state_dir, VD_SIGNING_KEY_FILE);
 	if (vd_attest_key_open(path, 1, &d->api.signing_key, err, sizeof(err)) < 0) {
-		log_error("signing_key: %s", err);
+		char msg[600];
+		snprintf(msg, sizeof(msg), "signing_key: %s", err);
+		start_error(msg);
 		return -1;
 	}
 	log_info("verdicts are signed by key %s (%s)", vd_key_id(d->api.signing_key), path);
@@ -506,7 +509,15 @@ static int open_state(vd_daemon *d)
 	if (private_state(d->cfg->state_dir) < 0)
 		return -1;
 	if (vd_state_open(d->cfg->state_dir, &d->state, err, sizeof(err)) < 0) {
-		log_error("%s", err);
+		/* SQLite's errno is that of its last try: a file it could not
+		 * create is retried read-only and reported missing. The check
+		 * of -t, as the user now running, says what is not allowed. */
+		vd_account self = { .switch_to = 0 };
+		char why[512];
+		if (vd_startcheck_state(d->cfg, &self, why, sizeof(why)) < 0)
+			log_error("%s; %s", err, why);
+		else
+			start_error(err);
 		return -1;
 	}
 	vd_state_set_alert_retention(d->state, d->cfg->alert_retention);
@@ -527,6 +538,7 @@ static int run(vd_daemon *d)
 	d->api.metrics = &d->metrics;
 	d->api.cfg = d->cfg;
 	d->api.start_time = vd_wall_now();
+	d->metrics.last_reload_success = d->api.start_time;
 	start_signals(d);
 	start_stall_guard(d);
 	if (start_http(d) < 0)
@@ -534,22 +546,26 @@ static int run(vd_daemon *d)
 	/* Read as the starting user: the token file may be root's alone. */
 	vd_api_load_token(&d->api);
 	if ((keys = load_keys(d->cfg, 0, err, sizeof(err))) == NULL) {
-		log_error("%s", err);
+		start_error(err);
 		return 1;
 	}
 	if (open_signing_key(d, 1) < 0)
 		return 1;
-	if (d->cfg->user[0] && drop_privileges(d->cfg) < 0)
+	if (drop_privileges(&d->account) < 0)
 		return 1;
 	if (open_state(d) < 0 || open_signing_key(d, 0) < 0)
 		return 1;
 	if ((rc = vd_store_init(&d->store, &d->loop, d->cfg, &d->metrics)) < 0) {
-		log_error("cannot start the store: %s", uv_strerror(rc));
+		snprintf(err, sizeof(err), "cannot start the store %s: %s (%s)", d->cfg->store,
+		    uv_strerror(rc), uv_err_name(rc));
+		start_error(err);
 		return 1;
 	}
 	set_keys(d, keys);
 	if (vd_store_attach_state(&d->store, d->state) < 0) {
-		log_error("cannot load the state database: %s", vd_state_error(d->state));
+		snprintf(err, sizeof(err), "cannot load the state database in %s: %s", d->cfg->state_dir,
+		    vd_state_error(d->state));
+		start_error(err);
 		return 1;
 	}
 	d->api.state_ready = 1;
@@ -564,6 +580,50 @@ static int run(vd_daemon *d)
 	vd_keyring_unref(d->keys);
 	vd_key_free(d->api.signing_key);
 	log_info("stopped");
+	return 0;
+}
+
+/* A signing_key named in the configuration is read as the starting user;
+ * one missing is made at start. */
+static int check_signing_key(const vd_config *c, char *err, size_t errlen)
+{
+	char msg[400];
+	struct stat st;
+	vd_key *k = NULL;
+
+	if (c->signing_key[0] == '\0' || (lstat(c->signing_key, &st) < 0 && errno == ENOENT))
+		return 0;
+	if (vd_attest_key_open(c->signing_key, 0, &k, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "signing_key: %s", msg);
+		return -1;
+	}
+	vd_key_free(k);
+	return 0;
+}
+
+/* -t: what a start would refuse, short of binding and switching user for
+ * good. Checked for the user running it: under a unit that starts the
+ * daemon unprivileged, run it as that account. */
+static int check_config(vd_daemon *d, char *err, size_t errlen)
+{
+	vd_keyring *keys = load_keys(d->cfg, 1, err, errlen);
+
+	if (keys == NULL || vd_http_tls_check(d->cfg, err, errlen) < 0 ||
+	    vd_account_of(d->cfg, &d->account, err, errlen) < 0 ||
+	    check_signing_key(d->cfg, err, errlen) < 0 ||
+	    vd_startcheck_state(d->cfg, &d->account, err, errlen) < 0) {
+		fprintf(stderr, "lensemble-verifyd: %s\n", err);
+		if (keys != NULL && geteuid() == 0 && d->cfg->user[0] == '\0')
+			fprintf(stderr, "lensemble-verifyd: for a service manager that starts the daemon as its own account (the shipped systemd unit does), run the check as that account: runuser -u ACCOUNT -- lensemble-verifyd -t\n");
+		vd_keyring_unref(keys);
+		return 1;
+	}
+	printf("commitment policy %s; %zu trusted key(s)\n",
+	    vd_policy_name(vd_config_policy(d->cfg)), keys->n);
+	printf("runs as user %s; state directory %s\n", d->account.name, d->cfg->state_dir);
+	vd_keyring_unref(keys);
+	printf("configuration OK: %s\n", d->opts.config_given ||
+	    access(d->opts.config, F_OK) == 0 ? d->opts.config : "(defaults)");
 	return 0;
 }
 
@@ -594,23 +654,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (d.opts.check) {
-		vd_keyring *keys = load_keys(d.cfg, 1, err, sizeof(err));
-		if (keys == NULL || vd_http_tls_check(d.cfg, err, sizeof(err)) < 0) {
-			fprintf(stderr, "lensemble-verifyd: %s\n", err);
-			vd_keyring_unref(keys);
-			free(d.cfg);
-			return 1;
-		}
-		printf("commitment policy %s; %zu trusted key(s)\n",
-		    vd_policy_name(vd_config_policy(d.cfg)), keys->n);
-		vd_keyring_unref(keys);
-		printf("configuration OK: %s\n", d.opts.config_given ||
-		    access(d.opts.config, F_OK) == 0 ? d.opts.config : "(defaults)");
+		int rc = check_config(&d, err, sizeof(err));
 		free(d.cfg);
-		return 0;
+		return rc;
 	}
-	if (geteuid() == 0 && d.cfg->user[0] == '\0') {
-		fprintf(stderr, "lensemble-verifyd: refusing to run as root; set \"user\" in the configuration to the account to switch to after binding\n");
+	if (vd_account_of(d.cfg, &d.account, err, sizeof(err)) < 0) {
+		fprintf(stderr, "lensemble-verifyd: %s\n", err);
 		free(d.cfg);
 		return 1;
 	}

@@ -548,23 +548,33 @@ static void send_history(vd_req *r, const char *name, vd_view_rows *rows, int rc
 	send_json(r, 200, vd_view_history(name, rows, pg), NULL, "listing the history");
 }
 
-/* GET /alerts[?active=1|0][&limit=N&after=ID]: every alert raised, newest
- * first, with when it was raised and cleared (null while raised). */
+/* A yes-or-no parameter: 1 or true, 0 or false (clients' URL builders
+ * write booleans either way); -1 for anything else. */
+static int query_bool(const char *q)
+{
+	if (strcmp(q, "1") == 0 || strcmp(q, "true") == 0)
+		return 1;
+	if (strcmp(q, "0") == 0 || strcmp(q, "false") == 0)
+		return 0;
+	return -1;
+}
+
+/* GET /alerts[?active=1|0|true|false][&limit=N&after=ID]: every alert
+ * raised, newest first, with when it was raised and cleared (null while
+ * raised). */
 static void get_alerts(vd_api *api, vd_req *r)
 {
 	const char *q = vd_req_query(r, "active");
 	vd_view_rows rows;
 	vd_state *st;
 	vd_page pg;
-	int active = -1;
+	int active = q != NULL ? query_bool(q) : -1;
 
-	if (q != NULL && strcmp(q, "1") != 0 && strcmp(q, "0") != 0) {
+	if (q != NULL && active < 0) {
 		vd_http_error(r, 400, "bad_request",
-		    "active is 1 (only alerts still raised) or 0 (only cleared ones)", NULL);
+		    "active is 1 or true (only alerts still raised), 0 or false (only cleared ones)", NULL);
 		return;
 	}
-	if (q != NULL)
-		active = q[0] == '1';
 	if (history_page(r, &pg) < 0 || (st = history_state(api, r)) == NULL)
 		return;
 	if (vd_view_rows_init(&rows) < 0) {
@@ -1303,13 +1313,18 @@ void vd_api_handle(vd_req *r, void *arg)
 void vd_api_done(vd_req *r, double seconds, void *arg)
 {
 	vd_api *api = arg;
+	char method[16], path[VD_LOG_PATH_MAX + 1];
 
 	vd_metrics_http(api->metrics, r->route, r->status, seconds);
 	/* Every answer is counted in /metrics. A line for each at info would
 	 * take a sixth of the loop's rate under load and flood the journal,
-	 * so info keeps the refusals and errors, debug all of them. */
-	if (r->status >= 400)
-		log_info("%s %s %u %.1f ms", r->method, r->route, r->status, seconds * 1000.0);
-	else
-		log_debug("%s %s %u %.1f ms", r->method, r->route, r->status, seconds * 1000.0);
+	 * so info keeps the refusals and errors, debug all of them. The line
+	 * names the path asked, which the route label of the metrics cannot
+	 * (an unknown path is only "other" there). */
+	if (vd_log_would(r->status >= 400 ? VD_LOG_INFO : VD_LOG_DEBUG)) {
+		vd_log_path(method, sizeof(method), r->method ? r->method : "?");
+		vd_log_path(path, sizeof(path), r->url ? r->url : "?");
+		vd_log(r->status >= 400 ? VD_LOG_INFO : VD_LOG_DEBUG, "%s %s %u %.1f ms", method, path,
+		    r->status, seconds * 1000.0);
+	}
 }

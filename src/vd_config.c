@@ -120,6 +120,16 @@ static const key_spec keys[] = {
 	  "longest silence, in seconds, before a keepalive comment on a GET /events stream" },
 	{ "alert_retention", K_DURATION, U(alert_retention), 0, 3650 * 86400u, "90d",
 	  "how long a cleared alert stays in GET /alerts: seconds, or with m, h or d (0: for ever)" },
+	{ "loop_stall_warn_ms", K_UINT, U(loop_stall_warn_ms), 1, 60000, VD_XSTR(VD_LOOP_STALL_WARN_MS_DEFAULT),
+	  "milliseconds one turn of the event loop may be busy before it is logged at warning (at most one line a minute)" },
+};
+
+/* Read once at start (what they configure is bound, opened or sized
+ * then): a reload that changes them only warns. */
+static const char *const restart_keys[] = {
+	"listen", "store", "state_dir", "workers", "user", "tls_cert", "tls_key",
+	"max_connections", "max_connections_per_ip", "connection_timeout",
+	"max_request_header_bytes",
 };
 
 const vd_config_key *vd_config_keys(size_t *n)
@@ -583,6 +593,41 @@ int vd_config_parse(const char *text, size_t len, const char *filename,
 		return -1;
 	}
 	return 0;
+}
+
+static int key_differs(const key_spec *k, const vd_config *a, const vd_config *b)
+{
+	const char *pa = (const char *)a + k->off, *pb = (const char *)b + k->off;
+
+	switch (k->type) {
+	case K_UINT:
+		return *(const unsigned *)(const void *)pa != *(const unsigned *)(const void *)pb;
+	case K_U64:
+		return *(const uint64_t *)(const void *)pa != *(const uint64_t *)(const void *)pb;
+	case K_STR: case K_PATH: case K_LISTEN: case K_PINS: case K_ANCHORS: case K_RUN_TOKENS:
+		return strcmp(pa, pb) != 0;   /* as written: the parsed fields follow from it */
+	default:    /* the enumerations and durations are held as int or unsigned */
+		return *(const int *)(const void *)pa != *(const int *)(const void *)pb;
+	}
+}
+
+size_t vd_config_restart_changes(const vd_config *old, const vd_config *new, char *out,
+    size_t outlen)
+{
+	const key_spec *k;
+	size_t i, n = 0, len = 0;
+
+	if (outlen > 0)
+		out[0] = '\0';
+	for (i = 0; i < VD_ARRAY_LEN(restart_keys); i++) {
+		k = find_key(restart_keys[i], strlen(restart_keys[i]));
+		if (k == NULL || !key_differs(k, old, new))
+			continue;
+		if (len < outlen)
+			len += (size_t)snprintf(out + len, outlen - len, "%s%s", n ? ", " : "", k->name);
+		n++;
+	}
+	return n;
 }
 
 int vd_config_check(const vd_config *c, char *err, size_t errlen)

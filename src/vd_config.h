@@ -87,6 +87,7 @@ typedef struct vd_config {
 	unsigned max_event_streams; /* GET /events streams open at once */
 	unsigned event_keepalive;   /* longest silence on a stream before a keepalive comment */
 	unsigned alert_retention;   /* seconds a cleared alert stays in GET /alerts; 0: for ever */
+	unsigned loop_stall_warn_ms;  /* a busier event-loop turn is logged at warning */
 } vd_config;
 
 void vd_config_defaults(vd_config *c);
@@ -106,6 +107,11 @@ int vd_config_parse(const char *text, size_t len, const char *filename,
 /* Set one key (a command-line override). -1 with a sentence on error. */
 int vd_config_set(vd_config *c, const char *key, const char *value,
     char *err, size_t errlen);
+
+/* The keys read only at start whose values differ between old and new,
+ * as "listen, workers" in out ("" when none); their number. */
+size_t vd_config_restart_changes(const vd_config *old, const vd_config *new, char *out,
+    size_t outlen);
 
 /* Checks across keys (TLS cert without key, ...). */
 int vd_config_check(const vd_config *c, char *err, size_t errlen);

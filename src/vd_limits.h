@@ -167,6 +167,9 @@
 /* ---- logs, metrics and state --------------------------------------- */
 #define VD_LOG_MSG_MAX 2048        /* a message longer than this is cut */
 #define VD_LOG_LINE_MAX 8192       /* a JSON line or a journal entry, fields included */
+/* A request's path as the access log writes it, escapes included: the
+ * client chooses it, and one line must stay one readable line. */
+#define VD_LOG_PATH_MAX 256
 #define VD_METRICS_MAX_HTTP_SERIES 128
 #define VD_CHAIN_MAX_BREAKS 16     /* breaks listed per chain; the rest counted */
 #define VD_STATE_BUSY_MS 5000      /* SQLite waits this long for a lock */
@@ -204,8 +207,12 @@
  * large store would otherwise copy every path and hash into the sets. */
 #define VD_DIRTY_WHOLE_MIN 1024
 #define VD_STATUS_INTERVAL_MS 10000   /* how often systemd's STATUS= line is renewed */
-#define VD_LOOP_STALL_NS (20 * 1000000ull)   /* a loop turn busier than this is logged */
-#define VD_STALL_LOG_GAP_NS (1000000000ull)  /* at most one such line a second */
+/* loop_stall_warn_ms: a turn busier than this is logged at warning. A
+ * quarter second is a delay a client notices; shorter turns (a store
+ * scan merged, a synced commit) are routine and only counted in
+ * loop_stall_seconds. A plain literal: the config table's default. */
+#define VD_LOOP_STALL_WARN_MS_DEFAULT 250
+#define VD_STALL_LOG_GAP_NS (60 * 1000000000ull)  /* at most one such line a minute */
 
 /* ---- the command-line verifier ------------------------------------- */
 #define VD_PROGRESS_MIN_BYTES (256u << 20)   /* show progress above this size */

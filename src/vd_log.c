@@ -298,6 +298,11 @@ static void emit(int level, const vd_log_fields *f, const char *msg)
 	fprintf(stderr, "%s: %s\n", names[level], msg);
 }
 
+int vd_log_would(int level)
+{
+	return level <= log_level;
+}
+
 void vd_log(int level, const char *fmt, ...)
 {
 	char msg[VD_LOG_MSG_MAX];
@@ -322,4 +327,53 @@ void vd_logf(int level, const vd_log_fields *f, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	emit(level, f, msg);
+}
+
+int vd_log_limit_pass(vd_log_limit *l, uint64_t now_ns, uint64_t gap_ns, uint64_t *held)
+{
+	if (l->started && vd_ns_between(l->last_ns, now_ns) < gap_ns) {
+		l->held++;
+		return 0;
+	}
+	*held = l->held;
+	l->held = 0;
+	l->last_ns = now_ns;
+	l->started = 1;
+	return 1;
+}
+
+static size_t path_escape_len(unsigned char c)
+{
+	return c <= ' ' || c >= 0x7f || c == '%' ? 3 : 1;
+}
+
+/* Escaped, a path cannot end a line, forge a field or hide behind a
+ * terminal's control sequences; an escape is never cut in two. */
+size_t vd_log_path(char *out, size_t n, const char *path)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t max = n - 1 < VD_LOG_PATH_MAX ? n - 1 : VD_LOG_PATH_MAX, len = 0, whole = 0;
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)path; *p != '\0' && whole <= max; p++)
+		whole += path_escape_len(*p);
+	if (whole > max)
+		max -= 3;    /* room for the "..." that says it was cut */
+	for (p = (const unsigned char *)path; *p != '\0'; p++) {
+		if (len + path_escape_len(*p) > max)
+			break;
+		if (path_escape_len(*p) == 3) {
+			out[len++] = '%';
+			out[len++] = hex[*p >> 4];
+			out[len++] = hex[*p & 15];
+		} else {
+			out[len++] = (char)*p;
+		}
+	}
+	if (*p != '\0') {
+		memcpy(out + len, "...", 3);
+		len += 3;
+	}
+	out[len] = '\0';
+	return len;
 }

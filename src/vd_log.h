@@ -16,6 +16,7 @@
 #include "vd_limits.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum { VD_LOG_ERROR, VD_LOG_WARN, VD_LOG_INFO, VD_LOG_DEBUG };
 
@@ -44,6 +45,8 @@ int vd_log_level_parse(const char *s);         /* -1 if unknown */
 const char *vd_log_level_name(int level);
 int vd_log_format_parse(const char *s);        /* -1 if unknown */
 const char *vd_log_format_name(int format);
+/* Whether a line at level would be written: to spare building one. */
+int vd_log_would(int level);
 void vd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same with fields (NULL: none). */
 void vd_logf(int level, const vd_log_fields *f, const char *fmt, ...)
@@ -57,6 +60,24 @@ size_t vd_log_json_line(char *out, size_t n, double ts, int level, const vd_log_
  * out; its length, or 0 when it does not fit. */
 size_t vd_log_journal_entry(char *out, size_t n, const char *ident, int level,
     const vd_log_fields *f, const char *msg);
+
+/* A line that may repeat many times a minute goes out at most once per
+ * gap; the ones held back are counted for the next line to report. */
+typedef struct vd_log_limit {
+	uint64_t last_ns;      /* when a line last went out (monotonic) */
+	uint64_t held;         /* lines held back since */
+	int started;           /* a line went out: last_ns holds */
+} vd_log_limit;
+
+/* 1 when a line at now_ns may go out, with *held the lines held back
+ * before it (then reset); 0 when it is held back and counted. A clock
+ * read behind last_ns counts as no time passed. */
+int vd_log_limit_pass(vd_log_limit *l, uint64_t now_ns, uint64_t gap_ns, uint64_t *held);
+
+/* A request's path for a log line, in out (n bytes, at least 8): bytes
+ * that are not printable ASCII, spaces and '%' as %XX, and cut after
+ * VD_LOG_PATH_MAX bytes (or n - 1) with "..." at the end. Its length. */
+size_t vd_log_path(char *out, size_t n, const char *path);
 
 #define log_error(...) vd_log(VD_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) vd_log(VD_LOG_WARN, __VA_ARGS__)

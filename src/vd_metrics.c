@@ -81,6 +81,13 @@ void vd_metrics_scan(vd_metrics *m, int whole)
 	m->scans_total[whole ? 1 : 0]++;
 }
 
+void vd_metrics_reload(vd_metrics *m, int ok, double now)
+{
+	m->reloads_total[ok ? 0 : 1]++;
+	if (ok)
+		m->last_reload_success = now;
+}
+
 static void help(vd_buf *b, const char *name, const char *type, const char *text)
 {
 	vd_buf_printf(b, "# HELP " P "%s %s\n# TYPE " P "%s %s\n", name, text, name, type);
@@ -188,6 +195,16 @@ static void render_runtime(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
 	vd_buf_printf(b, P "last_scrub_timestamp_seconds %.3f\n", g->last_scrub);
 	help(b, "start_time_seconds", "gauge", "When the daemon started.");
 	vd_buf_printf(b, P "start_time_seconds %.3f\n", g->start_time);
+	help(b, "config_reloads_total", "counter",
+	    "Configuration reloads (SIGHUP): applied, or refused with the running one kept.");
+	vd_buf_printf(b, P "config_reloads_total{result=\"success\"} %llu\n",
+	    (unsigned long long)m->reloads_total[0]);
+	vd_buf_printf(b, P "config_reloads_total{result=\"failure\"} %llu\n",
+	    (unsigned long long)m->reloads_total[1]);
+	help(b, "config_last_reload_success_timestamp_seconds", "gauge",
+	    "When the configuration in force was loaded: the start, or the last applied reload.");
+	vd_buf_printf(b, P "config_last_reload_success_timestamp_seconds %.3f\n",
+	    m->last_reload_success);
 	help(b, "http_connections", "gauge", "HTTP connections open, this one included.");
 	vd_buf_printf(b, P "http_connections %llu\n", (unsigned long long)g->http_connections);
 	help(b, "http_connections_limit", "gauge", "max_connections the listener was started with.");

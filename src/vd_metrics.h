@@ -60,6 +60,8 @@ typedef struct vd_metrics {
 	uint64_t envelopes_rejected[VD_ENV_REASON_COUNT];
 	uint64_t artifacts_pruned_total;
 	uint64_t scans_total[2];          /* of changes, whole */
+	uint64_t reloads_total[2];        /* SIGHUP reloads: applied, refused */
+	double last_reload_success;       /* unix seconds: the start, then each applied reload */
 } vd_metrics;
 
 /* Values read off the store when rendering. */
@@ -83,6 +85,8 @@ void vd_metrics_http(vd_metrics *m, const char *route, unsigned code, double sec
 void vd_metrics_envelope_rejected(vd_metrics *m, vd_env_reason why);
 void vd_metrics_verified(vd_metrics *m, vd_code code, uint64_t bytes, double seconds);
 void vd_metrics_scan(vd_metrics *m, int whole);
+/* A reload of the configuration, applied (ok) or refused, at now. */
+void vd_metrics_reload(vd_metrics *m, int ok, double now);
 int vd_metrics_render(const vd_metrics *m, const vd_gauges *g, vd_buf *out);
 
 #endif

@@ -202,6 +202,19 @@ uint64_t vd_state_failures(const vd_state *st)
 	return st != NULL ? st->failures : 0;
 }
 
+/* SQLite's sentence and, when a system call failed under it, errno: "unable
+ * to open database file" alone does not say whether the file is missing,
+ * forbidden or on a full disk. */
+static const char *db_reason(vd_state *st, char *buf, size_t n)
+{
+	int e = st->db ? sqlite3_system_errno(st->db) : 0;
+
+	snprintf(buf, n, "%s", st->db ? sqlite3_errmsg(st->db) : "out of memory");
+	if (e != 0)
+		snprintf(buf + strlen(buf), n - strlen(buf), " (errno %d, %s)", e, strerror(e));
+	return buf;
+}
+
 static int exec(vd_state *st, const char *sql)
 {
 	char *msg = NULL;
@@ -335,27 +348,29 @@ static int migrate(vd_state *st, int from)
 		}
 		if (commit(st) < 0)
 			return -1;
-		if (v > 0 || from > 0)
-			log_info("state database migrated to schema %d", v + 1);
 	}
+	/* One line for the whole climb: each step is an internal detail. */
+	if (from < VD_STATE_SCHEMA)
+		log_info("state database migrated from schema %d to %d", from, VD_STATE_SCHEMA);
 	return 0;
 }
 
 static int setup(vd_state *st, char *err, size_t errlen, const char *path)
 {
+	char why[320];
 	int v;
 
 	sqlite3_busy_timeout(st->db, VD_STATE_BUSY_MS);
 	if (check_integrity(st) < 0) {
 		snprintf(err, errlen, "%s is damaged (%s); move it aside or restore it from a backup",
-		    path, st->error[0] ? st->error : sqlite3_errmsg(st->db));
+		    path, st->error[0] ? st->error : db_reason(st, why, sizeof(why)));
 		return -1;
 	}
 	if (exec(st, "PRAGMA journal_mode = WAL") < 0 ||
 	    exec(st, "PRAGMA synchronous = FULL") < 0 ||
 	    exec(st, "PRAGMA foreign_keys = ON") < 0 ||
 	    exec(st, "PRAGMA cache_size = " VD_STATE_CACHE_KIB) < 0 || user_version(st, &v) < 0) {
-		snprintf(err, errlen, "%s: %s", path, st->error[0] ? st->error : sqlite3_errmsg(st->db));
+		snprintf(err, errlen, "%s: %s", path, st->error[0] ? st->error : db_reason(st, why, sizeof(why)));
 		return -1;
 	}
 	if (v > VD_STATE_SCHEMA) {
@@ -398,8 +413,8 @@ int vd_state_open(const char *state_dir, vd_state **out, char *err, size_t errle
 	}
 	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "cannot open %s: %s", path,
-		    st->db ? sqlite3_errmsg(st->db) : "out of memory");
+		char why[320];
+		snprintf(err, errlen, "cannot open %s: %s", path, db_reason(st, why, sizeof(why)));
 		vd_state_close(st);
 		return -1;
 	}

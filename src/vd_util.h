@@ -11,6 +11,14 @@
 
 #define VD_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* to - from on a monotonic clock in nanoseconds, 0 when to reads behind
+ * from (two clocks, or two reads of one across CPUs): an interval is never
+ * a negative number wrapped to a huge unsigned one. */
+static inline uint64_t vd_ns_between(uint64_t from, uint64_t to)
+{
+	return to > from ? to - from : 0;
+}
+
 typedef struct vd_str {
 	const char *p;
 	size_t len;

@@ -77,9 +77,11 @@ last=$(echo "$all" | jq '.[-1]')
 check "the page after the last alert is empty, without a cursor" '[] null' \
 	"$(get "/alerts?after=$last" | jq -c '.alerts, .next' | tr '\n' ' ' | sed 's/ $//')"
 check "limit and active combine" 1 "$(get '/alerts?active=1&limit=1' | jq '.alerts | length')"
+check "?active=true is ?active=1" "$(get '/alerts?active=1' | jq -c .)" "$(get '/alerts?active=true' | jq -c .)"
+check "?active=false is ?active=0" "$(get '/alerts?active=0' | jq -c .)" "$(get '/alerts?active=false' | jq -c .)"
 
 # --- bad parameters -------------------------------------------------------------------
-for q in limit=0 limit=10001 limit=x limit=-1 after=0 after=x after=-5 after=1.5 active=2 active=yes active=; do
+for q in limit=0 limit=10001 limit=x limit=-1 after=0 after=x after=-5 after=1.5 active=2 active=yes active=TRUE active=; do
 	r=$(curl -s -w '\n%{http_code}' "$(url "/alerts?$q")")
 	check "?$q: 400 bad_request with a sentence" "400 bad_request true" \
 		"$(echo "$r" | tail -n 1) $(echo "$r" | sed '$d' | jq -r '"\(.error.code) \(.error.detail | length > 20)"')"
@@ -150,7 +152,7 @@ if command -v sqlite3 > /dev/null 2>&1; then
 	[ -n "$RUN_AS" ] && chown -R "$RUN_AS" "$STATE"
 	write_conf "rescan_interval = 3600" "alert_retention = 0"
 	start_daemon
-	check "the database is migrated to schema 6" 1 "$(grep -c 'state database migrated to schema 6' "$LOG")"
+	check "the database is migrated from schema 5, in one line" "1 1" "$(grep -c 'state database migrated' "$LOG") $(grep -c 'state database migrated from schema 5 to [0-9]' "$LOG")"
 	check "a repeated raise continues its episode: three episodes, newest first" \
 		"fork 1970-01-01T01:40:00.000Z|ledger_broken 1970-01-01T01:06:40.000Z 1970-01-01T01:23:20.000Z second|ledger_broken 1970-01-01T00:16:40.000Z 1970-01-01T00:50:00.000Z first" \
 		"$(get /alerts | jq -r '[.alerts[] | "\(.kind) \(.raised_at)\(if .kind == "fork" then "" else " \(.cleared_at) \(.detail)" end)"] | join("|")')"

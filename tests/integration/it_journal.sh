@@ -95,8 +95,8 @@ query() {
 	local n=$1; shift
 	journalctl --file="$WORK/j$n.journal" -o json "$@" 2> /dev/null
 }
-# A request for no route: logged at info as "GET other 404 ...".
-NOPE='^MESSAGE=GET other 404 '
+# A request for no route: logged at info with its path, "GET /nope 404 ...".
+NOPE='^MESSAGE=GET /nope 404 '
 in_journal() { grep -aq "$1" "$WORK/j$N.export"; }
 on_stderr() { grep -q "$1" "$LOG"; }
 
@@ -175,13 +175,13 @@ check "after the restart: no verdict on stderr" 0 "$(grep -c 'verif' "$LOG")"
 # --- the journal gone, then back ---------------------------------------------------------
 : > "$LOG"
 code GET /nope > /dev/null
-wait_for $((5 * SLOW)) on_stderr '^info: GET other 404' > /dev/null ||
+wait_for $((5 * SLOW)) on_stderr '^info: GET /nope 404' > /dev/null ||
 	not_ok "without a journal, a line goes to stderr"
 start_receiver
 code GET /nope > /dev/null
 wait_for $((5 * SLOW)) in_journal "$NOPE" > /dev/null ||
 	not_ok "the journal back, the next entry reaches it"
-check "the journal back: the line it missed alone on stderr" 1 "$(grep -c 'GET other 404' "$LOG")"
+check "the journal back: the line it missed alone on stderr" 1 "$(grep -c 'GET /nope 404' "$LOG")"
 stop_daemon
 stop_receiver
 check "the daemon's last entry, at shutdown, is in the journal" stopped \

@@ -112,4 +112,26 @@ code GET /nope > /dev/null
 check "a request answered after the reload is logged in JSON" 1 \
 	"$(jq -Rr 'fromjson? | .msg | select(test("^GET [^ ]+ 404 "))' "$LOG" | wc -l)"
 
+# The access line names the path asked, not only its route: escaped (a
+# client cannot end a line or send a terminal's control sequences) and
+# cut to a bound.
+accessed() { jq -Rr 'fromjson? | .msg' "$LOG" | grep -qF "$1"; }
+code GET '/nope/x%20y%25' > /dev/null
+wait_for $((5 * SLOW)) accessed 'GET /nope/x%20y%25 404 ' > /dev/null
+check "an unknown path is logged with its path" 1 \
+	"$(jq -Rr 'fromjson? | .msg' "$LOG" | grep -cF 'GET /nope/x%20y%25 404 ')"
+code GET '/nope/%1b%5b31m%0a' > /dev/null
+wait_for $((5 * SLOW)) accessed 'GET /nope/%1B[31m%0A 400 ' > /dev/null
+check "control characters in it are escaped" 1 \
+	"$(jq -Rr 'fromjson? | .msg' "$LOG" | grep -cF 'GET /nope/%1B[31m%0A 400 ')"
+long=$(printf '%0600d' 0)
+code GET "/nope/$long" > /dev/null
+wait_for $((5 * SLOW)) accessed 'GET /nope/000' > /dev/null
+check "a long path is cut, saying so" "256 ... 404" \
+	"$(jq -Rr 'fromjson? | .msg' "$LOG" | awk '$2 ~ /^\/nope\/000/ { print length($2), substr($2, length($2) - 2), $3 }')"
+code GET "/artifact/$HX" > /dev/null
+wait_for $((5 * SLOW)) accessed "GET /artifact/$HX 404 " > /dev/null
+check "a known route is logged with the path asked" 1 \
+	"$(jq -Rr 'fromjson? | .msg' "$LOG" | grep -cF "GET /artifact/$HX 404 ")"
+
 finish

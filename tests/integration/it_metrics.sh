@@ -32,10 +32,18 @@ for series in 'artifacts{state="pending"}' 'artifacts{state="verifying"}' \
 	hashing_bytes_total hashing_yields_total \
 	'store_scans_total{scope="whole"}' 'store_scans_total{scope="changes"}' \
 	last_scrub_timestamp_seconds 'http_requests_total{route="/healthz",code="200"}' \
+	'config_reloads_total{result="success"}' 'config_reloads_total{result="failure"}' \
+	config_last_reload_success_timestamp_seconds \
 	http_request_duration_seconds_count 'build_info{version="'"$(sed -n 's/^PACKAGE_VERSION = //p' "$top_builddir/Makefile")"'"}'; do
 	v=$(awk -v n="lensemble_verifyd_$series" '$1 == n { print $2 }' "$WORK/metrics")
 	if [ -n "$v" ]; then ok "series $series = $v"; else not_ok "series $series is exported"; fi
 done
+check "no reload yet: the configuration in force is the start's" \
+	"0 0 $(awk '$1 == "lensemble_verifyd_start_time_seconds" { print $2 }' "$WORK/metrics")" \
+	"$(awk '$1 == "lensemble_verifyd_config_reloads_total{result=\"success\"}" { s = $2 }
+		$1 == "lensemble_verifyd_config_reloads_total{result=\"failure\"}" { f = $2 }
+		$1 == "lensemble_verifyd_config_last_reload_success_timestamp_seconds" { t = $2 }
+		END { print s, f, t }' "$WORK/metrics")"
 check "verified count" 5 "$(metric 'artifacts{state="verified"}')"
 check "bytes hashed: five artifacts of 352 tensor bytes" 1760 "$(metric bytes_hashed_total)"
 check "... counted by slices too" 1760 "$(metric hashing_bytes_total)"

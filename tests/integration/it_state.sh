@@ -28,6 +28,8 @@ roundclose() {   # roundclose TOKEN BODY [query]
 # --- no token configured: the endpoint is closed -----------------------------
 write_conf
 start_daemon
+check "a new database is made in one logged step" "1 1" \
+	"$(grep -c 'state database migrated' "$LOG") $(grep -c 'state database migrated from schema 0 to [0-9]*$' "$LOG")"
 check "without token_file POST /roundclose is 403" 403 "$(roundclose "$TOKEN" "$(rc_body 5 "$H4")")"
 check "with a forbidden error" forbidden "$(jq -r .error.code "$WORK/rc.out")"
 stop_daemon

@@ -151,8 +151,14 @@ export LD_LIBRARY_PATH="$root/usr/lib/$ma"
 check "the daemon is /usr/sbin/lensemble-verifyd" test -x "$daemon"
 check "the command-line tool is /usr/bin/lensemble-verify" test -x "$cli"
 check "the configuration is $conf" test -f "$root$conf"
-out=$("$daemon" -t -c "$root$conf" 2>&1)
+# -t looks at the state directory as the daemon's account would: a
+# scratch one stands in for the installed one, and as root the account
+# is nobody (--user is ignored otherwise).
+state=$(mktemp -d "${TMPDIR:-/tmp}/vd-deb-state.XXXXXX")
+[ "$(id -u)" = 0 ] && chown nobody "$state"
+out=$("$daemon" -t -c "$root$conf" --state-dir "$state" --user nobody 2>&1)
 rc=$?
+rm -rf "$state"
 check "lensemble-verifyd -t accepts the installed configuration" \
 	sh -c 'test "$1" -eq 0 && echo "$2" | grep -q "configuration OK"' - "$rc" "$out"
 check "the daemon's default configuration is $conf" \

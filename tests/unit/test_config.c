@@ -161,6 +161,7 @@ static const struct {
 	{ "max_event_streams", "8" },
 	{ "event_keepalive", "2" },
 	{ "alert_retention", "7d" },
+	{ "loop_stall_warn_ms", "500" },
 };
 
 static void test_every_key(void **state)
@@ -237,6 +238,7 @@ static void test_every_key(void **state)
 	assert_int_equal(c.event_keepalive, 2);
 	assert_int_equal(c.log_format, VD_LOG_JSON);
 	assert_int_equal(c.alert_retention, 7 * 86400);
+	assert_int_equal(c.loop_stall_warn_ms, 500);
 }
 
 /* Pins per run: [RUN:]HEX lists, anchors, tokens per run. */
@@ -667,6 +669,30 @@ static void test_cross_key(void **state)
 	assert_true(err[0] != '\0');
 }
 
+/* A reload names the keys read only at start that it changed, and only
+ * those: a list of every such key tells the operator nothing. */
+static void test_restart_changes(void **state)
+{
+	(void)state;
+	char out[256];
+	vd_config a, b;
+
+	parse_ok("store = /a\n", &a);
+	parse_ok("store = /a\nlog_level = debug\nloop_stall_warn_ms = 10\n", &b);
+	assert_int_equal(vd_config_restart_changes(&a, &b, out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	parse_ok("store = /b\nworkers = 3\nlisten = 127.0.0.1:1\nmax_connections = 900\n", &b);
+	assert_int_equal(vd_config_restart_changes(&a, &b, out, sizeof(out)), 4);
+	assert_string_equal(out, "listen, store, workers, max_connections");
+	parse_ok("store = /a\ntls_cert = /c\ntls_key = /k\n", &b);
+	assert_int_equal(vd_config_restart_changes(&a, &b, out, sizeof(out)), 2);
+	assert_string_equal(out, "tls_cert, tls_key");
+	/* Cut to the room given, the count still whole. */
+	parse_ok("store = /b\nworkers = 3\n", &b);
+	assert_int_equal(vd_config_restart_changes(&a, &b, out, 8), 2);
+	assert_string_equal(out, "store, ");
+}
+
 static void test_set(void **state)
 {
 	(void)state;
@@ -823,6 +849,7 @@ int main(void)
 		cmocka_unit_test(test_quotes),
 		cmocka_unit_test(test_nul_byte),
 		cmocka_unit_test(test_cross_key),
+		cmocka_unit_test(test_restart_changes),
 		cmocka_unit_test(test_set),
 		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_load_refused),

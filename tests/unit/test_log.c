@@ -4,7 +4,8 @@
  * little room there is; a journal entry is the native protocol's KEY=value
  * lines, with the length-prefixed form for a value holding a newline.
  * Entries reach a journal whose socket is replaced, and go to stderr while
- * it is busy or gone.
+ * it is busy or gone. A line that repeats is held to one per interval and
+ * counts the ones held back; a request's path is escaped and bounded.
  */
 #include "config.h"
 
@@ -26,6 +27,7 @@
 #include <json-c/json.h>
 
 #include "vd_log.h"
+#include "vd_util.h"
 
 #define HASH "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 #define TS 1798761600.25     /* 2027-01-01T00:00:00.250Z */
@@ -389,6 +391,65 @@ static void test_names(void **state)
 	assert_string_equal(vd_log_level_name(VD_LOG_DEBUG), "debug");
 }
 
+#define SEC 1000000000ull
+
+static void test_limit(void **state)
+{
+	(void)state;
+	vd_log_limit l = { 0 };
+	uint64_t held = 99;
+
+	/* The first line goes out whenever it comes, even at 0. */
+	assert_int_equal(vd_log_limit_pass(&l, 5, 60 * SEC, &held), 1);
+	assert_int_equal(held, 0);
+	assert_int_equal(vd_log_limit_pass(&l, 5 + SEC, 60 * SEC, &held), 0);
+	assert_int_equal(vd_log_limit_pass(&l, 5 + 59 * SEC, 60 * SEC, &held), 0);
+	/* A clock read behind the last line is no time passed, not ages. */
+	assert_int_equal(vd_log_limit_pass(&l, 1, 60 * SEC, &held), 0);
+	assert_int_equal(vd_log_limit_pass(&l, 5 + 60 * SEC, 60 * SEC, &held), 1);
+	assert_int_equal(held, 3);
+	assert_int_equal(vd_log_limit_pass(&l, 5 + 121 * SEC, 60 * SEC, &held), 1);
+	assert_int_equal(held, 0);
+}
+
+static void test_ns_between(void **state)
+{
+	(void)state;
+
+	assert_int_equal(vd_ns_between(10, 25), 15);
+	assert_int_equal(vd_ns_between(25, 25), 0);
+	/* Behind: zero, never 2^64 less a little. */
+	assert_int_equal(vd_ns_between(25, 10), 0);
+	assert_int_equal(vd_ns_between(UINT64_MAX, 0), 0);
+}
+
+static void test_path(void **state)
+{
+	(void)state;
+	char out[VD_LOG_PATH_MAX + 1], small[8], long_path[2 * VD_LOG_PATH_MAX];
+	size_t n;
+
+	assert_int_equal(vd_log_path(out, sizeof(out), "/artifact/abc"), 13);
+	assert_string_equal(out, "/artifact/abc");
+	vd_log_path(out, sizeof(out), "/a\nb\r\x1b[31m c%\x7f\xc3\xa9");
+	assert_string_equal(out, "/a%0Ab%0D%1B[31m%20c%25%7F%C3%A9");
+	memset(long_path, 'x', sizeof(long_path) - 1);
+	long_path[sizeof(long_path) - 1] = '\0';
+	n = vd_log_path(out, sizeof(out), long_path);
+	assert_int_equal(n, VD_LOG_PATH_MAX);
+	assert_int_equal(strlen(out), VD_LOG_PATH_MAX);
+	assert_string_equal(out + n - 3, "...");
+	/* A path exactly at the bound is whole. */
+	long_path[VD_LOG_PATH_MAX] = '\0';
+	assert_int_equal(vd_log_path(out, sizeof(out), long_path), VD_LOG_PATH_MAX);
+	assert_int_equal(strchr(out, '.'), NULL);
+	/* An escape is never cut in two. */
+	assert_int_equal(vd_log_path(small, sizeof(small), "/ab\n\n\n"), 6);
+	assert_string_equal(small, "/ab...");
+	assert_int_equal(vd_log_path(small, sizeof(small), "/\n\n"), 7);
+	assert_string_equal(small, "/%0A%0A");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -397,6 +458,9 @@ int main(void)
 		cmocka_unit_test(test_json_cut),
 		cmocka_unit_test(test_journal_entry),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_limit),
+		cmocka_unit_test(test_ns_between),
+		cmocka_unit_test(test_path),
 		cmocka_unit_test_setup_teardown(test_journal_socket, capture_stderr, restore_stderr),
 	};
 
