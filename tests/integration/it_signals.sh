@@ -46,10 +46,15 @@ check "naming the directory, the account and the reason" 1 \
 "$DAEMON" -t -c "$CONF" --state-dir "$WORK/closed/sub" > "$WORK/t.out" 2>&1
 check "-t refuses a state directory that cannot be made" "1 1" \
 	"$? $(grep -c "$WORK/closed/sub: the state directory does not exist and cannot be created as user $ACCOUNT" "$WORK/t.out")"
-"$DAEMON" -f -c "$CONF" --state-dir "$WORK/closed" > "$WORK/t.out" 2>&1
+# The account's own directory, closed to it (and to others, so that the
+# start does not stop earlier, at taking others' access away).
+mkdir "$WORK/shut"
+[ -n "$RUN_AS" ] && chown "$RUN_AS" "$WORK/shut"
+chmod 500 "$WORK/shut"
+"$DAEMON" -f -c "$CONF" --state-dir "$WORK/shut" > "$WORK/t.out" 2>&1
 check "a start there fails" 1 "$?"
 check "naming the database, the account and the reason" 1 \
-	"$(grep -c "cannot open $WORK/closed/state.db: unable to open database file.*; $WORK/closed: cannot create files in the state directory as user $ACCOUNT (uid [0-9]*): Permission denied (errno 13)" "$WORK/t.out")"
+	"$(grep -c "cannot open $WORK/shut/state.db: unable to open database file.*; $WORK/shut: cannot create files in the state directory as user $ACCOUNT (uid [0-9]*): Permission denied (errno 13)" "$WORK/t.out")"
 "$DAEMON" -t -c "$CONF" > "$WORK/t.out" 2>&1
 check "-t accepts the test's own state directory" "0 1" "$? $(grep -c "runs as user $ACCOUNT; state directory $STATE" "$WORK/t.out")"
 
