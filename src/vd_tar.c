@@ -28,10 +28,11 @@ enum {
 static const struct meta_field {
 	size_t off, len;
 	const char *what;
+	int may_be_negative;        /* GNU tar refuses a negative owner */
 } meta_fields[] = {
-	{ H_MODE, H_ID_LEN, "mode" }, { H_UID, H_ID_LEN, "uid" },
-	{ H_GID, H_ID_LEN, "gid" }, { H_MTIME, H_MTIME_LEN, "mtime" },
-	{ H_DEVMAJOR, H_DEV_LEN, "devmajor" }, { H_DEVMINOR, H_DEV_LEN, "devminor" },
+	{ H_MODE, H_ID_LEN, "mode", 0 }, { H_UID, H_ID_LEN, "uid", 0 },
+	{ H_GID, H_ID_LEN, "gid", 0 }, { H_MTIME, H_MTIME_LEN, "mtime", 1 },
+	{ H_DEVMAJOR, H_DEV_LEN, "devmajor", 0 }, { H_DEVMINOR, H_DEV_LEN, "devminor", 0 },
 };
 
 /* Room for prefix, '/' and name: the longest name a plain header holds. */
@@ -122,13 +123,14 @@ static size_t field_len(const uint8_t *f, size_t max)
 }
 
 /* A number both readers take: octal as field_number reads it, GNU
- * base-256 of either sign, or an empty field (GNU tar leaves a file's
- * device numbers empty; both read 0). */
-static int meta_number_ok(const uint8_t *f, size_t len)
+ * base-256 (negative only where allowed: a time before 1970), or an
+ * empty field (GNU tar leaves a file's device numbers empty; both read
+ * 0). */
+static int meta_number_ok(const uint8_t *f, size_t len, int may_be_negative)
 {
 	uint64_t v;
 
-	return all_zero(f, len) || f[0] == 0x80 || f[0] == 0xff ||
+	return all_zero(f, len) || f[0] == 0x80 || (may_be_negative && f[0] == 0xff) ||
 	    field_number(f, len, 0, &v) == 0;
 }
 
@@ -186,7 +188,7 @@ static vd_code next_header(vd_tar_parser *ps, vd_err *err)
 
 static vd_code zero_block(vd_tar_parser *ps, vd_err *err)
 {
-	if (ps->pending_x || ps->pending_long)
+	if (ps->pending_x || ps->pending_long || ps->pending_g)
 		return INVALID("the extended header before offset %llu describes no member",
 		    (ull)ps->pos);
 	ps->pos += VD_TAR_BLOCK;
@@ -352,7 +354,7 @@ static vd_code member_size(const vd_tar_parser *ps, const uint8_t *h, const char
 
 static void clear_pending(vd_tar_parser *ps)
 {
-	ps->pending_x = ps->pending_long = 0;
+	ps->pending_x = ps->pending_long = ps->pending_g = 0;
 	ps->x.has_path = ps->x.has_size = 0;
 }
 
@@ -441,8 +443,9 @@ static vd_code check_meta_numbers(const vd_tar_parser *ps, const uint8_t *h, vd_
 	size_t i;
 
 	for (i = 0; i < VD_ARRAY_LEN(meta_fields); i++)
-		if (!meta_number_ok(h + meta_fields[i].off, meta_fields[i].len))
-			return INVALID("the header at offset %llu has a %s field that is not a number, where Python's tarfile would end the archive",
+		if (!meta_number_ok(h + meta_fields[i].off, meta_fields[i].len,
+		    meta_fields[i].may_be_negative))
+			return INVALID("the header at offset %llu has a %s field that GNU tar or Python's tarfile cannot read as a number",
 			    (ull)ps->pos, meta_fields[i].what);
 	return VD_OK;
 }
@@ -715,6 +718,7 @@ static vd_code feed_ext(vd_tar_parser *ps, const uint8_t *p, vd_err *err)
 		ps->pending_x = 1;
 		rc = pax_records(ps, &ps->x, p, n, err);
 	} else {
+		ps->pending_g = 1;
 		rc = pax_records(ps, NULL, p, n, err);
 	}
 	if (rc != VD_OK)

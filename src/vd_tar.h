@@ -99,6 +99,8 @@ typedef struct vd_tar_parser {
 	char ext_type;              /* 'x', 'g' or 'L' while in VD_TAR_EXT */
 	uint64_t ext_len;
 	int pending_x, pending_long; /* an 'x' or 'L' waits for its member */
+	int pending_g;              /* a 'g' waits for a member (tarfile reads it
+	                             * with the next header, and fails at the end) */
 	vd_tar_override x;          /* the next member's */
 	char long_name[VD_TAR_MAX_NAME + 1];
 	size_t long_len;

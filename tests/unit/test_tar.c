@@ -353,6 +353,7 @@ static void test_pax(void **state)
 
 	memset(name, 'd', 120);
 	strcpy(name + 120, "/header.json");
+	tw_ext(&t, 'g', "", 0);             /* an empty global header */
 	tw_pax(&t, 'x', "path", name);
 	tw_entry(&t, "truncated-name", '0', "hh", 2);
 	name[120] = '\0';
@@ -365,7 +366,6 @@ static void test_pax(void **state)
 	make_header(h, name, '0', 0, 0);     /* the header's size is 0 */
 	tw_header(&t, h);
 	tw_data(&t, "www", 3);
-	tw_ext(&t, 'g', "", 0);             /* an empty global header */
 	tw_end(&t);
 	parse_ok(&t, &ix);
 	assert_int_equal(ix.count, 2);
@@ -1150,6 +1150,15 @@ MALFORMED(test_pax_global_between, "a global pax header at offset 1024 comes bet
 	tw_end(t);
 }
 
+/* tarfile reads a global header with the header after it, and fails
+ * when that is the end marker. */
+MALFORMED(test_pax_global_then_end, "the extended header before offset 2048 describes no member")
+{
+	tw_file(t, "header.json", "{}");
+	tw_pax(t, 'g', "comment", "c");
+	tw_end(t);
+}
+
 MALFORMED(test_pax_size_leading_zero, "has a size that is not a decimal number")
 {
 	tw_pax(t, 'x', "size", "01");
@@ -1352,26 +1361,35 @@ MALFORMED(test_gnu_prefix_bytes, "has bytes where ustar keeps a name prefix")
 }
 
 /* tarfile ends the archive at a header with a field that is no number. */
-MALFORMED(test_mode_not_number, "at offset 1024 has a mode field that is not a number")
+MALFORMED(test_mode_not_number, "at offset 1024 has a mode field that GNU tar or Python's tarfile cannot read")
 {
 	tw_file(t, "header.json", "{}");
 	tw_patched(t, "weights.safetensors", '0', 100, "0000x44\0", 8, "w");
 	tw_end(t);
 }
 
-MALFORMED(test_mtime_blank, "has a mtime field that is not a number")
+MALFORMED(test_mtime_blank, "has a mtime field that GNU tar or Python's tarfile cannot read")
 {
 	tw_patched(t, "header.json", '0', 136, "            ", 12, "{}");
 	tw_end(t);
 }
 
-MALFORMED(test_devminor_not_number, "has a devminor field that is not a number")
+MALFORMED(test_devminor_not_number, "has a devminor field that GNU tar or Python's tarfile cannot read")
 {
 	tw_patched(t, "header.json", '0', 337, "-1\0\0\0\0\0\0", 8, "{}");
 	tw_end(t);
 }
 
-MALFORMED(test_ext_header_uid, "the header at offset 0 has a uid field that is not a number")
+/* GNU tar refuses a negative owner; tarfile takes it. */
+MALFORMED(test_gid_negative, "has a gid field that GNU tar or Python's tarfile cannot read")
+{
+	static const uint8_t minus_one[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+	tw_patched(t, "header.json", '0', 116, minus_one, 8, "{}");
+	tw_end(t);
+}
+
+MALFORMED(test_ext_header_uid, "the header at offset 0 has a uid field that GNU tar or Python's tarfile cannot read")
 {
 	uint8_t h[BLK];
 
@@ -1900,6 +1918,7 @@ int main(void)
 		cmocka_unit_test(test_pax_global_size),
 		cmocka_unit_test(test_pax_global_path),
 		cmocka_unit_test(test_pax_global_between),
+		cmocka_unit_test(test_pax_global_then_end),
 		cmocka_unit_test(test_pax_size_leading_zero),
 		cmocka_unit_test(test_pax_size_sign),
 		cmocka_unit_test(test_pax_size_blank),
@@ -1928,6 +1947,7 @@ int main(void)
 		cmocka_unit_test(test_mode_not_number),
 		cmocka_unit_test(test_mtime_blank),
 		cmocka_unit_test(test_devminor_not_number),
+		cmocka_unit_test(test_gid_negative),
 		cmocka_unit_test(test_ext_header_uid),
 		cmocka_unit_test(test_size_field_under_pax),
 
