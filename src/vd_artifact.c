@@ -71,6 +71,7 @@ typedef struct member_store {
 	    vd_code missing_code, small_file *b);
 	int (*has)(verify_ctx *c, const char *name);
 	vd_code (*unchanged)(verify_ctx *c);
+	vd_code (*nothing_else)(verify_ctx *c);    /* once the weights are open */
 } member_store;
 
 /* Where a paused canonical pass goes on (vd_artifact_verify_part). */
@@ -740,6 +741,41 @@ static int tar_has(verify_ctx *c, const char *name)
 	return vd_tar_find(&c->tar, name) != NULL;
 }
 
+static int read_by_verifier(const verify_ctx *c, const char *name)
+{
+	size_t i;
+
+	if (strcmp(name, HEADER_FILE) == 0 || strcmp(name, INDEX_FILE) == 0)
+		return 1;
+	for (i = 0; i < c->nfiles; i++)
+		if (strcmp(name, c->files[i].name.p) == 0)
+			return 1;
+	return 0;
+}
+
+/* A member the verifier does not read is refused: whoever extracts the
+ * whole archive would write bytes that no hash covered, and a member
+ * whose data is a second archive reads as its own members to a reader
+ * that takes the first header's size otherwise. Counted first, so that
+ * an archive of many members costs a lookup per weight file. */
+static vd_code tar_nothing_else(verify_ctx *c)
+{
+	size_t i, known = 1 + (size_t)tar_has(c, INDEX_FILE);
+
+	for (i = 0; i < c->nfiles; i++)
+		known += strcmp(c->files[i].name.p, HEADER_FILE) != 0 &&
+		    strcmp(c->files[i].name.p, INDEX_FILE) != 0;
+	if (c->tar.count == known)
+		return VD_OK;
+	for (i = 0; i < c->tar.count; i++)
+		if (!read_by_verifier(c, c->tar.members[i].name))
+			return vd_fail(&c->err, VD_ARTIFACT_INVALID,
+			    "not a valid artifact tar: member \"%.64s\" is neither header.json, "
+			    "weights.index.json nor a weight file header.json lists",
+			    c->tar.members[i].name);
+	return VD_OK;
+}
+
 static vd_code tar_unchanged(verify_ctx *c)
 {
 	struct stat st;
@@ -1340,6 +1376,13 @@ static vd_code dir_prepare(verify_ctx *c)
 	return VD_OK;
 }
 
+/* A directory may hold other files (a signature, notes): the verifier
+ * opens only what it reads, by name, and nothing extracts the directory. */
+static vd_code dir_nothing_else(verify_ctx *c)
+{
+	return VD_OK;
+}
+
 static int dir_has(verify_ctx *c, const char *name)
 {
 	return !(fstatat(c->dirfd, name, &(struct stat){ 0 }, AT_SYMLINK_NOFOLLOW) < 0 &&
@@ -1347,15 +1390,20 @@ static int dir_has(verify_ctx *c, const char *name)
 }
 
 static const member_store dir_store = {
-	dir_prepare, dir_open_weight, read_small, dir_has, dir_unchanged,
+	dir_prepare, dir_open_weight, read_small, dir_has, dir_unchanged, dir_nothing_else,
 };
 static const member_store tar_store = {
-	tar_prepare, tar_open_weight, tar_read_small, tar_has, tar_unchanged,
+	tar_prepare, tar_open_weight, tar_read_small, tar_has, tar_unchanged, tar_nothing_else,
 };
 
 static vd_code open_store(verify_ctx *c)
 {
 	return c->store->prepare(c);
+}
+
+static vd_code check_members(verify_ctx *c)
+{
+	return c->store->nothing_else(c);
 }
 
 /* Allocate all the caller will get before moving anything, so that a
@@ -1428,9 +1476,9 @@ typedef vd_code (*verify_step)(verify_ctx *c);
 /* The order decides which code a multiply-broken artifact gets
  * (canonical-hash.md section 5). */
 static const verify_step steps[] = {
-	open_store, load_header, open_weights, check_structure, start_sink, check_dtypes,
-	check_residency, check_groups, merge_tensors, check_index, check_manifest,
-	check_resume, compute_hash, check_unchanged, compare_hashes, hand_over,
+	open_store, load_header, open_weights, check_members, check_structure, start_sink,
+	check_dtypes, check_residency, check_groups, merge_tensors, check_index,
+	check_manifest, check_resume, compute_hash, check_unchanged, compare_hashes, hand_over,
 };
 
 static void run_steps(verify_ctx *c)

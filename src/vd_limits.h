@@ -101,7 +101,7 @@
 #define VD_TAR_MAX_MEMBERS 8192
 #define VD_TAR_MAX_NAME 4096              /* bytes of one member's path */
 #define VD_TAR_MAX_NAME_BYTES (1u << 20)  /* bytes of all member paths together */
-#define VD_TAR_MAX_EXT (64u * 1024)       /* bytes of one pax extended header */
+#define VD_TAR_MAX_EXT (64u * 1024)       /* bytes of one pax extended header: whole blocks */
 
 /* ---- the configuration --------------------------------------------- */
 #define VD_CONFIG_MAX_BYTES (1u << 20)   /* a config file larger than this is refused */

@@ -554,6 +554,13 @@ static int tar_source(int tarfd, const vd_chunkmap *m, recheck_src *rs, char *wh
 		goto out;
 	}
 	rs->tar_len = (size_t)st.st_size;
+	/* A verified archive holds only what the verifier reads (a weight
+	 * file is never header.json or the index: it would not parse). */
+	if (ix.count != 1 + (m->meta.has_index != 0) + m->n_files) {
+		snprintf(why, n, "the archive holds %zu files, not the %zu verified", ix.count,
+		    1 + (m->meta.has_index != 0) + m->n_files);
+		goto out;
+	}
 	if (!same_member(rs, &ix, "header.json", 1, m->meta.header, why, n) ||
 	    !same_member(rs, &ix, "weights.index.json", m->meta.has_index, m->meta.index, why, n))
 		goto out;

@@ -12,11 +12,27 @@
 /* The fields of a ustar header block that the parse reads. */
 enum {
 	H_NAME = 0, H_NAME_LEN = 100,
+	H_MODE = 100, H_UID = 108, H_GID = 116, H_ID_LEN = 8,
 	H_SIZE = 124, H_SIZE_LEN = 12,
+	H_MTIME = 136, H_MTIME_LEN = 12,
 	H_CHKSUM = 148, H_CHKSUM_LEN = 8,
 	H_TYPE = 156,
 	H_MAGIC = 257, H_MAGIC_LEN = 8,         /* magic and version together */
+	H_DEVMAJOR = 329, H_DEVMINOR = 337, H_DEV_LEN = 8,
 	H_PREFIX = 345, H_PREFIX_LEN = 155,     /* ustar only; GNU keeps times here */
+};
+
+/* The numbers the parse has no use for. Python's tarfile reads each one
+ * and takes a header where one is not a number for the end of the
+ * archive, while GNU tar reads on: both must be able to read them. */
+static const struct meta_field {
+	size_t off, len;
+	const char *what;
+	int may_be_negative;        /* GNU tar refuses a negative owner */
+} meta_fields[] = {
+	{ H_MODE, H_ID_LEN, "mode", 0 }, { H_UID, H_ID_LEN, "uid", 0 },
+	{ H_GID, H_ID_LEN, "gid", 0 }, { H_MTIME, H_MTIME_LEN, "mtime", 1 },
+	{ H_DEVMAJOR, H_DEV_LEN, "devmajor", 0 }, { H_DEVMINOR, H_DEV_LEN, "devminor", 0 },
 };
 
 /* Room for prefix, '/' and name: the longest name a plain header holds. */
@@ -26,6 +42,9 @@ static const char ustar_magic[H_MAGIC_LEN] = "ustar\0" "00";
 static const char gnu_magic[H_MAGIC_LEN] = "ustar  \0";
 
 typedef unsigned long long ull;
+
+_Static_assert(VD_TAR_MAX_EXT % VD_TAR_BLOCK == 0 && VD_TAR_MAX_NAME + 1 <= VD_TAR_MAX_EXT,
+    "an extended header with its padding is one want");
 
 static uint64_t round_block(uint64_t n)
 {
@@ -103,6 +122,18 @@ static size_t field_len(const uint8_t *f, size_t max)
 	return z ? (size_t)(z - f) : max;
 }
 
+/* A number both readers take: octal as field_number reads it, GNU
+ * base-256 (negative only where allowed: a time before 1970), or an
+ * empty field (GNU tar leaves a file's device numbers empty; both read
+ * 0). */
+static int meta_number_ok(const uint8_t *f, size_t len, int may_be_negative)
+{
+	uint64_t v;
+
+	return all_zero(f, len) || f[0] == 0x80 || (may_be_negative && f[0] == 0xff) ||
+	    field_number(f, len, 0, &v) == 0;
+}
+
 vd_code vd_tar_begin(vd_tar_parser *ps, uint64_t size, vd_err *err)
 {
 	memset(ps, 0, sizeof(*ps));
@@ -131,8 +162,9 @@ int vd_tar_want(const vd_tar_parser *ps, uint64_t *off, size_t *len)
 		*len = VD_TAR_BLOCK;
 		return 1;
 	case VD_TAR_EXT:
+		/* With its padding: tarfile reads records up to the block's end. */
 		*off = ps->pos + VD_TAR_BLOCK;
-		*len = (size_t)ps->ext_len;
+		*len = (size_t)round_block(ps->ext_len);
 		return 1;
 	case VD_TAR_TRAILER:
 		left = ps->size - ps->pos;
@@ -156,7 +188,7 @@ static vd_code next_header(vd_tar_parser *ps, vd_err *err)
 
 static vd_code zero_block(vd_tar_parser *ps, vd_err *err)
 {
-	if (ps->pending_x || ps->pending_long)
+	if (ps->pending_x || ps->pending_long || ps->pending_g)
 		return INVALID("the extended header before offset %llu describes no member",
 		    (ull)ps->pos);
 	ps->pos += VD_TAR_BLOCK;
@@ -239,6 +271,10 @@ static vd_code add_entry(vd_tar_parser *ps, const char *raw, size_t len, int is_
 	if (!is_dir && depth == 0)
 		return INVALID("a file member is named \"%.64s\", which names no file",
 		    len > NAME_QUOTE_MAX ? "..." : raw);
+	/* "d/." is "d" here, a directory to a reader that extracts it. */
+	if (!is_dir && raw[len - 1] == '.' && raw[len - 2] == '/')
+		return INVALID("file member \"%.*s\" ends in a \".\" component, which names a directory",
+		    len > NAME_QUOTE_MAX ? NAME_QUOTE_MAX : (int)len, raw);
 	n = strlen(path) + 1;
 	if (n > VD_TAR_MAX_NAME_BYTES - ps->name_bytes)
 		return INVALID("the member names add up to more than %u bytes", VD_TAR_MAX_NAME_BYTES);
@@ -259,8 +295,8 @@ static vd_code add_entry(vd_tar_parser *ps, const char *raw, size_t len, int is_
 	return VD_OK;
 }
 
-/* The member's name: pax path, GNU long name, global pax path, or the
- * header's own (ustar: prefix/name). */
+/* The member's name: pax path, GNU long name, or the header's own
+ * (ustar: prefix/name). */
 static size_t member_name(const vd_tar_parser *ps, const uint8_t *h, int ustar, char *out)
 {
 	const char *src;
@@ -272,9 +308,6 @@ static size_t member_name(const vd_tar_parser *ps, const uint8_t *h, int ustar, 
 	} else if (ps->pending_long) {
 		src = ps->long_name;
 		n = ps->long_len;
-	} else if (ps->g.has_path) {
-		src = ps->g.path;
-		n = ps->g.path_len;
 	} else {
 		p = ustar ? field_len(h + H_PREFIX, H_PREFIX_LEN) : 0;
 		n = field_len(h + H_NAME, H_NAME_LEN);
@@ -306,22 +339,22 @@ static const char *type_refusal(uint8_t t)
 	}
 }
 
+/* The header's size field is checked even when a pax size replaces it:
+ * tarfile reads it first and stops at a header where it is no number. */
 static vd_code member_size(const vd_tar_parser *ps, const uint8_t *h, const char *name,
     uint64_t *size, vd_err *err)
 {
-	if (ps->pending_x && ps->x.has_size)
-		*size = ps->x.size;
-	else if (ps->g.has_size)
-		*size = ps->g.size;
-	else if (field_number(h + H_SIZE, H_SIZE_LEN, 1, size) < 0)
+	if (field_number(h + H_SIZE, H_SIZE_LEN, 1, size) < 0)
 		return INVALID("member \"%.64s\" has a size field that is not a valid octal or base-256 number",
 		    name);
+	if (ps->pending_x && ps->x.has_size)
+		*size = ps->x.size;
 	return VD_OK;
 }
 
 static void clear_pending(vd_tar_parser *ps)
 {
-	ps->pending_x = ps->pending_long = 0;
+	ps->pending_x = ps->pending_long = ps->pending_g = 0;
 	ps->x.has_path = ps->x.has_size = 0;
 }
 
@@ -331,13 +364,20 @@ static vd_code member(vd_tar_parser *ps, const uint8_t *h, int ustar, vd_err *er
 	uint8_t t = h[H_TYPE];
 	uint64_t size, data = ps->pos + VD_TAR_BLOCK;
 	const char *why;
-	size_t len;
+	size_t len, n;
 	vd_code rc;
 
 	if (ps->pending_x && ps->x.has_path && ps->pending_long)
 		return INVALID("the member at offset %llu has both a pax path and a GNU long name",
 		    (ull)ps->pos);
 	len = member_name(ps, h, ustar, name);
+	/* tarfile makes a type-NUL member whose own name field ends in '/' a
+	 * directory, whatever name a pax or GNU header gives it. */
+	n = field_len(h + H_NAME, H_NAME_LEN);
+	if (t != '5' && ((ps->pending_x && ps->x.has_path) || ps->pending_long) &&
+	    n > 0 && h[H_NAME + n - 1] == '/')
+		return INVALID("member \"%.64s\" is not a directory but its header's name field ends in '/'",
+		    name);
 	if ((why = type_refusal(t)) != NULL) {
 		if (t >= 0x20 && t < 0x7f)
 			return INVALID("member \"%.64s\" %s (type '%c'); an artifact tar holds only regular files and directories",
@@ -345,6 +385,10 @@ static vd_code member(vd_tar_parser *ps, const uint8_t *h, int ustar, vd_err *er
 		return INVALID("member \"%.64s\" %s (type 0x%02x); an artifact tar holds only regular files and directories",
 		    name, why, t);
 	}
+	/* GNU tar writes zeros there; tarfile would read a prefix of the name. */
+	if (!ustar && !all_zero(h + H_PREFIX, H_PREFIX_LEN))
+		return INVALID("the GNU header of member \"%.64s\" has bytes where ustar keeps a name prefix, which Python's tarfile reads as part of the name and GNU tar does not",
+		    name);
 	if ((rc = member_size(ps, h, name, &size, err)) != VD_OK)
 		return rc;
 	if (size > ps->size - data)
@@ -371,6 +415,11 @@ static vd_code ext_header(vd_tar_parser *ps, const uint8_t *h, vd_err *err)
 		return INVALID("two pax extended headers in a row at offset %llu", (ull)ps->pos);
 	if (t == 'L' && ps->pending_long)
 		return INVALID("two GNU long names in a row at offset %llu", (ull)ps->pos);
+	/* tarfile and GNU tar disagree on what a global header between an
+	 * extended header and its member applies to. */
+	if (t == 'g' && (ps->pending_x || ps->pending_long))
+		return INVALID("a global pax header at offset %llu comes between an extended header and its member",
+		    (ull)ps->pos);
 	if (field_number(h + H_SIZE, H_SIZE_LEN, 0, &size) < 0)
 		return INVALID("the extended header at offset %llu has a size field that is not octal",
 		    (ull)ps->pos);
@@ -389,11 +438,24 @@ static vd_code ext_header(vd_tar_parser *ps, const uint8_t *h, vd_err *err)
 	return size == 0 ? feed_ext(ps, (const uint8_t *)"", err) : VD_OK;
 }
 
+static vd_code check_meta_numbers(const vd_tar_parser *ps, const uint8_t *h, vd_err *err)
+{
+	size_t i;
+
+	for (i = 0; i < VD_ARRAY_LEN(meta_fields); i++)
+		if (!meta_number_ok(h + meta_fields[i].off, meta_fields[i].len,
+		    meta_fields[i].may_be_negative))
+			return INVALID("the header at offset %llu has a %s field that GNU tar or Python's tarfile cannot read as a number",
+			    (ull)ps->pos, meta_fields[i].what);
+	return VD_OK;
+}
+
 static vd_code feed_header(vd_tar_parser *ps, const uint8_t *h, vd_err *err)
 {
 	uint64_t sum;
 	uint8_t t = h[H_TYPE];
 	int ustar;
+	vd_code rc;
 
 	if (all_zero(h, VD_TAR_BLOCK))
 		return zero_block(ps, err);
@@ -409,6 +471,8 @@ static vd_code feed_header(vd_tar_parser *ps, const uint8_t *h, vd_err *err)
 	if (!ustar && memcmp(h + H_MAGIC, gnu_magic, H_MAGIC_LEN) != 0)
 		return INVALID("the header at offset %llu is not a ustar, pax or GNU header",
 		    (ull)ps->pos);
+	if ((rc = check_meta_numbers(ps, h, err)) != VD_OK)
+		return rc;
 	if (t == 'x' || t == 'g' || t == 'L')
 		return ext_header(ps, h, err);
 	if (t == 'K')
@@ -417,13 +481,14 @@ static vd_code feed_header(vd_tar_parser *ps, const uint8_t *h, vd_err *err)
 	return member(ps, h, ustar, err);
 }
 
-/* A decimal pax size: digits only, fits in 64 bits. */
-static int pax_number(const uint8_t *p, size_t n, uint64_t *out)
+/* Decimal digits as the readers' writers put them: no sign, no blank, no
+ * leading zero; fits in 64 bits. */
+static int pax_decimal(const uint8_t *p, size_t n, uint64_t *out)
 {
 	uint64_t v = 0;
 	size_t i;
 
-	if (n == 0)
+	if (n == 0 || (n > 1 && p[0] == '0'))
 		return -1;
 	for (i = 0; i < n; i++) {
 		uint64_t d = (uint64_t)(p[i] - '0');
@@ -435,40 +500,156 @@ static int pax_number(const uint8_t *p, size_t n, uint64_t *out)
 	return 0;
 }
 
-static int key_is(const uint8_t *k, size_t n, const char *lit)
+static size_t skip_digits(const uint8_t *p, size_t i, size_t n)
 {
-	return n == strlen(lit) && memcmp(k, lit, n) == 0;
+	while (i < n && p[i] >= '0' && p[i] <= '9')
+		i++;
+	return i;
+}
+
+/* A pax time: an optional '-', digits, an optional '.' and digits. */
+static int pax_time(const uint8_t *p, size_t n)
+{
+	size_t start = n > 0 && p[0] == '-', i = skip_digits(p, start, n);
+
+	if (i == start)
+		return 0;
+	if (i < n && p[i] == '.') {
+		start = i + 1;
+		if ((i = skip_digits(p, start, n)) == start)
+			return 0;
+	}
+	return i == n;
+}
+
+typedef enum pax_kind { PAX_PATH, PAX_SIZE, PAX_TIME, PAX_ID, PAX_TEXT } pax_kind;
+
+/* The keywords a pax header may hold: path and size, read here, and
+ * metadata with no bearing on a member's name or bytes. Any other one
+ * may mean something to some reader (linkpath, hdrcharset,
+ * GNU.volume.*, SCHILY.realsize), so it is refused, never ignored. */
+static const struct pax_key {
+	const char *name;
+	int is_prefix;
+	pax_kind kind;
+} pax_keys[] = {
+	{ "path", 0, PAX_PATH }, { "size", 0, PAX_SIZE },
+	{ "mtime", 0, PAX_TIME }, { "atime", 0, PAX_TIME }, { "ctime", 0, PAX_TIME },
+	{ "LIBARCHIVE.creationtime", 0, PAX_TIME },
+	{ "uid", 0, PAX_ID }, { "gid", 0, PAX_ID }, { "SCHILY.dev", 0, PAX_ID },
+	{ "SCHILY.ino", 0, PAX_ID }, { "SCHILY.nlink", 0, PAX_ID },
+	{ "uname", 0, PAX_TEXT }, { "gname", 0, PAX_TEXT }, { "comment", 0, PAX_TEXT },
+	{ "charset", 0, PAX_TEXT }, { "SCHILY.fflags", 0, PAX_TEXT },
+	{ "SCHILY.xattr.", 1, PAX_TEXT }, { "LIBARCHIVE.xattr.", 1, PAX_TEXT },
+	{ "SCHILY.acl.", 1, PAX_TEXT },
+};
+
+static int has_prefix(const uint8_t *k, size_t n, const char *lit)
+{
+	size_t l = strlen(lit);
+
+	return n >= l && memcmp(k, lit, l) == 0;
+}
+
+static const struct pax_key *find_pax_key(const uint8_t *k, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < VD_ARRAY_LEN(pax_keys); i++) {
+		const struct pax_key *pk = &pax_keys[i];
+		if (pk->is_prefix ? has_prefix(k, n, pk->name) && n > strlen(pk->name) :
+		    n == strlen(pk->name) && memcmp(k, pk->name, n) == 0)
+			return pk;
+	}
+	return NULL;
 }
 
 #define SPARSE_PREFIX "GNU.sparse."
+#define KEY_QUOTE(kn) ((kn) > NAME_QUOTE_MAX ? NAME_QUOTE_MAX : (int)(kn))
 
-/* One keyword: path and size set or (empty) unset the override; sparse
- * files are refused; the rest is metadata the verifier has no use for. */
-static vd_code pax_keyword(vd_tar_parser *ps, vd_tar_override *o, const uint8_t *k,
-    size_t kn, const uint8_t *v, size_t vn, vd_err *err)
+/* path or size, for the next member (o); a global header (o NULL) may
+ * set neither, as tarfile applies it only to members that have a pax
+ * header of their own and GNU tar to every member. */
+static vd_code pax_override(vd_tar_parser *ps, vd_tar_override *o, pax_kind kind,
+    const uint8_t *v, size_t vn, vd_err *err)
 {
-	if (kn >= strlen(SPARSE_PREFIX) && memcmp(k, SPARSE_PREFIX, strlen(SPARSE_PREFIX)) == 0)
-		return INVALID("the pax header at offset %llu describes a sparse file (%.*s)",
-		    (ull)ps->pos, kn > NAME_QUOTE_MAX ? NAME_QUOTE_MAX : (int)kn, (const char *)k);
-	if (key_is(k, kn, "path")) {
-		if (vn > VD_TAR_MAX_NAME)
-			return INVALID("the pax header at offset %llu has a path of %zu bytes, above the limit of %d",
-			    (ull)ps->pos, vn, VD_TAR_MAX_NAME);
-		memcpy(o->path, v, vn);
-		o->path[vn] = '\0';
-		o->path_len = vn;
-		o->has_path = vn > 0;
-	} else if (key_is(k, kn, "size")) {
-		o->has_size = vn > 0;
-		if (vn > 0 && pax_number(v, vn, &o->size) < 0)
-			return INVALID("the pax header at offset %llu has a size that is not a decimal number that fits",
+	const char *what = kind == PAX_PATH ? "path" : "size";
+
+	if (o == NULL)
+		return INVALID("the global pax header at offset %llu sets %s, which readers apply to different members",
+		    (ull)ps->pos, what);
+	if (kind == PAX_PATH ? o->has_path : o->has_size)
+		return INVALID("the pax header at offset %llu has two %s records", (ull)ps->pos, what);
+	if (kind == PAX_SIZE) {
+		if (pax_decimal(v, vn, &o->size) < 0)
+			return INVALID("the pax header at offset %llu has a size that is not a decimal number that fits (digits only, no leading zero)",
 			    (ull)ps->pos);
+		o->has_size = 1;
+		return VD_OK;
 	}
+	if (vn > VD_TAR_MAX_NAME)
+		return INVALID("the pax header at offset %llu has a path of %zu bytes, above the limit of %d",
+		    (ull)ps->pos, vn, VD_TAR_MAX_NAME);
+	memcpy(o->path, v, vn);
+	o->path[vn] = '\0';
+	o->path_len = vn;
+	o->has_path = 1;
 	return VD_OK;
 }
 
-/* Records "LEN KEY=VALUE\n", LEN counting the whole record, filling the
- * data exactly. */
+/* One record. An empty value is refused for every keyword: POSIX has it
+ * unset the keyword, GNU tar does so (an empty size leaves the header's),
+ * Python's tarfile takes it for a value (an empty size is 0). */
+static vd_code pax_keyword(vd_tar_parser *ps, vd_tar_override *o, const uint8_t *k,
+    size_t kn, const uint8_t *v, size_t vn, vd_err *err)
+{
+	const struct pax_key *pk;
+	uint64_t id;
+
+	if (has_prefix(k, kn, SPARSE_PREFIX))
+		return INVALID("the pax header at offset %llu describes a sparse file (%.*s)",
+		    (ull)ps->pos, KEY_QUOTE(kn), (const char *)k);
+	if ((pk = find_pax_key(k, kn)) == NULL)
+		return INVALID("the pax header at offset %llu has keyword \"%.*s\", which this reader does not interpret and another may apply to the member",
+		    (ull)ps->pos, KEY_QUOTE(kn), (const char *)k);
+	if (vn == 0)
+		return INVALID("the pax header at offset %llu has an empty %s record, which GNU tar takes for unset and Python's tarfile for a value",
+		    (ull)ps->pos, pk->name);
+	switch (pk->kind) {
+	case PAX_PATH:
+	case PAX_SIZE:
+		return pax_override(ps, o, pk->kind, v, vn, err);
+	case PAX_TIME:
+		if (!pax_time(v, vn))
+			return INVALID("the pax header at offset %llu has a %s that is not a decimal time",
+			    (ull)ps->pos, pk->name);
+		return VD_OK;
+	case PAX_ID:
+		if (pax_decimal(v, vn, &id) < 0)
+			return INVALID("the pax header at offset %llu has a %s that is not a decimal number",
+			    (ull)ps->pos, pk->name);
+		return VD_OK;
+	default:
+		return VD_OK;
+	}
+}
+
+/* A keyword is printable and has no blank: readers split records alike
+ * only then. */
+static int plain_keyword(const uint8_t *k, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (k[i] <= ' ' || k[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* Records "LEN KEY=VALUE\n", LEN in decimal without a leading zero and
+ * counting the whole record, filling the data exactly: GNU tar also takes
+ * blanks around LEN, and tarfile ignores what follows a record it cannot
+ * read, so anything else would be read two ways. */
 static vd_code pax_records(vd_tar_parser *ps, vd_tar_override *o, const uint8_t *p,
     size_t n, vd_err *err)
 {
@@ -480,8 +661,8 @@ static vd_code pax_records(vd_tar_parser *ps, vd_tar_override *o, const uint8_t 
 		for (len = 0, j = i; j < n && p[j] >= '0' && p[j] <= '9' && len <= n; j++)
 			len = len * 10 + (size_t)(p[j] - '0');
 		/* The shortest record: digits, ' ', a one-byte key, '=', '\n'. */
-		if (j == i || j == n || p[j] != ' ' || len > n - i || len < j - i + 4 ||
-		    p[i + len - 1] != '\n')
+		if (j == i || p[i] == '0' || j == n || p[j] != ' ' || len > n - i ||
+		    len < j - i + 4 || p[i + len - 1] != '\n')
 			return INVALID("the pax header at offset %llu has a malformed record",
 			    (ull)ps->pos);
 		key = p + j + 1;
@@ -489,6 +670,9 @@ static vd_code pax_records(vd_tar_parser *ps, vd_tar_override *o, const uint8_t 
 		eq = memchr(key, '=', (size_t)(end - key));
 		if (eq == NULL || eq == key)
 			return INVALID("the pax header at offset %llu has a record without a keyword",
+			    (ull)ps->pos);
+		if (!plain_keyword(key, (size_t)(eq - key)))
+			return INVALID("the pax header at offset %llu has a keyword with a blank or a control character",
 			    (ull)ps->pos);
 		rc = pax_keyword(ps, o, key, (size_t)(eq - key), eq + 1, (size_t)(end - eq - 1), err);
 		if (rc != VD_OK)
@@ -498,12 +682,16 @@ static vd_code pax_records(vd_tar_parser *ps, vd_tar_override *o, const uint8_t 
 	return VD_OK;
 }
 
+/* The name and one NUL, as GNU tar and tarfile write it. */
 static vd_code long_name(vd_tar_parser *ps, const uint8_t *p, size_t n, vd_err *err)
 {
 	size_t len = field_len(p, n);
 
 	if (len == 0)
 		return INVALID("the GNU long name at offset %llu is empty", (ull)ps->pos);
+	if (len != n - 1)
+		return INVALID("the GNU long name at offset %llu is not a name ended by its only NUL byte",
+		    (ull)ps->pos);
 	if (len > VD_TAR_MAX_NAME)
 		return INVALID("the GNU long name at offset %llu is above the limit of %d bytes",
 		    (ull)ps->pos, VD_TAR_MAX_NAME);
@@ -514,18 +702,24 @@ static vd_code long_name(vd_tar_parser *ps, const uint8_t *p, size_t n, vd_err *
 	return VD_OK;
 }
 
+/* p holds the data and its padding, which must be zeros: tarfile reads
+ * pax records and long names up to the end of the block. */
 static vd_code feed_ext(vd_tar_parser *ps, const uint8_t *p, vd_err *err)
 {
 	size_t n = (size_t)ps->ext_len;
 	vd_code rc;
 
+	if (!all_zero(p + n, (size_t)round_block(n) - n))
+		return INVALID("the extended header at offset %llu has bytes other than zero after its data, which Python's tarfile reads as more of it",
+		    (ull)ps->pos);
 	if (ps->ext_type == 'L') {
 		rc = long_name(ps, p, n, err);
 	} else if (ps->ext_type == 'x') {
 		ps->pending_x = 1;
 		rc = pax_records(ps, &ps->x, p, n, err);
 	} else {
-		rc = pax_records(ps, &ps->g, p, n, err);
+		ps->pending_g = 1;
+		rc = pax_records(ps, NULL, p, n, err);
 	}
 	if (rc != VD_OK)
 		return rc;

@@ -4,24 +4,36 @@
  * file's data lies in the archive, so the verifier can hash it in place.
  *
  * Accepted: ustar headers, pax extended headers ('x' per member, 'g'
- * global; their path and size keywords are honoured, others ignored), GNU
- * headers with long names ('L') and base-256 sizes. Members are regular
- * files ('0', NUL, and '7', a contiguous file, which is a regular file on
- * every system tar runs on) and directories. The files lie either all at
- * the top level or all in one directory, which may have its own entry;
- * "." and empty components are dropped first ("./header.json" is
- * "header.json"). The archive ends with two zero blocks, followed by
- * nothing but zero bytes up to a whole number of blocks: GNU tar and
- * Python's tarfile both pad to a 10240-byte record this way.
+ * global), GNU headers with long names ('L') and base-256 sizes. Members
+ * are regular files ('0', NUL, and '7', a contiguous file, which is a
+ * regular file on every system tar runs on) and directories. The files
+ * lie either all at the top level or all in one directory, which may have
+ * its own entry; "." and empty components are dropped first
+ * ("./header.json" is "header.json"). The archive ends with two zero
+ * blocks, followed by nothing but zero bytes up to a whole number of
+ * blocks: GNU tar and Python's tarfile both pad to a 10240-byte record
+ * this way.
  *
- * Refused, as VD_ARTIFACT_INVALID with one sentence: absolute names and
- * ".." components; links ('1', '2', GNU 'K'); devices, FIFOs, sparse files
- * ('S', pax GNU.sparse.*) and any other member type; a name twice; files
- * in two directories or deeper than one; bad checksums; numbers that are
- * not octal or do not fit; anything cut short; no end marker; anything
- * but zero bytes after it; more than the limits below. Only the numeric
- * fields the parse uses (size, checksum) are read: mode, owner and times
- * are the archive writer's business.
+ * What is accepted must read the same to GNU tar and to Python's tarfile,
+ * the readers a participant extracts with: every shape the two read two
+ * ways is refused, even where this parse could pick one reading. So pax
+ * records are exact ("LEN key=value\n", LEN without a leading zero, the
+ * records filling the data, zeros after it); a pax header holds only
+ * path and size, which it applies to its member, and keywords of
+ * metadata with no bearing on names or bytes (times, owners, xattrs);
+ * no value is empty (GNU tar takes an empty size for "the header's",
+ * tarfile for 0); a global header sets neither path nor size; a long
+ * name is the name and one NUL; every numeric field of every header is a
+ * number (tarfile ends the archive at a header where one is not, GNU tar
+ * reads on); a GNU header has zeros where ustar keeps the name prefix
+ * (tarfile reads one there).
+ *
+ * Refused, as VD_ARTIFACT_INVALID with one sentence: the shapes above;
+ * absolute names and ".." components; links ('1', '2', GNU 'K'); devices,
+ * FIFOs, sparse files ('S', pax GNU.sparse.*) and any other member type;
+ * a name twice; files in two directories or deeper than one; bad
+ * checksums; anything cut short; no end marker; anything but zero bytes
+ * after it; more than the limits below.
  *
  * The parse is incremental: vd_tar_want names the bytes it needs next and
  * vd_tar_feed takes them, so a caller can read an archive with pread()
@@ -38,8 +50,8 @@
 #include "vd_util.h"
 
 #define VD_TAR_BLOCK 512
-/* The most vd_tar_want asks for at once (an extended header, or a step of
- * the zero padding after the end marker). */
+/* The most vd_tar_want asks for at once (an extended header with its
+ * padding, or a step of the zero padding after the end marker). */
 #define VD_TAR_WANT_MAX VD_TAR_MAX_EXT
 
 /* A regular file of the artifact: where its data lies in the archive. */
@@ -71,7 +83,7 @@ typedef enum vd_tar_state {
 	VD_TAR_DONE
 } vd_tar_state;
 
-/* A name or size given by an extended header, for the members it covers. */
+/* A name or size given by a pax header, for its member. */
 typedef struct vd_tar_override {
 	int has_path, has_size;
 	uint64_t size;
@@ -87,7 +99,9 @@ typedef struct vd_tar_parser {
 	char ext_type;              /* 'x', 'g' or 'L' while in VD_TAR_EXT */
 	uint64_t ext_len;
 	int pending_x, pending_long; /* an 'x' or 'L' waits for its member */
-	vd_tar_override x, g;       /* the next member's; every member's */
+	int pending_g;              /* a 'g' waits for a member (tarfile reads it
+	                             * with the next header, and fails at the end) */
+	vd_tar_override x;          /* the next member's */
 	char long_name[VD_TAR_MAX_NAME + 1];
 	size_t long_len;
 	vd_tar_entry *entries;

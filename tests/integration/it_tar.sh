@@ -118,7 +118,11 @@ check "a hard-linked extra file: the directory verifies" "$H0" "$(verdict "$WORK
 tar -C "$WORK/a" -cf "$T/hardlink.tar" art
 refused "GNU tar's hard link member" "is a hard link" "$T/hardlink.tar"
 tar --hard-dereference -C "$WORK/a" -cf "$T/hardlink-deref.tar" art
-check "with --hard-dereference the tar verifies" "$H0" "$(verdict "$T/hardlink-deref.tar")"
+refused "with --hard-dereference, the copy is a member the verifier does not read" \
+	'member "copy.safetensors" is neither header.json' "$T/hardlink-deref.tar"
+rm "$WORK/a/art/copy.safetensors"
+tar --hard-dereference -C "$WORK/a" -cf "$T/hardlink-deref.tar" art
+check "without it the tar verifies" "$H0" "$(verdict "$T/hardlink-deref.tar")"
 
 art
 mv "$WORK/a/art/weights.safetensors" "$WORK/a/real.safetensors"
@@ -168,6 +172,61 @@ with tarfile.open(sys.argv[1], "w") as t:
     t.add(sys.argv[2] + "/weights.safetensors", arcname="weights.safetensors")
 EOF
 refused "a member twice (tar -r appends)" 'member "header.json" appears twice' "$T/dup.tar"
+
+# A genuine header.json and weights.safetensors, then a pax header with an
+# empty size record and a notes.txt whose data is a second
+# weights.safetensors with one byte changed. An empty size is 0 to
+# tarfile, which reads the changed weights; GNU tar keeps the header's
+# size and the verifier would hash the genuine ones.
+smuggle() {
+	python3 - "$1" "$2" "$CASES/round-00000" <<'EOF2'
+import io, sys, tarfile
+out, record, src = sys.argv[1], sys.argv[2].encode(), sys.argv[3]
+
+def member(name, data, type=tarfile.REGTYPE):
+    ti = tarfile.TarInfo(name)
+    ti.type, ti.size, ti.mode, ti.mtime = type, len(data), 0o644, 1700000000
+    pad = -len(data) % tarfile.BLOCKSIZE
+    return ti.tobuf(tarfile.USTAR_FORMAT) + data + b"\0" * pad
+
+header = open(src + "/header.json", "rb").read()
+weights = open(src + "/weights.safetensors", "rb").read()
+changed = weights[:-1] + bytes([weights[-1] ^ 1])
+body = member("header.json", header) + member("weights.safetensors", weights)
+if record:
+    body += member("././@PaxHeader", record, tarfile.XHDTYPE)
+body += member("notes.txt", member("weights.safetensors", changed))
+body += b"\0" * (2 * tarfile.BLOCKSIZE)
+body += b"\0" * (-len(body) % tarfile.RECORDSIZE)
+open(out, "wb").write(body)
+with tarfile.open(out) as t:
+    got = t.extractfile("weights.safetensors").read()
+sys.exit(0 if got == changed else 1)
+EOF2
+}
+smuggle "$T/smuggle.tar" '8 size=
+'
+check "tarfile reads the changed weights from the smuggling tar" 0 "$?"
+tar -xOf "$T/smuggle.tar" weights.safetensors 2>/dev/null | cmp -s - "$CASES/round-00000/weights.safetensors"
+check "GNU tar reads the genuine ones" 0 "$?"
+got=$("$CLI" "$T/smuggle.tar" 2>&1)
+check "the smuggling tar: exit 1" 1 "$?"
+case $got in
+*"has an empty size record"*) ok "the smuggling tar: the message names the empty size record" ;;
+*) not_ok "the smuggling tar: the message names the empty size record: $got" ;;
+esac
+refused "the smuggling tar" "has an empty size record" "$T/smuggle.tar"
+# The same record with a length one too long, a NUL its last byte.
+smuggle "$T/smuggle-long.tar" '9 size=
+'
+check "tarfile reads the changed weights with a record one byte long" 0 "$?"
+refused "the smuggling tar, record one byte long" "has a malformed record" "$T/smuggle-long.tar"
+# Without the pax header both readers see notes.txt: a member the
+# verifier does not read.
+smuggle "$T/smuggle-plain.tar" ''
+check "without the pax header tarfile reads the genuine weights" 1 "$?"
+refused "a member that holds an archive" 'member "notes.txt" is neither header.json' \
+	"$T/smuggle-plain.tar"
 
 # ustar, one directory: the entry at 0, header.json at 512 (data
 # 1024-2047), weights.safetensors at 2048 (data 2560-2927), zeros at 3072.

@@ -353,6 +353,7 @@ static void test_pax(void **state)
 
 	memset(name, 'd', 120);
 	strcpy(name + 120, "/header.json");
+	tw_ext(&t, 'g', "", 0);             /* an empty global header */
 	tw_pax(&t, 'x', "path", name);
 	tw_entry(&t, "truncated-name", '0', "hh", 2);
 	name[120] = '\0';
@@ -365,7 +366,6 @@ static void test_pax(void **state)
 	make_header(h, name, '0', 0, 0);     /* the header's size is 0 */
 	tw_header(&t, h);
 	tw_data(&t, "www", 3);
-	tw_ext(&t, 'g', "", 0);             /* an empty global header */
 	tw_end(&t);
 	parse_ok(&t, &ix);
 	assert_int_equal(ix.count, 2);
@@ -375,27 +375,33 @@ static void test_pax(void **state)
 	tw_free(&t);
 }
 
-/* A global pax size applies to every member after it until unset. */
+/* A global pax header of metadata, as tarfile writes one given
+ * pax_headers, and the keywords GNU tar and libarchive add: taken, and
+ * of no effect on names or sizes. */
 static void test_pax_global(void **state)
 {
+	char rec[1024];
 	uint8_t h[BLK];
 	tarw t = { 0 };
 	vd_tar_index ix;
+	size_t n;
 
-	tw_pax(&t, 'g', "size", "2");
-	make_header(h, "a", '0', 0, 0);
+	n = pax_record(rec, sizeof(rec), "comment", "round 4");
+	n += pax_record(rec + n, sizeof(rec) - n, "mtime", "-12.5");
+	tw_ext(&t, 'g', rec, n);
+	n = pax_record(rec, sizeof(rec), "atime", "1796052785");
+	n += pax_record(rec + n, sizeof(rec) - n, "SCHILY.xattr.user.origin", "a=b c");
+	n += pax_record(rec + n, sizeof(rec) - n, "uid", "4294967296");
+	n += pax_record(rec + n, sizeof(rec) - n, "SCHILY.nlink", "1");
+	tw_ext(&t, 'x', rec, n);
+	make_header(h, "a", '0', 2, 0);
 	tw_header(&t, h);
 	tw_data(&t, "aa", 2);
-	make_header(h, "b", '0', 7, 0);
-	tw_header(&t, h);
-	tw_data(&t, "bb", 2);
-	tw_pax(&t, 'g', "size", "");
-	tw_file(&t, "c", "ccc");
+	tw_file(&t, "b", "bbb");
 	tw_end(&t);
 	parse_ok(&t, &ix);
 	expect_member(&t, &ix, "a", "aa");
-	expect_member(&t, &ix, "b", "bb");
-	expect_member(&t, &ix, "c", "ccc");
+	expect_member(&t, &ix, "b", "bbb");
 	vd_tar_index_free(&ix);
 	tw_free(&t);
 }
@@ -442,22 +448,10 @@ static void test_ustar_prefix(void **state)
 	expect_member(&t, &ix, "header.json", "h");
 	vd_tar_index_free(&ix);
 	tw_free(&t);
-
-	/* GNU headers have no prefix: those bytes are times there. */
-	make_header(h, "header.json", '0', 1, 1);
-	memcpy(h + 345, "12345670", 8);
-	set_checksum(h);
-	tw_header(&t, h);
-	tw_data(&t, "h", 1);
-	tw_end(&t);
-	parse_ok(&t, &ix);
-	expect_member(&t, &ix, "header.json", "h");
-	vd_tar_index_free(&ix);
-	tw_free(&t);
 }
 
-/* Sizes: GNU base-256, octal with blanks around it, a full field without
- * a terminator; '7' is a regular file. */
+/* Numbers: GNU base-256, octal with blanks around it, a full field
+ * without a terminator; '7' is a regular file. */
 static void test_numbers_and_types(void **state)
 {
 	uint8_t h[BLK];
@@ -468,6 +462,12 @@ static void test_numbers_and_types(void **state)
 	memset(h + 124, 0, 12);
 	h[124] = 0x80;
 	h[135] = 3;
+	/* A uid and a negative mtime in base-256, as tarfile's GNU format
+	 * writes them, are numbers to both readers. */
+	memset(h + 108, 0, 8);
+	h[108] = 0x80;
+	h[115] = 1;
+	memset(h + 136, 0xff, 12);
 	set_checksum(h);
 	tw_header(&t, h);
 	tw_data(&t, "aaa", 3);
@@ -1074,6 +1074,341 @@ MALFORMED(test_gzip, "checksum field that is not octal")
 	tw_grow(t, RECORD - sizeof(gz));
 }
 
+/* ---- shapes GNU tar and Python's tarfile read two ways ------------------ */
+
+/* A genuine artifact, then a member whose data is a second weight file:
+ * to tarfile an empty size is 0, so it reads the second one. */
+MALFORMED(test_pax_size_empty, "has an empty size record")
+{
+	tarw inner = { 0 };
+
+	tw_file(t, "header.json", "{}");
+	tw_file(t, "weights.safetensors", "genuine");
+	tw_ext(t, 'x', "8 size=\n", 8);
+	tw_file(&inner, "weights.safetensors", "changed");
+	tw_entry(t, "notes.txt", '0', inner.p, inner.len);
+	tw_free(&inner);
+	tw_end(t);
+}
+
+/* The same with the length one too long, the record's last byte a NUL:
+ * tarfile reads a size of "\n", which is 0 to it as well. */
+MALFORMED(test_pax_size_empty_long, "malformed record")
+{
+	tw_file(t, "header.json", "{}");
+	tw_ext(t, 'x', "9 size=\n", 9);
+	tw_file(t, "notes.txt", "w");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_path_empty, "has an empty path record")
+{
+	tw_ext(t, 'x', "8 path=\n", 8);
+	tw_file(t, "header.json", "{}");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_mtime_empty, "has an empty mtime record")
+{
+	tw_ext(t, 'x', "10 mtime=\n", 10);
+	tw_file(t, "header.json", "{}");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_global_size_empty, "has an empty size record")
+{
+	tw_ext(t, 'g', "8 size=\n", 8);
+	tw_file(t, "header.json", "{}");
+	tw_end(t);
+}
+
+/* tarfile applies a global size or path only to members with a pax header
+ * of their own, GNU tar to all. */
+MALFORMED(test_pax_global_size, "the global pax header at offset 0 sets size")
+{
+	uint8_t h[BLK];
+
+	tw_pax(t, 'g', "size", "2");
+	make_header(h, "a", '0', 0, 0);
+	tw_header(t, h);
+	tw_data(t, "aa", 2);
+	tw_end(t);
+}
+
+MALFORMED(test_pax_global_path, "the global pax header at offset 0 sets path")
+{
+	tw_pax(t, 'g', "path", "header.json");
+	tw_file(t, "x", "{}");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_global_between, "a global pax header at offset 1024 comes between")
+{
+	tw_pax(t, 'x', "path", "header.json");
+	tw_pax(t, 'g', "comment", "c");
+	tw_file(t, "x", "{}");
+	tw_end(t);
+}
+
+/* tarfile reads a global header with the header after it, and fails
+ * when that is the end marker. */
+MALFORMED(test_pax_global_then_end, "the extended header before offset 2048 describes no member")
+{
+	tw_file(t, "header.json", "{}");
+	tw_pax(t, 'g', "comment", "c");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_size_leading_zero, "has a size that is not a decimal number")
+{
+	tw_pax(t, 'x', "size", "01");
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_size_sign, "has a size that is not a decimal number")
+{
+	tw_pax(t, 'x', "size", "+1");
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_size_blank, "has a size that is not a decimal number")
+{
+	tw_pax(t, 'x', "size", " 1");
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_size_twice, "has two size records")
+{
+	tw_ext(t, 'x', "9 size=1\n9 size=0\n", 18);
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_path_twice, "has two path records")
+{
+	tw_ext(t, 'x', "11 path=ab\n10 path=a\n", 21);
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+/* GNU tar reads these lengths; tarfile does or does not, or splits the
+ * records elsewhere. */
+MALFORMED(test_pax_length_leading_zero, "malformed record")
+{
+	tw_ext(t, 'x', "011 size=1\n", 11);
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_length_zero, "malformed record")
+{
+	tw_ext(t, 'x', "0 size=1\n", 9);
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_blank_before_length, "malformed record")
+{
+	tw_ext(t, 'x', " 10 size=1\n", 11);
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_two_blanks, "keyword with a blank or a control character")
+{
+	tw_ext(t, 'x', "11  size=1\n", 11);
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_key_control, "keyword with a blank or a control character")
+{
+	tw_ext(t, 'x', "11 \001size=1\n", 11);
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_length_short, "malformed record")
+{
+	tw_ext(t, 'x', "8 size=1\n", 9);
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+/* The records fill the header's size; tarfile reads on to the block's
+ * end, so a record hidden in the padding would be its alone. */
+MALFORMED(test_pax_record_in_padding, "bytes other than zero after its data")
+{
+	uint8_t h[BLK];
+	uint8_t *at;
+
+	make_header(h, "././@PaxHeader", 'x', 9, 0);
+	tw_header(t, h);
+	at = tw_grow(t, BLK);
+	memcpy(at, "9 size=1\n9 size=0\n", 18);
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_linkpath, "has keyword \"linkpath\"")
+{
+	tw_pax(t, 'x', "linkpath", "weights.safetensors");
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_hdrcharset, "has keyword \"hdrcharset\"")
+{
+	tw_pax(t, 'x', "hdrcharset", "BINARY");
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_unknown_keyword, "has keyword \"SCHILY.realsize\"")
+{
+	tw_pax(t, 'x', "SCHILY.realsize", "10");
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_volume_keyword, "has keyword \"GNU.volume.offset\"")
+{
+	tw_pax(t, 'g', "GNU.volume.offset", "10");
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_bad_mtime, "has a mtime that is not a decimal time")
+{
+	tw_pax(t, 'x', "mtime", "1e9");
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+MALFORMED(test_pax_bad_uid, "has a uid that is not a decimal number")
+{
+	tw_pax(t, 'x', "uid", "-1");
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+/* tarfile reads a long name to its first NUL in the whole block, GNU tar
+ * within the header's size: only a name and one NUL read alike. */
+MALFORMED(test_long_name_no_nul, "is not a name ended by its only NUL byte")
+{
+	tw_ext(t, 'L', "header.json", 11);
+	tw_file(t, "x", "{}");
+	tw_end(t);
+}
+
+MALFORMED(test_long_name_two_names, "is not a name ended by its only NUL byte")
+{
+	tw_ext(t, 'L', "header.json\0x\0", 14);
+	tw_file(t, "x", "{}");
+	tw_end(t);
+}
+
+MALFORMED(test_long_name_padding, "bytes other than zero after its data")
+{
+	uint8_t h[BLK];
+	uint8_t *at;
+
+	make_header(h, "././@LongLink", 'L', 2, 1);
+	tw_header(t, h);
+	at = tw_grow(t, BLK);
+	memcpy(at, "a\0header.json", 13);
+	tw_file(t, "x", "{}");
+	tw_end(t);
+}
+
+/* tarfile makes a type-NUL member whose name field ends in '/' a
+ * directory, and does not skip its data. */
+MALFORMED(test_long_name_over_dir_field, "is not a directory but its header's name field ends in '/'")
+{
+	tw_long(t, "header.json");
+	tw_entry(t, "d/", '\0', "{}", 2);
+	tw_end(t);
+}
+
+MALFORMED(test_pax_path_over_dir_field, "is not a directory but its header's name field ends in '/'")
+{
+	tw_pax(t, 'x', "path", "header.json");
+	tw_entry(t, "d/", '\0', "{}", 2);
+	tw_end(t);
+}
+
+MALFORMED(test_file_dot_component, "ends in a \".\" component")
+{
+	tw_file(t, "header.json/.", "{}");
+	tw_end(t);
+}
+
+/* GNU headers keep times where ustar has its prefix; tarfile reads a
+ * prefix there anyway. */
+MALFORMED(test_gnu_prefix_bytes, "has bytes where ustar keeps a name prefix")
+{
+	uint8_t h[BLK];
+
+	make_header(h, "header.json", '0', 1, 1);
+	memcpy(h + 345, "12345670", 8);
+	set_checksum(h);
+	tw_header(t, h);
+	tw_data(t, "h", 1);
+	tw_end(t);
+}
+
+/* tarfile ends the archive at a header with a field that is no number. */
+MALFORMED(test_mode_not_number, "at offset 1024 has a mode field that GNU tar or Python's tarfile cannot read")
+{
+	tw_file(t, "header.json", "{}");
+	tw_patched(t, "weights.safetensors", '0', 100, "0000x44\0", 8, "w");
+	tw_end(t);
+}
+
+MALFORMED(test_mtime_blank, "has a mtime field that GNU tar or Python's tarfile cannot read")
+{
+	tw_patched(t, "header.json", '0', 136, "            ", 12, "{}");
+	tw_end(t);
+}
+
+MALFORMED(test_devminor_not_number, "has a devminor field that GNU tar or Python's tarfile cannot read")
+{
+	tw_patched(t, "header.json", '0', 337, "-1\0\0\0\0\0\0", 8, "{}");
+	tw_end(t);
+}
+
+/* GNU tar refuses a negative owner; tarfile takes it. */
+MALFORMED(test_gid_negative, "has a gid field that GNU tar or Python's tarfile cannot read")
+{
+	static const uint8_t minus_one[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+	tw_patched(t, "header.json", '0', 116, minus_one, 8, "{}");
+	tw_end(t);
+}
+
+MALFORMED(test_ext_header_uid, "the header at offset 0 has a uid field that GNU tar or Python's tarfile cannot read")
+{
+	uint8_t h[BLK];
+
+	make_header(h, "././@PaxHeader", 'x', 0, 0);
+	memcpy(h + 108, "uid\0\0\0\0\0", 8);
+	set_checksum(h);
+	tw_header(t, h);
+	tw_file(t, "x", "x");
+	tw_end(t);
+}
+
+/* A pax size replaces the header's, which must still be a number. */
+MALFORMED(test_size_field_under_pax, "size field that is not a valid octal or base-256 number")
+{
+	tw_pax(t, 'x', "size", "1");
+	tw_patched(t, "x", '0', 124, "abc\0\0\0\0\0\0\0\0\0", 12, "x");
+	tw_end(t);
+}
+
 /* ---- the verifier over tars --------------------------------------------- */
 
 static const char *datadir(void)
@@ -1136,7 +1471,8 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* The regular files of a golden case, into t under prefix ("" or "dir/"). */
-static void tar_dir(tarw *t, const char *dir, const char *prefix)
+/* The files of dir, named prefix + name, without the end marker. */
+static void tar_files(tarw *t, const char *dir, const char *prefix)
 {
 	char *names[64], path[4200], member[512];
 	DIR *d = opendir(dir);
@@ -1160,6 +1496,11 @@ static void tar_dir(tarw *t, const char *dir, const char *prefix)
 		free(data);
 		free(names[i]);
 	}
+}
+
+static void tar_dir(tarw *t, const char *dir, const char *prefix)
+{
+	tar_files(t, dir, prefix);
 	tw_end(t);
 }
 
@@ -1331,6 +1672,46 @@ static void test_missing_members(void **state)
 	tw_free(&t);
 	assert_int_equal(vd_verify_artifact(tar, NULL, &v), VD_ARTIFACT_INVALID);
 	assert_string_equal(v.detail, "header.json is missing");
+}
+
+/* A member the verifier does not read is refused, even one GNU tar and
+ * tarfile both read alike: extracted, its bytes would be unverified. Its
+ * directory would verify, extra file and all. */
+static void test_extra_member(void **state)
+{
+	char dir[4200], tar[4200];
+	tarw t = { 0 }, inner = { 0 };
+	vd_loaded loaded;
+	vd_verdict v;
+
+	snprintf(dir, sizeof(dir), "%s/golden-cases/round-00000", datadir());
+	assert_int_equal(vd_verify_artifact(dir, NULL, &v), VD_OK);
+	tar_files(&t, dir, "");
+	tw_file(&inner, "weights.safetensors", "not the weights");
+	tw_entry(&t, "notes.txt", '0', inner.p, inner.len);
+	tw_end(&t);
+	snprintf(tar, sizeof(tar), "%s/extra.tar", tmpdir);
+	write_file(tar, &t);
+	assert_int_equal(vd_verify_artifact(tar, NULL, &v), VD_ARTIFACT_INVALID);
+	assert_string_equal(v.detail, PREFIX "member \"notes.txt\" is neither header.json, "
+	    "weights.index.json nor a weight file header.json lists");
+	assert_string_equal(v.content_hash, "");
+	assert_int_equal(vd_load_verified(tar, NULL, 0, &loaded, &v), VD_ARTIFACT_INVALID);
+	assert_null(loaded.files);
+	tw_free(&inner);
+	tw_free(&t);
+
+	/* The index is read, so it may be there. */
+	tar_files(&t, dir, "");
+	tw_file(&t, "weights.index.json", "{\"metadata\": {}, \"weight_map\": {"
+	    "\"encoder.norm.bias\": \"weights.safetensors\", "
+	    "\"encoder.patch_embed.weight\": \"weights.safetensors\", "
+	    "\"predictor.proj.weight\": \"weights.safetensors\"}}");
+	tw_end(&t);
+	write_file(tar, &t);
+	tw_free(&t);
+	assert_int_equal(vd_verify_artifact(tar, NULL, &v), VD_OK);
+	assert_string_equal(v.content_hash, GOLDEN_HASH);
 }
 
 /* An archive the parser refuses is refused by every entry, with its
@@ -1529,11 +1910,52 @@ int main(void)
 		cmocka_unit_test(test_too_many_members),
 		cmocka_unit_test(test_names_too_long_together),
 		cmocka_unit_test(test_gzip),
+		cmocka_unit_test(test_pax_size_empty),
+		cmocka_unit_test(test_pax_size_empty_long),
+		cmocka_unit_test(test_pax_path_empty),
+		cmocka_unit_test(test_pax_mtime_empty),
+		cmocka_unit_test(test_pax_global_size_empty),
+		cmocka_unit_test(test_pax_global_size),
+		cmocka_unit_test(test_pax_global_path),
+		cmocka_unit_test(test_pax_global_between),
+		cmocka_unit_test(test_pax_global_then_end),
+		cmocka_unit_test(test_pax_size_leading_zero),
+		cmocka_unit_test(test_pax_size_sign),
+		cmocka_unit_test(test_pax_size_blank),
+		cmocka_unit_test(test_pax_size_twice),
+		cmocka_unit_test(test_pax_path_twice),
+		cmocka_unit_test(test_pax_length_leading_zero),
+		cmocka_unit_test(test_pax_length_zero),
+		cmocka_unit_test(test_pax_blank_before_length),
+		cmocka_unit_test(test_pax_two_blanks),
+		cmocka_unit_test(test_pax_key_control),
+		cmocka_unit_test(test_pax_length_short),
+		cmocka_unit_test(test_pax_record_in_padding),
+		cmocka_unit_test(test_pax_linkpath),
+		cmocka_unit_test(test_pax_hdrcharset),
+		cmocka_unit_test(test_pax_unknown_keyword),
+		cmocka_unit_test(test_pax_volume_keyword),
+		cmocka_unit_test(test_pax_bad_mtime),
+		cmocka_unit_test(test_pax_bad_uid),
+		cmocka_unit_test(test_long_name_no_nul),
+		cmocka_unit_test(test_long_name_two_names),
+		cmocka_unit_test(test_long_name_padding),
+		cmocka_unit_test(test_long_name_over_dir_field),
+		cmocka_unit_test(test_pax_path_over_dir_field),
+		cmocka_unit_test(test_file_dot_component),
+		cmocka_unit_test(test_gnu_prefix_bytes),
+		cmocka_unit_test(test_mode_not_number),
+		cmocka_unit_test(test_mtime_blank),
+		cmocka_unit_test(test_devminor_not_number),
+		cmocka_unit_test(test_gid_negative),
+		cmocka_unit_test(test_ext_header_uid),
+		cmocka_unit_test(test_size_field_under_pax),
 
 		TMP(test_golden_tars),
 		TMP(test_fd_entries),
 		TMP(test_read_header),
 		TMP(test_missing_members),
+		TMP(test_extra_member),
 		TMP(test_invalid_through_api),
 		TMP(test_load_limit),
 		TMP(test_changed_while_hashed),
