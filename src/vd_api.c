@@ -16,6 +16,7 @@
 #include "vd_events.h"
 #include "vd_json.h"
 #include "vd_log.h"
+#include "vd_page.h"
 #include "vd_reqparse.h"
 #include "vd_sched.h"
 #include "vd_util.h"
@@ -1277,6 +1278,12 @@ static const struct route {
 	{ "/events", 0, "GET", get_events },
 	{ "/alerts", 0, "GET", get_alerts },
 	{ "/commitments", 0, "GET", get_commitments },
+	/* The status page for a browser (vd_page.h). */
+	{ "/", 0, "GET", vd_page_index },
+	{ "/status.css", 0, "GET", vd_page_css },
+	{ "/status.js", 0, "GET", vd_page_js },
+	{ "/status.svg", 0, "GET", vd_page_icon },
+	{ "/summary", 0, "GET", vd_page_summary },
 };
 
 static int method_ok(const struct route *rt, const char *m)

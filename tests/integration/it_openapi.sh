@@ -31,10 +31,10 @@ get /artifact/{hash}/attestation 500
 get /key 500"
 
 # --- the document itself ----------------------------------------------------
-if jq -e '.openapi == "3.0.3" and (.paths | length) == 15' "$DOC" > /dev/null; then
-	ok "openapi.json is an OpenAPI 3.0.3 document with the fifteen routes"
+if jq -e '.openapi == "3.0.3" and (.paths | length) == 20' "$DOC" > /dev/null; then
+	ok "openapi.json is an OpenAPI 3.0.3 document with the twenty routes"
 else
-	not_ok "openapi.json is an OpenAPI 3.0.3 document with the fifteen routes"
+	not_ok "openapi.json is an OpenAPI 3.0.3 document with the twenty routes"
 fi
 if python3 -c 'import yaml' 2> /dev/null; then
 	if python3 - "$YAML" "$DOC" <<'EOF'
@@ -250,6 +250,16 @@ for s in artifacts verifications_total verification_failures_total integrity_ale
 	artifacts_pruned_total loop_stall_seconds unreadable_dirs store_scans_total; do
 	if grep -q "^# TYPE lensemble_verifyd_$s " "$WORK/body"; then ok "metric $s is exported"; else not_ok "metric $s is exported"; fi
 done
+
+# --- the status page, its assets and GET /summary ------------------------------
+for r in / /status.css /status.js /status.svg; do
+	call "GET $r" 200 GET "$r" "$r"
+	call "GET $r, a query parameter given twice" 400 GET "$r" "$r?a=1&a=2"
+done
+call "GET /summary" 200 GET /summary /summary
+check "it says the policy and the one trusted key" "ledger $COORD" \
+	"$(field '"\(.commitment_policy) \(.trusted_keys | join(" "))"')"
+call "GET /summary, a query parameter given twice" 400 GET /summary '/summary?a=1&a=2'
 
 # --- GET /artifact/<hash> ----------------------------------------------------
 call "GET /artifact of a committed round" 200 GET '/artifact/{hash}' "/artifact/$H4"
@@ -540,7 +550,8 @@ check "the withdrawn RoundClose carries it" test \
 # --- 405 on every route -----------------------------------------------------------
 for r in "/artifact/{hash} /artifact/$H4" "/artifact/{hash}/attestation /artifact/$H4/attestation" \
 	"/key /key" "/artifacts /artifacts" "/chain /chain" "/metrics /metrics" "/healthz /healthz" \
-	"/readyz /readyz" "/events /events" "/alerts /alerts" "/commitments /commitments"; do
+	"/readyz /readyz" "/events /events" "/alerts /alerts" "/commitments /commitments" \
+	"/ /" "/status.css /status.css" "/status.js /status.js" "/status.svg /status.svg" "/summary /summary"; do
 	DOCM=get; call "DELETE ${r% *}" 405 DELETE "${r% *}" "${r#* }"; DOCM=
 	check "DELETE ${r% *}: Allow" "GET, HEAD" "$(sed -n 's/^Allow: //p' "$WORK/h")"
 done
@@ -690,7 +701,12 @@ delete /ledger 503
 delete /commitment 503
 get /events 503
 get /alerts 503
-get /commitments 503"
+get /commitments 503
+get / 503
+get /status.css 503
+get /status.js 503
+get /status.svg 503
+get /summary 503"
 # Under valgrind the holders race the daemon's slower start of each
 # connection; the phase runs in the other tiers.
 if [ "${VD_VALGRIND:-0}" != 1 ] && curl -s -o /dev/null --max-time 5 --interface 127.0.0.2 "$(url /healthz)"; then
@@ -738,6 +754,9 @@ if [ "${VD_VALGRIND:-0}" != 1 ] && curl -s -o /dev/null --max-time 5 --interface
 	call "GET /events on a reserved connection" 503 GET /events /events
 	call "GET /alerts on a reserved connection" 503 GET /alerts /alerts
 	call "GET /commitments on a reserved connection" 503 GET /commitments /commitments
+	for r in / /status.css /status.js /status.svg /summary; do
+		call "GET $r on a reserved connection" 503 GET "$r" "$r"
+	done
 	# shellcheck disable=SC2086
 	kill $HOLDERS 2>/dev/null
 	exec 9>&-

@@ -1,0 +1,17 @@
+# The status page (GET /, /status.css, /status.js, /status.svg): the files of src/page/
+# compiled into the daemon, so that it serves them with no other file
+# installed and no network. Included from Makefile.am after data.mk,
+# which defines CLEANFILES.
+
+vd_page_files = $(srcdir)/src/page/index.html $(srcdir)/src/page/status.css \
+	$(srcdir)/src/page/status.js $(srcdir)/src/page/status.svg
+
+libvdd_la_SOURCES += src/vd_page.c src/vd_page.h
+nodist_libvdd_la_SOURCES = src/vd_page_assets.c
+
+src/vd_page_assets.c: $(vd_page_files) $(srcdir)/src/page/embed.sh
+	$(AM_V_GEN)$(MKDIR_P) src && \
+	$(SHELL) $(srcdir)/src/page/embed.sh $(vd_page_files) > $@.tmp && mv $@.tmp $@
+
+CLEANFILES += src/vd_page_assets.c src/vd_page_assets.c.tmp
+EXTRA_DIST += $(vd_page_files) src/page/embed.sh src/page/page.mk
