@@ -246,22 +246,26 @@ int vd_round_mismatch(const vd_model *m, const vd_map *retained, const char *run
 	const vd_group *g = vd_model_group(m, hash);
 	const vd_retained *r;
 	size_t i;
+	int present = 0;
 
 	/* Only a verified copy speaks for the hash: its header's round is bound
 	 * by it. A copy that merely claims the hash proves nothing, or a store
 	 * writer could veto any commitment with a directory claiming it. */
 	for (i = 0; g != NULL && i < g->n; i++) {
 		const vd_copy *c = g->copies[i];
-		if (vd_copy_settled(c) == VD_AS_VERIFIED && strcmp(c->run, run) == 0 &&
-		    c->hdr.round_index != round + 1) {
+		if (strcmp(c->run, run) != 0)
+			continue;
+		present = 1;
+		if (vd_copy_settled(c) == VD_AS_VERIFIED && c->hdr.round_index != round + 1) {
 			if (header_round != NULL)
 				*header_round = c->hdr.round_index;
 			return 1;
 		}
 	}
 	/* A pruned artifact was verified: removing its directory must not
-	 * make a statement naming it for another round count again. */
-	r = retained != NULL ? vd_map_get(retained, hash) : NULL;
+	 * make a statement naming it for another round count again. While a
+	 * copy is in the run, the copies speak (the memory follows them). */
+	r = retained != NULL && !present ? vd_map_get(retained, hash) : NULL;
 	if (r != NULL && strcmp(r->run, run) == 0 && r->round_index != round + 1) {
 		if (header_round != NULL)
 			*header_round = r->round_index;
