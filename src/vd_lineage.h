@@ -114,7 +114,9 @@ typedef struct vd_lineage_input {
 	const vd_signed_stmt *stmts;
 	size_t n_stmts;
 	const vd_map *withdrawn;       /* vd_withdrawal_key -> anything; may be NULL */
-	const vd_map *retained;        /* hash -> vd_retained; may be NULL */
+	const vd_map *retained;        /* hash -> vd_retained; may be NULL. Read only
+	                                * where no copy of the hash is in the run:
+	                                * a change there is a VD_REFRESH_WHOLE */
 	const vd_map *retained_children; /* parent hash -> first vd_retained; may be NULL */
 	struct vd_state *state;        /* alert history; NULL: none */
 	int scanned;                   /* the model holds a whole scan: an alert

@@ -1,0 +1,102 @@
+/*
+ * The inputs of lineage, built in memory for tests and the simulator: a
+ * model of copies, remembered ledgers, posts, signed statements,
+ * withdrawals, pruned artifacts and the configuration, and a refresh as
+ * the store does it. Misuse and out of memory end the program.
+ */
+#ifndef LINEAGE_FX_H
+#define LINEAGE_FX_H
+
+#include <stdint.h>
+
+#include "vd_config.h"
+#include "vd_keys.h"
+#include "vd_lineage.h"
+#include "vd_model.h"
+#include "vd_state.h"
+
+#define MAX_HASHES 2048
+#define MAX_POSTS 32               /* posted and refused commitments, each */
+#define MAX_STMTS 16
+#define MAX_SCAN_LEDGERS 4
+#define N_KEYS 2
+#define PATH_MAX_LEN 256
+#define ALERT_KEY_MAX 512
+
+#define H(n) hx(n)                 /* a chain's hashes */
+#define X(n) hx(100 + (n))         /* hashes no artifact claims */
+#define RECORD_HASH_BASE 1000      /* record hashes of ledger records */
+#define FX_GROW_HASH 300           /* hx() offset of the hashes that grow tables */
+#define FX_GROWTH 60               /* groups that grow a model's tables */
+
+enum { V_NONE, V_OK, V_FAIL, V_STALE, V_BUSY, V_COUNT };
+
+typedef struct fx {
+	vd_model model;
+	vd_config cfg;
+	vd_map mems;                   /* relpath -> vd_ledger_mem */
+	vd_map retained;               /* hash -> vd_retained */
+	vd_map retained_children;      /* parent hash -> first vd_retained naming it */
+	vd_scan_ledger ledgers[MAX_SCAN_LEDGERS];
+	size_t n_ledgers;
+	vd_commitment posted[MAX_POSTS];
+	size_t n_posted;
+	vd_commitment equivs[MAX_POSTS];
+	size_t n_equivs;
+	vd_signed_stmt stmts[MAX_STMTS];
+	size_t n_stmts;
+	vd_keyring ring;
+	vd_map withdrawn;              /* vd_withdrawal_key -> f */
+	unsigned records;              /* record hashes handed out */
+	int whole;                     /* the configuration changed, or the memory
+	                                * of an artifact whose directory is gone */
+	vd_lineage l;
+} fx;
+
+extern vd_key *keys[N_KEYS];
+extern vd_job busy_job;            /* what a copy being verified points at */
+
+void fx_fatal(const char *file, int line, const char *what);
+#define FX_REQUIRE(x) do { if (!(x)) fx_fatal(__FILE__, __LINE__, #x); } while (0)
+
+const char *hx(unsigned n);
+fx *fx_new(void);
+void mem_free(vd_ledger_mem *m);
+void retained_free(vd_retained *r);
+void fx_free(fx *f);
+void cfg_set(fx *f, const char *key, const char *value);
+void pin(fx *f, const char *key, const char *run, int64_t round, const char *hash);
+void input_for(fx *f, const vd_model *m, vd_lineage_input *in);
+void refresh(fx *f, int commits);
+void set_verdict(vd_copy *c, int v);
+void set_header(vd_copy *c, const char *hash, int64_t round, const char *parent);
+void verdict(vd_model *m, vd_copy *c, int v);
+vd_copy *model_copy(vd_model *m, const char *run, const char *name, const char *hash,
+    int64_t round, const char *parent, int v);
+vd_copy *copy(fx *f, const char *run, const char *name, const char *hash,
+    int64_t round, const char *parent, int v);
+void chain_at(fx *f, const char *run, unsigned base, int from, int to, int v);
+void chain(fx *f, const char *run, int from, int to, int v);
+void reverdict(fx *f, const char *relpath, int v);
+void drop(fx *f, const char *relpath);
+void ledger_path(const char *run, char *out, size_t n);
+vd_ledger_mem *mem_of(fx *f, const char *run);
+void push_rec(vd_ledger_rec **arr, size_t *n, size_t *cap, int64_t round,
+    const char *hash, const char *record_hash, size_t line);
+const char *ledger(fx *f, const char *run, int64_t round, const char *hash);
+void rewritten(fx *f, const char *run, int64_t round, const char *hash);
+void fill_commitment(vd_commitment *c, const char *run, int64_t round,
+    const char *hash, const char *key_id);
+void post(fx *f, const char *run, int64_t round, const char *hash, const char *key_id);
+void refused(fx *f, const char *run, int64_t round, const char *hash);
+vd_signed_stmt *stmt(fx *f, vd_stmt_kind kind, const char *run, const char *key_id);
+void signed_roundclose(fx *f, const char *run, int64_t round, const char *hash,
+    const char *key_id);
+void withdraw(fx *f, const char *run, int64_t round, const char *hash, int on);
+void checkpoint(fx *f, const char *run, uint64_t records, const char *head,
+    const char *key_id);
+void retain(fx *f, const char *hash, const char *run, int64_t round, const char *parent);
+void forget_retained(fx *f, const char *hash);
+void grow_tables(vd_model *m);
+
+#endif

@@ -1,0 +1,1032 @@
+/*
+ * vd-sim: the commitments and lineage core driven through histories no
+ * one wrote by hand. A seeded history changes the inputs one at a time --
+ * copies written, removed, re-headed and given verdicts, ledgers appended,
+ * rewritten and forgotten, RoundClose posts and refusals, signed
+ * statements and checkpoints, keys revoked and restored, artifacts pruned,
+ * withdrawals, under either policy with pins and anchors -- and after
+ * every step checks:
+ *
+ *   - a lineage refreshed incrementally equals one computed from scratch
+ *     on the same inputs (chains, slots, head, alerts);
+ *   - against a reference written here from trust.md, not from lineage's
+ *     code: a group is committed exactly when the counting commitments of
+ *     its round name its hash and no other (the policy, checkpoints over
+ *     remembered records, trusted keys, withdrawals and the round check
+ *     applied); trusted implies verified, committed, an intact chain, and a
+ *     verified (or pruned) parent in its run unless it is a root;
+ *   - under "signed", dropping every unsigned ledger record changes no
+ *     group's trust.
+ *
+ * Each step draws from its own generator (the seed and the step's number),
+ * so a failing history can be shortened by leaving steps out. Prints, last,
+ * "N histories, M steps, V invariant violations"; exits 1 when V > 0.
+ *
+ *   vd-sim [--seeds N] [--seed S] [--steps K] [--quiet]
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lineage_fx.h"
+#include "vd_log.h"
+
+#define SIM_STEPS_DEFAULT 60
+#define SIM_STEPS_MAX 10000
+#define SIM_SEEDS_DEFAULT 200
+#define REF_HASHES_MAX 16          /* distinct hashes one round can be given */
+
+typedef struct world world;
+static void violation(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+
+#define P_IDS 12                   /* artifacts a copy can claim */
+#define P_PHANTOMS 2               /* parents no copy ever claims */
+#define P_SLOTS 16                 /* copy directories, alternating runs */
+#define P_ROUNDS 5
+#define P_MAX_RECORDS 6            /* per remembered ledger */
+#define P_ID_HASH 200              /* hx() offset of the artifacts' hashes */
+#define P_GROW_EVERY 4             /* steps: one fresh model in so many is grown */
+
+static const char *const p_runs[] = { "a", "b" };
+#define P_RUNS 2
+
+typedef struct p_id {
+	int round, parent;          /* parent: an id below, a phantom, or -1 */
+} p_id;
+
+typedef struct p_slot {
+	int present, id, verdict, forged, bad_header;
+} p_slot;
+
+typedef struct world {
+	uint32_t rnd;
+	unsigned seed;
+	int step;
+	p_id ids[P_IDS];
+	p_slot slots[P_SLOTS];
+	fx *f;
+	int failed;                 /* an invariant was violated */
+	char why[512];              /* the first one */
+} world;
+
+static uint32_t rnd(world *w, uint32_t n)
+{
+	w->rnd ^= w->rnd << 13;
+	w->rnd ^= w->rnd >> 17;
+	w->rnd ^= w->rnd << 5;
+	return w->rnd % n;
+}
+
+static const char *id_hash(int id)
+{
+	return hx(P_ID_HASH + (unsigned)id);
+}
+
+/* Mostly the main chain, so that chains are trusted as often as not. */
+static int pick_id(world *w)
+{
+	return (int)(rnd(w, 10) < 6 ? rnd(w, P_ROUNDS) : rnd(w, P_IDS));
+}
+
+static int pick_verdict(world *w)
+{
+	return (int)(rnd(w, 10) < 6 ? V_OK : rnd(w, V_COUNT));
+}
+
+/* What a commitment of round t names: mostly the main chain's round t+1. */
+static const char *pick_commit(world *w, int64_t t)
+{
+	if (t + 1 < P_ROUNDS && rnd(w, 10) < 8)
+		return id_hash((int)t + 1);
+	return id_hash((int)rnd(w, P_IDS));
+}
+
+static const char *slot_run(int s)
+{
+	return p_runs[s % P_RUNS];
+}
+
+static void slot_relpath(int s, char *out, size_t n)
+{
+	snprintf(out, n, "%s/c%02d", slot_run(s), s);
+}
+
+/* Ids 0..P_ROUNDS-1 are one chain, what commitments mostly name; the
+ * others are drawn: forks, gaps, detached roots, phantom parents. Parents
+ * are below: no cycles. */
+static void draw_ids(world *w)
+{
+	int i, j, k, cands[P_IDS], n;
+
+	for (i = 0; i < P_ROUNDS; i++) {
+		w->ids[i].round = i;
+		w->ids[i].parent = i - 1;
+	}
+	for (; i < P_IDS; i++) {
+		p_id *d = &w->ids[i];
+		d->round = (int)rnd(w, P_ROUNDS);
+		d->parent = -1;
+		k = (int)rnd(w, 8);
+		if (d->round == 0 && k != 0)
+			continue;
+		if (k == 1) {
+			d->parent = P_IDS + (int)rnd(w, P_PHANTOMS);
+			continue;
+		}
+		if (k == 2)
+			continue;
+		for (n = 0, j = 0; j < i; j++)
+			if (w->ids[j].round == d->round - 1 || k == 3)
+				cands[n++] = j;
+		d->parent = n > 0 ? cands[rnd(w, (uint32_t)n)] : P_IDS;
+	}
+}
+
+static void slot_header(const world *w, const p_slot *s, vd_copy *c)
+{
+	const p_id *d = &w->ids[s->id];
+
+	if (s->bad_header) {
+		vd_hdrinfo_free(&c->hdr);
+		c->hdr.code = VD_ARTIFACT_INVALID;
+		return;
+	}
+	set_header(c, id_hash(s->id), d->round + s->forged, d->parent >= 0 ? id_hash(d->parent) : NULL);
+}
+
+static void slot_add(const world *w, vd_model *m, int i)
+{
+	char rel[PATH_MAX_LEN];
+	vd_copy *c;
+
+	slot_relpath(i, rel, sizeof(rel));
+	FX_REQUIRE(c = vd_model_add_copy(m, rel, slot_run(i)));
+	slot_header(w, &w->slots[i], c);
+	set_verdict(c, w->slots[i].verdict);
+	vd_model_index(m, c);
+}
+
+static vd_copy *slot_copy(world *w, int i)
+{
+	char rel[PATH_MAX_LEN];
+
+	slot_relpath(i, rel, sizeof(rel));
+	return vd_model_copy(&w->f->model, rel);
+}
+
+/* ---- changes: each returns whether the refresh is a whole pass -------- */
+
+static int ch_presence(world *w)
+{
+	int i = (int)rnd(w, P_SLOTS);
+	p_slot *s = &w->slots[i];
+
+	if (s->present) {
+		vd_model_remove_copy(&w->f->model, slot_copy(w, i));
+		s->present = 0;
+		return 0;
+	}
+	memset(s, 0, sizeof(*s));
+	s->present = 1;
+	s->id = pick_id(w);
+	s->verdict = pick_verdict(w);
+	s->forged = rnd(w, 10) == 0;
+	slot_add(w, &w->f->model, i);
+	return 0;
+}
+
+static int ch_verdict(world *w)
+{
+	int i = (int)rnd(w, P_SLOTS);
+
+	if (!w->slots[i].present)
+		return 0;
+	w->slots[i].verdict = pick_verdict(w);
+	verdict(&w->f->model, slot_copy(w, i), w->slots[i].verdict);
+	return 0;
+}
+
+/* A rescan found another header: unindex, change, index. */
+static int ch_header(world *w)
+{
+	int i = (int)rnd(w, P_SLOTS);
+	p_slot *s = &w->slots[i];
+	vd_copy *c;
+
+	if (!s->present)
+		return 0;
+	c = slot_copy(w, i);
+	vd_model_unindex(&w->f->model, c);
+	s->id = pick_id(w);
+	s->forged = rnd(w, 10) == 0;
+	s->bad_header = rnd(w, 10) == 0;
+	slot_header(w, s, c);
+	vd_model_index(&w->f->model, c);
+	return 0;
+}
+
+static int ch_ledger(world *w)
+{
+	const char *run = p_runs[rnd(w, P_RUNS)];
+	vd_ledger_mem *m = mem_of(w->f, run);
+	int k = (int)rnd(w, 6);
+
+	if (k == 0) {              /* forgotten (DELETE /ledger) */
+		mem_free(vd_map_del(&w->f->mems, m->relpath));
+		return 1;
+	}
+	if (k == 1) {
+		if (m->rewritten) {
+			m->rewritten = 0;
+			free(m->diverged);
+			m->diverged = NULL;
+			m->n_diverged = 0;
+		} else {
+			rewritten(w->f, run, (int64_t)rnd(w, P_ROUNDS), id_hash(pick_id(w)));
+		}
+		return 1;
+	}
+	if (m->n >= P_MAX_RECORDS)
+		return 1;
+	ledger(w->f, run, (int64_t)m->n, pick_commit(w, (int64_t)m->n));
+	return 1;
+}
+
+/* The token mostly; else a key, trusted or not. */
+static const char *p_key(world *w)
+{
+	uint32_t k = rnd(w, 2 * N_KEYS);
+
+	return k < N_KEYS ? vd_key_id(keys[k]) : NULL;
+}
+
+static int ch_posted(world *w)
+{
+	vd_commitment *arr = rnd(w, 2) ? w->f->posted : w->f->equivs;
+	size_t *n = arr == w->f->posted ? &w->f->n_posted : &w->f->n_equivs;
+	int64_t t;
+
+	if (*n > 0 && (*n == MAX_POSTS || rnd(w, 3) == 0)) {
+		arr[rnd(w, (uint32_t)*n)] = arr[*n - 1];
+		(*n)--;
+		return 1;
+	}
+	t = (int64_t)rnd(w, P_ROUNDS) - 1;
+	fill_commitment(&arr[(*n)++], p_runs[rnd(w, P_RUNS)], t, pick_commit(w, t),
+	    arr == w->f->posted ? p_key(w) : NULL);
+	return 1;
+}
+
+static int ch_stmt(world *w)
+{
+	fx *f = w->f;
+	const char *run = p_runs[rnd(w, P_RUNS)];
+	const char *key = vd_key_id(keys[rnd(w, N_KEYS)]);
+	vd_ledger_mem *m;
+	char rel[PATH_MAX_LEN];
+
+	if (f->n_stmts > 0 && (f->n_stmts == MAX_STMTS || rnd(w, 3) == 0)) {
+		f->stmts[rnd(w, (uint32_t)f->n_stmts)] = f->stmts[f->n_stmts - 1];
+		f->n_stmts--;
+		return 1;
+	}
+	ledger_path(run, rel, sizeof(rel));
+	m = vd_map_get(&f->mems, rel);
+	if (m != NULL && m->n > 0 && rnd(w, 2)) {
+		size_t k = 1 + rnd(w, (uint32_t)m->n);
+		checkpoint(f, run, k, m->recs[k - 1].record_hash, key);
+	} else {
+		int64_t t = (int64_t)rnd(w, P_ROUNDS) - 1;
+		signed_roundclose(f, run, t, pick_commit(w, t), key);
+	}
+	return 1;
+}
+
+/* The store remembers artifacts while their directories are there; a
+ * memory gained or lost for one that is gone is a whole pass. */
+static int ch_retained(world *w)
+{
+	int id = (int)rnd(w, P_IDS);
+	const p_id *d = &w->ids[id];
+	const vd_group *g = vd_model_group(&w->f->model, id_hash(id));
+
+	const vd_retained *r = vd_map_get(&w->f->retained, id_hash(id));
+	int gone;
+
+	/* Lineage reads the memory of an artifact where no copy of it is: a
+	 * change there is a whole pass (the store only ever adds memories, of
+	 * artifacts present in their run). */
+	if (r != NULL) {
+		gone = g == NULL || !vd_group_in_run(g, r->run);
+		forget_retained(w->f, id_hash(id));
+		w->f->whole |= gone;
+		return gone;
+	}
+	retain(w->f, id_hash(id), g ? g->copies[rnd(w, (uint32_t)g->n)]->run : p_runs[rnd(w, P_RUNS)],
+	    d->round, d->parent >= 0 ? id_hash(d->parent) : NULL);
+	return g == NULL;
+}
+
+/* The operator withdraws a commitment, or the test takes one back. */
+static int ch_withdraw(world *w)
+{
+	int64_t t = (int64_t)rnd(w, P_ROUNDS) - 1;
+	const char *run = p_runs[rnd(w, P_RUNS)];
+	const char *hash = pick_commit(w, t);
+	char key[VD_WITHDRAWAL_KEY_MAX];
+
+	vd_withdrawal_key(key, sizeof(key), run, t, hash);
+	withdraw(w->f, run, t, hash, vd_map_get(&w->f->withdrawn, key) == NULL);
+	return 1;
+}
+
+static int ch_keys(world *w)
+{
+	w->f->ring.n = rnd(w, N_KEYS + 1);
+	return 1;
+}
+
+/* A scan read a ledger: the store refreshes whole after a scan. */
+static int ch_scan_ledger(world *w)
+{
+	vd_scan_ledger *l = &w->f->ledgers[rnd(w, P_RUNS)];
+
+	l->read_ok = !l->read_ok;
+	return 1;
+}
+
+typedef int (*change_fn)(world *w);
+
+/* Weighted: copies come and go and get verdicts most often. */
+static const struct change {
+	change_fn fn;
+	const char *name;
+} changes[] = {
+	{ ch_presence, "a copy written or removed" }, { ch_presence, "a copy written or removed" },
+	{ ch_presence, "a copy written or removed" }, { ch_verdict, "a verdict" },
+	{ ch_verdict, "a verdict" }, { ch_verdict, "a verdict" },
+	{ ch_header, "a header rewritten" }, { ch_ledger, "a ledger appended, rewritten or forgotten" },
+	{ ch_posted, "a RoundClose posted or refused" }, { ch_stmt, "a signed statement" },
+	{ ch_retained, "an artifact pruned or forgotten" }, { ch_retained, "an artifact pruned or forgotten" },
+	{ ch_keys, "the trusted keys changed" }, { ch_scan_ledger, "a ledger read or unreadable" },
+	{ ch_withdraw, "a withdrawal" },
+};
+
+/* ---- comparing two lineages ------------------------------------------- */
+
+#define DIFFER(what, ...) \
+	do { violation(w, "refreshed != from scratch: " what, __VA_ARGS__); return; } while (0)
+
+static int same_str(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static void same_group(world *w, const vd_group *a, const vd_group *b)
+{
+	size_t i;
+
+	if (a->chain != b->chain || a->chain_len != b->chain_len || a->pruned != b->pruned ||
+	    strcmp(a->root, b->root) != 0)
+		DIFFER("%s: chain %s %zu pruned %zu root %.8s, from scratch %s %zu pruned %zu root %.8s",
+		    a->hash, vd_chain_status_name(a->chain), a->chain_len, a->pruned, a->root,
+		    vd_chain_status_name(b->chain), b->chain_len, b->pruned, b->root);
+	if (a->n_breaks != b->n_breaks || a->breaks_total != b->breaks_total)
+		DIFFER("%s: %zu breaks (%zu listed), from scratch %zu (%zu)", a->hash,
+		    a->breaks_total, a->n_breaks, b->breaks_total, b->n_breaks);
+	for (i = 0; i < a->n_breaks; i++)
+		if (a->breaks[i].reason != b->breaks[i].reason ||
+		    a->breaks[i].round_index != b->breaks[i].round_index ||
+		    strcmp(a->breaks[i].hash, b->breaks[i].hash) != 0)
+			DIFFER("%s: break %zu is %s at %.8s, from scratch %s at %.8s", a->hash, i,
+			    vd_break_name(a->breaks[i].reason), a->breaks[i].hash,
+			    vd_break_name(b->breaks[i].reason), b->breaks[i].hash);
+	if (a->committed != b->committed || a->trusted != b->trusted ||
+	    a->round_index != b->round_index || a->has_parent != b->has_parent ||
+	    strcmp(a->parent, b->parent) != 0)
+		DIFFER("%s: committed %d trusted %d round %lld, from scratch %d %d %lld", a->hash,
+		    a->committed, a->trusted, (long long)a->round_index, b->committed, b->trusted,
+		    (long long)b->round_index);
+	if ((a->commit == NULL) != (b->commit == NULL))
+		DIFFER("%s: commitment %s, from scratch %s", a->hash, a->commit ? "shown" : "none",
+		    b->commit ? "shown" : "none");
+	if (a->commit != NULL && (strcmp(a->commit->run, b->commit->run) != 0 ||
+	    a->commit->round_index != b->commit->round_index || a->commit_source != b->commit_source))
+		DIFFER("%s: commitment %s round %lld source %d, from scratch %s %lld %d", a->hash,
+		    a->commit->run, (long long)a->commit->round_index, a->commit_source,
+		    b->commit->run, (long long)b->commit->round_index, b->commit_source);
+}
+
+static void same_groups(world *w, const vd_model *a, const vd_model *b)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	if (a->groups.count != b->groups.count)
+		DIFFER("%zu groups, from scratch %zu", a->groups.count, b->groups.count);
+	while (vd_map_next(&a->groups, &it, &k, &v)) {
+		const vd_group *gb = vd_model_group(b, k);
+		if (gb == NULL)
+			DIFFER("group %s only in the refreshed model", k);
+		same_group(w, v, gb);
+	}
+}
+
+static int same_entry(const vd_commit_entry *a, const vd_commit_entry *b)
+{
+	if (a->has != b->has)
+		return 0;
+	return !a->has || (strcmp(a->hash, b->hash) == 0 && same_str(a->where, b->where) &&
+	    a->line == b->line && a->is_signed == b->is_signed && strcmp(a->key_id, b->key_id) == 0);
+}
+
+static void same_slots(world *w, const vd_lineage *a, const vd_lineage *b)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+	int s;
+
+	if (a->commits.count != b->commits.count)
+		DIFFER("%zu commitment slots, from scratch %zu", a->commits.count, b->commits.count);
+	while (vd_map_next(&a->commits, &it, &k, &v)) {
+		const vd_commit_slot *sa = v;
+		const vd_commit_slot *sb = vd_lineage_slot(b, sa->run, sa->round_index);
+		if (sb == NULL)
+			DIFFER("slot %s round %lld only in the refreshed lineage", sa->run,
+			    (long long)sa->round_index);
+		for (s = 0; s < VD_SRC_COUNT; s++)
+			if (!same_entry(&sa->src[s], &sb->src[s]))
+				DIFFER("slot %s round %lld: source %s differs", sa->run,
+				    (long long)sa->round_index, vd_commit_source_name((vd_commit_source)s));
+		if (strcmp(sa->first_hash, sb->first_hash) != 0 ||
+		    strcmp(sa->other_hash, sb->other_hash) != 0 ||
+		    !same_str(sa->other_where, sb->other_where) || sa->anchor != sb->anchor)
+			DIFFER("slot %s round %lld: hashes or anchor differ", sa->run,
+			    (long long)sa->round_index);
+	}
+	if (memcmp(a->series, b->series, sizeof(a->series)) != 0)
+		DIFFER("%s", "commitment series differ");
+}
+
+static void same_alerts(world *w, const vd_lineage *a, const vd_lineage *b)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	if (a->alerts.count != b->alerts.count)
+		DIFFER("%zu alerts, from scratch %zu", a->alerts.count, b->alerts.count);
+	while (vd_map_next(&a->alerts, &it, &k, &v)) {
+		const vd_alert *x = v, *y = vd_map_get(&b->alerts, k);
+		if (y == NULL)
+			DIFFER("alert %s only in the refreshed lineage", k);
+		if (x->kind != y->kind || strcmp(x->subject, y->subject) != 0)
+			DIFFER("alert %s: kind %d, from scratch %d", k, x->kind, y->kind);
+		if (strcmp(x->detail, y->detail) != 0)
+			DIFFER("alert %s: \"%s\", from scratch \"%s\"", k, x->detail, y->detail);
+	}
+	if (memcmp(a->alert_counts, b->alert_counts, sizeof(a->alert_counts)) != 0)
+		DIFFER("%s", "alert counts differ");
+}
+
+static void same_head(world *w, const vd_lineage *a, const vd_lineage *b)
+{
+	if (a->head_round != b->head_round || strcmp(a->head_hash, b->head_hash) != 0 ||
+	    !same_str(a->head_run, b->head_run))
+		DIFFER("head %lld %.8s, from scratch %lld %.8s", (long long)a->head_round, a->head_hash,
+		    (long long)b->head_round, b->head_hash);
+}
+
+/* A model built anew from the slots (in reverse). */
+static void scratch_model(world *w, vd_model *m)
+{
+	int i;
+
+	vd_model_init(m);
+	if (w->step % P_GROW_EVERY == 0)
+		grow_tables(m);
+	for (i = P_SLOTS - 1; i >= 0; i--)
+		if (w->slots[i].present)
+			slot_add(w, m, i);
+}
+
+/* The same inputs refreshed by a new lineage over a model of its own. */
+static void compare_with_scratch(world *w)
+{
+	vd_lineage_input in;
+	vd_lineage fresh;
+	vd_model m;
+
+	scratch_model(w, &m);
+	vd_lineage_init(&fresh);
+	input_for(w->f, &m, &in);
+	vd_lineage_refresh(&fresh, &in, 1);
+	same_groups(w, &w->f->model, &m);
+	same_slots(w, &w->f->l, &fresh);
+	same_head(w, &w->f->l, &fresh);
+	same_alerts(w, &w->f->l, &fresh);
+	vd_lineage_free(&fresh);
+	vd_model_free(&m);
+}
+
+static void world_config(world *w)
+{
+	fx *f = w->f;
+	char v[PATH_MAX_LEN];
+	int i;
+
+	if (rnd(w, 2))
+		cfg_set(f, "commitment_policy", "signed");
+	if (rnd(w, 4)) {
+		snprintf(v, sizeof(v), "a:%s,%s", id_hash(0), id_hash(rnd(w, 2) ? 0 : 1));
+		cfg_set(f, "genesis_hash", v);
+	}
+	for (i = 0; i < P_IDS; i++)
+		if (w->ids[i].round > 0 && rnd(w, 3) == 0) {
+			pin(f, "anchor", "b", w->ids[i].round, id_hash(i));
+			break;
+		}
+	for (i = 0; i < P_RUNS; i++) {
+		f->ledgers[i].relpath = (char *)(i ? "b/ledger.jsonl" : "a/ledger.jsonl");
+		f->ledgers[i].run = (char *)p_runs[i];
+		f->ledgers[i].read_ok = 1;
+	}
+	f->n_ledgers = P_RUNS;
+}
+
+
+/* ---- the reference ----------------------------------------------------- */
+
+/* The hashes commitments give one round of one run: named by a counting
+ * entry, or noted (a refused post), as trust.md sections 4, 5 and 8 say. */
+typedef struct ref_set {
+	const char *h[REF_HASHES_MAX];
+	int n, named;
+} ref_set;
+
+static void ref_add(ref_set *r, const char *hash, int named)
+{
+	int i;
+
+	r->named |= named;
+	for (i = 0; i < r->n; i++)
+		if (strcmp(r->h[i], hash) == 0)
+			return;
+	if (r->n < REF_HASHES_MAX)
+		r->h[r->n++] = hash;
+}
+
+static int ref_withdrawn(const fx *f, const char *run, int64_t t, const char *hash)
+{
+	char key[VD_WITHDRAWAL_KEY_MAX];
+
+	vd_withdrawal_key(key, sizeof(key), run, t, hash);
+	return vd_map_get(&f->withdrawn, key) != NULL;
+}
+
+/* A verified copy of hash in run, or when none is in the run a pruned
+ * artifact of it, says another round than t + 1: a RoundClose for t
+ * naming it commits nothing. */
+static int ref_mismatch(const fx *f, const char *run, int64_t t, const char *hash)
+{
+	const vd_group *g = vd_model_group(&f->model, hash);
+	const vd_retained *r = vd_map_get(&f->retained, hash);
+	size_t i;
+
+	int present = 0;
+
+	for (i = 0; g != NULL && i < g->n; i++) {
+		if (strcmp(g->copies[i]->run, run) != 0)
+			continue;
+		present = 1;
+		if (g->copies[i]->has_verdict && g->copies[i]->code == VD_OK &&
+		    g->copies[i]->hdr.round_index != t + 1)
+			return 1;
+	}
+	return !present && r != NULL && strcmp(r->run, run) == 0 && r->round_index != t + 1;
+}
+
+static int ref_trusted_key(const fx *f, const char *key_id)
+{
+	return key_id[0] == '\0' || vd_keyring_find(&f->ring, key_id) != NULL;
+}
+
+/* Records 1..N of a remembered ledger a checkpoint by a trusted key covers,
+ * checked against the memory. */
+static size_t ref_covered(const fx *f, const vd_ledger_mem *m)
+{
+	size_t i, best = 0;
+
+	for (i = 0; i < f->n_stmts; i++) {
+		const vd_signed_stmt *s = &f->stmts[i];
+		if (s->st.kind == VD_STMT_CHECKPOINT && strcmp(s->run, m->run) == 0 &&
+		    s->st.records >= 1 && s->st.records <= m->n && s->st.records > best &&
+		    vd_keyring_find(&f->ring, s->key_id) != NULL &&
+		    strcmp(m->recs[s->st.records - 1].record_hash, s->st.head_record_hash) == 0)
+			best = s->st.records;
+	}
+	return best;
+}
+
+static void ref_ledgers(const fx *f, int ledger_policy, const char *run, int64_t t, ref_set *r)
+{
+	const char *k;
+	void *v;
+	size_t it = 0, i, covered;
+
+	while (vd_map_next(&f->mems, &it, &k, &v)) {
+		const vd_ledger_mem *m = v;
+		if (strcmp(m->run, run) != 0)
+			continue;
+		covered = ref_covered(f, m);
+		for (i = 0; i < m->n; i++)
+			if (m->recs[i].round_index == t && (ledger_policy || i < covered) &&
+			    !ref_withdrawn(f, run, t, m->recs[i].hash))
+				ref_add(r, m->recs[i].hash, 1);
+		for (i = 0; ledger_policy && i < m->n_diverged; i++)
+			if (m->diverged[i].round_index == t &&
+			    !ref_withdrawn(f, run, t, m->diverged[i].hash))
+				ref_add(r, m->diverged[i].hash, 0);
+	}
+}
+
+/* A RoundClose (posted, refused or signed) counts when its key is trusted,
+ * nothing withdrew it, and it passes the round check. */
+static int ref_roundclose(const fx *f, const char *run, int64_t t, const char *crun,
+    int64_t ct, const char *hash, const char *key_id)
+{
+	return ct == t && strcmp(crun, run) == 0 && ref_trusted_key(f, key_id) &&
+	    !ref_withdrawn(f, run, t, hash) && !ref_mismatch(f, run, t, hash);
+}
+
+static void ref_pins(const fx *f, const char *run, int64_t t, ref_set *r)
+{
+	size_t i;
+
+	for (i = 0; t < 0 && i < f->cfg.n_genesis; i++)
+		if (strcmp(f->cfg.genesis[i].run, run) == 0)
+			ref_add(r, f->cfg.genesis[i].hash, 1);
+	for (i = 0; i < f->cfg.n_anchors; i++)
+		if (strcmp(f->cfg.anchors[i].run, run) == 0 && f->cfg.anchors[i].round_index - 1 == t)
+			ref_add(r, f->cfg.anchors[i].hash, 1);
+}
+
+static void ref_round(const fx *f, const char *run, int64_t t, ref_set *r)
+{
+	int ledger_policy = vd_config_policy(&f->cfg) == VD_POLICY_LEDGER;
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	ref_ledgers(f, ledger_policy, run, t, r);
+	for (i = 0; i < f->n_posted; i++)
+		if (ref_roundclose(f, run, t, f->posted[i].run, f->posted[i].round_index,
+		    f->posted[i].hash, f->posted[i].key_id))
+			ref_add(r, f->posted[i].hash, 1);
+	for (i = 0; i < f->n_equivs; i++)
+		if (ref_roundclose(f, run, t, f->equivs[i].run, f->equivs[i].round_index,
+		    f->equivs[i].hash, f->equivs[i].key_id))
+			ref_add(r, f->equivs[i].hash, 0);
+	for (i = 0; i < f->n_stmts; i++)
+		if (f->stmts[i].st.kind == VD_STMT_ROUNDCLOSE &&
+		    ref_roundclose(f, run, t, f->stmts[i].run, f->stmts[i].st.round_index,
+		    f->stmts[i].st.hash, f->stmts[i].key_id))
+			ref_add(r, f->stmts[i].st.hash, 1);
+	ref_pins(f, run, t, r);
+}
+
+/* What commits the artifact of round `round` in run: round - 1's hashes,
+ * and for round 0 the run's own pin, else the one for every run. */
+static void ref_for(const fx *f, const char *run, int64_t round, ref_set *r)
+{
+	if (round > 0) {
+		ref_round(f, run, round - 1, r);
+		return;
+	}
+	ref_round(f, run, -1, r);
+	if (r->n == 0)
+		ref_round(f, "*", -1, r);
+}
+
+static int ref_committed(const fx *f, const vd_group *g)
+{
+	ref_set r;
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		const vd_copy *c = g->copies[i];
+		if (c->hdr.code != VD_OK)
+			continue;
+		ref_for(f, c->run, c->hdr.round_index, &r);
+		if (r.named && r.n == 1 && strcmp(r.h[0], g->hash) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* An anchor pins the hash at the round a copy of it says, in its run. */
+static int anchored(const fx *f, const vd_group *g)
+{
+	size_t i, j;
+
+	for (i = 0; i < f->cfg.n_anchors; i++)
+		for (j = 0; strcmp(f->cfg.anchors[i].hash, g->hash) == 0 && j < g->n; j++)
+			if (g->copies[j]->hdr.code == VD_OK &&
+			    g->copies[j]->hdr.round_index == f->cfg.anchors[i].round_index &&
+			    strcmp(g->copies[j]->run, f->cfg.anchors[i].run) == 0)
+				return 1;
+	return 0;
+}
+
+/* A trusted artifact's parent is a verified artifact or a pruned one of
+ * its run, unless it is a root: round 0, or an anchored round. */
+static int parent_ok(const fx *f, const vd_group *g)
+{
+	const vd_group *p;
+	const vd_retained *r;
+	size_t i;
+
+	if (g->round_index == 0 || anchored(f, g))
+		return 1;
+	if (!g->has_parent)
+		return 0;
+	/* One verified copy shows the parent's bytes exist (a failed copy
+	 * beside it is that copy's problem); it must have a copy in the run. */
+	if ((p = vd_model_group(&f->model, g->parent)) != NULL &&
+	    vd_group_through(p) == VD_AS_VERIFIED)
+		for (i = 0; i < p->n; i++)
+			if (vd_group_in_run(g, p->copies[i]->run))
+				return 1;
+	return (r = vd_map_get(&f->retained, g->parent)) != NULL && vd_group_in_run(g, r->run);
+}
+
+static void check_group(world *w, const vd_group *g)
+{
+	const fx *f = w->f;
+	int committed = ref_committed(f, g);
+
+	if (g->committed != committed) {
+		violation(w, "%.12s: committed %d, but the commitments of its round say %d",
+		    g->hash, g->committed, committed);
+		return;
+	}
+	if (!g->trusted)
+		return;
+	if (vd_group_settled(g) != VD_AS_VERIFIED)
+		violation(w, "%.12s: trusted, but not verified", g->hash);
+	else if (g->chain != VD_CHAIN_INTACT)
+		violation(w, "%.12s: trusted, but its chain is %s", g->hash,
+		    vd_chain_status_name(g->chain));
+	else if (!parent_ok(f, g)) {
+		violation(w, "%.12s: trusted, but its parent is neither verified nor pruned in its run",
+		    g->hash);
+	}
+}
+
+static void check_reference(world *w)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	while (!w->failed && vd_map_next(&w->f->model.groups, &it, &k, &v))
+		check_group(w, v);
+}
+
+/* Under "signed" the unsigned records are no commitments: without them
+ * (the memory cut to what checkpoints cover, nothing diverged) every
+ * group is as trusted as before. */
+static void check_unsigned_inert(world *w)
+{
+	fx *f = w->f;
+	vd_ledger_mem *saved;
+	vd_lineage_input in;
+	vd_lineage l;
+	vd_model m;
+	const char *k;
+	void *v;
+	size_t it = 0, n = 0;
+
+	if (vd_config_policy(&f->cfg) == VD_POLICY_LEDGER || w->failed)
+		return;
+	FX_REQUIRE(saved = calloc(f->mems.count + 1, sizeof(*saved)));
+	while (vd_map_next(&f->mems, &it, &k, &v)) {
+		vd_ledger_mem *m0 = v;
+		saved[n++] = *m0;
+		m0->n = ref_covered(f, m0);
+		m0->n_diverged = 0;
+		m0->rewritten = 0;
+	}
+	/* Lineage writes its part into the groups: a model of its own. */
+	scratch_model(w, &m);
+	vd_lineage_init(&l);
+	input_for(f, &m, &in);
+	vd_lineage_refresh(&l, &in, VD_REFRESH_WHOLE);
+	it = n = 0;
+	while (vd_map_next(&f->mems, &it, &k, &v))
+		*(vd_ledger_mem *)v = saved[n++];
+	free(saved);
+	it = 0;
+	while (!w->failed && vd_map_next(&m.groups, &it, &k, &v)) {
+		const vd_group *a = v, *b = vd_model_group(&f->model, k);
+		if (b != NULL && a->trusted != b->trusted)
+			violation(w, "%.12s: trusted %d, but %d without the unsigned ledger records "
+			    "(policy signed)", k, b->trusted, a->trusted);
+	}
+	vd_lineage_free(&l);
+	vd_model_free(&m);
+}
+
+/* ---- histories --------------------------------------------------------- */
+
+static void violation(world *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (w->failed)
+		return;
+	w->failed = 1;
+	va_start(ap, fmt);
+	vsnprintf(w->why, sizeof(w->why), fmt, ap);
+	va_end(ap);
+}
+
+/* Every step its own generator: a history stays the same history with
+ * some of its steps left out. */
+static void reseed(world *w, unsigned salt)
+{
+	uint32_t x = 2463534242u ^ (w->seed * 2654435761u) ^ (salt * 40503u + 0x9e3779b9u);
+
+	w->rnd = x != 0 ? x : 1;
+	(void)rnd(w, 2);
+}
+
+static void world_start(world *w, unsigned seed)
+{
+	memset(w, 0, sizeof(*w));
+	w->seed = seed;
+	reseed(w, 0);
+	w->f = fx_new();
+	draw_ids(w);
+	world_config(w);
+	refresh(w->f, 1);
+}
+
+/* One step: step number `id` of the seed's history. The change's index. */
+static size_t world_step(world *w, unsigned id)
+{
+	size_t c;
+	int commits;
+
+	reseed(w, id + 1);
+	c = rnd(w, (uint32_t)(sizeof(changes) / sizeof(changes[0])));
+	commits = changes[c].fn(w);
+	refresh(w->f, commits);
+	compare_with_scratch(w);
+	check_reference(w);
+	check_unsigned_inert(w);
+	return c;
+}
+
+/* Runs the steps listed (ids); the index of the first that fails, or -1. */
+static int replay(unsigned seed, const unsigned *ids, int n, char *why, size_t whylen)
+{
+	world w;
+	int i, at = -1;
+
+	world_start(&w, seed);
+	for (i = 0; i < n && at < 0; i++) {
+		w.step = (int)ids[i];
+		world_step(&w, ids[i]);
+		if (w.failed)
+			at = i;
+	}
+	if (at >= 0 && why != NULL)
+		snprintf(why, whylen, "%s", w.why);
+	fx_free(w.f);
+	return at;
+}
+
+/* Leave out each step in turn while the history still fails. */
+static int shorten(unsigned seed, unsigned *ids, int n)
+{
+	int i, j;
+
+	for (i = n - 2; i >= 0; i--) {
+		unsigned drop = ids[i];
+		for (j = i; j < n - 1; j++)
+			ids[j] = ids[j + 1];
+		if (replay(seed, ids, n - 1, NULL, 0) >= 0) {
+			n--;
+			continue;
+		}
+		for (j = n - 1; j > i; j--)
+			ids[j] = ids[j - 1];
+		ids[i] = drop;
+	}
+	return replay(seed, ids, n, NULL, 0) + 1;
+}
+
+static void report(unsigned seed, int steps, int failed_at, const char *why)
+{
+	unsigned *ids = calloc((size_t)failed_at + 1, sizeof(*ids));
+	world w;
+	int i, n;
+
+	FX_REQUIRE(ids != NULL);
+	for (i = 0; i <= failed_at; i++)
+		ids[i] = (unsigned)i;
+	n = shorten(seed, ids, failed_at + 1);
+	printf("seed %u: invariant violated at step %d: %s\n", seed, failed_at, why);
+	printf("  again: vd-sim --seed %u --steps %d\n", seed, steps);
+	printf("  a shorter history that still fails (%d of %d steps):\n", n, failed_at + 1);
+	world_start(&w, seed);
+	for (i = 0; i < n; i++) {
+		w.step = (int)ids[i];
+		printf("    step %u: %s\n", ids[i], changes[world_step(&w, ids[i])].name);
+	}
+	if (w.failed)
+		printf("  fails with: %s\n", w.why);
+	fx_free(w.f);
+	free(ids);
+}
+
+/* One history: 1 when an invariant was violated. */
+static int run_history(unsigned seed, int steps, unsigned long *total)
+{
+	world w;
+	int failed_at = -1;
+	char why[sizeof(w.why)];
+
+	world_start(&w, seed);
+	for (w.step = 0; w.step < steps && !w.failed; w.step++) {
+		world_step(&w, (unsigned)w.step);
+		(*total)++;
+		if (w.failed)
+			failed_at = w.step;
+	}
+	snprintf(why, sizeof(why), "%s", w.why);
+	fx_free(w.f);
+	if (failed_at >= 0)
+		report(seed, steps, failed_at, why);
+	return failed_at >= 0;
+}
+
+static int number(const char *arg, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(arg, &end, 10);
+	return arg[0] >= '0' && arg[0] <= '9' && *end == '\0' && errno == 0 && *out <= max ? 0 : -1;
+}
+
+static void usage(void)
+{
+	fputs("usage: vd-sim [--seeds N] [--seed S] [--steps K]\n"
+	    "  --seeds N   histories with seeds 1..N (default " VD_XSTR(SIM_SEEDS_DEFAULT) ")\n"
+	    "  --seed S    the one history of seed S\n"
+	    "  --steps K   steps in each history (default " VD_XSTR(SIM_STEPS_DEFAULT) ")\n", stderr);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long seeds = SIM_SEEDS_DEFAULT, first = 1, steps = SIM_STEPS_DEFAULT, total = 0, v;
+	unsigned long violations = 0, s;
+	int i, k;
+
+	for (i = 1; i < argc; i++) {
+		if (i + 1 < argc && strcmp(argv[i], "--seeds") == 0 && number(argv[i + 1], 1000000, &v) == 0)
+			seeds = v;
+		else if (i + 1 < argc && strcmp(argv[i], "--seed") == 0 && number(argv[i + 1], UINT32_MAX, &v) == 0)
+			first = v, seeds = 1;
+		else if (i + 1 < argc && strcmp(argv[i], "--steps") == 0 &&
+		    number(argv[i + 1], SIM_STEPS_MAX, &v) == 0 && v > 0)
+			steps = v;
+		else {
+			usage();
+			return 2;
+		}
+		i++;
+	}
+	vd_log_set_level(VD_LOG_ERROR - 1);   /* alerts raised and cleared are not news here */
+	for (k = 0; k < N_KEYS; k++)
+		if (vd_key_generate(&keys[k]) != 0) {
+			fputs("vd-sim: cannot generate a key\n", stderr);
+			return 2;
+		}
+	for (s = first; s < first + seeds; s++)
+		violations += (unsigned long)run_history((unsigned)s, (int)steps, &total);
+	for (k = 0; k < N_KEYS; k++)
+		vd_key_free(keys[k]);
+	printf("%lu histories, %lu steps, %lu invariant violations\n", seeds, total, violations);
+	return violations > 0;
+}
