@@ -105,13 +105,19 @@ mkdir "$STORE/d7"
 chmod 755 "$STORE/d7"
 moved_d7() { [ "$(get "/artifact/$D7" | jq -r '.copies[0].path')" = d7.old ]; }
 wait_for $((5 * SLOW)) moved_d7 > /dev/null || not_ok "d7 renamed to d7.old is found there"
-sleep 0.5
+# Written once the new d7 is watched: a file touched in it until the
+# daemon is told of it from there. (Files written before the watch is
+# added are found too, by the scan that adds it: not what is tested.)
+watched_d7() { touch "$STORE/d7/probe"; grep -q 'change in d7/probe' "$LOG"; }
+wait_for $((5 * SLOW)) watched_d7 > /dev/null || not_ok "the new d7 is watched"
+rm "$STORE/d7/probe"
 "$MKART" --round 7 --parent "$H6" --seed 79 "$WORK/d8" > "$WORK/h8"
 D8=$(cat "$WORK/h8")
 cp "$WORK/d8/weights.safetensors" "$WORK/d8/header.json" "$STORE/d7/"
 chmod a+r "$STORE/d7/weights.safetensors" "$STORE/d7/header.json"
 found_d8() { [ "$(state_of "$D8")" = verified ]; }
 if wait_for $((5 * SLOW)) found_d8 > /dev/null; then ok "files written in place into a new directory made under a renamed one's name are seen"; else not_ok "files written into a new directory under a renamed one's name are seen"; fi
+check "and seen by its watch" 1 "$(grep -c -m 1 'change in d7/header.json' "$LOG")"
 rm "$STORE/d7.old/header.json"
 gone_d7() { [ "$(code GET "/artifact/$D7")" = 404 ]; }
 if wait_for $((5 * SLOW)) gone_d7 > /dev/null; then ok "a directory whose header.json is removed is no longer an artifact"; else not_ok "a directory whose header.json is removed is no longer an artifact"; fi
@@ -134,7 +140,9 @@ snapshot "$WORK/before"
 kill -HUP "$DPID"
 whole2() { [ "$(whole)" -gt "$W0" ] && settled_all; }
 wait_for $((5 * SLOW)) whole2 > /dev/null || not_ok "SIGHUP walks the whole store"
-sleep 0.5
+# Begun is not done: once two scans more have begun, the whole one is merged.
+scanned_through
+wait_for $((5 * SLOW)) settled_all > /dev/null || not_ok "everything settled after the whole scan"
 snapshot "$WORK/after"
 if cmp -s "$WORK/before" "$WORK/after"; then
 	ok "a whole scan agrees with what the scans of changes found"

@@ -171,8 +171,15 @@ else
 fi
 check "its verdict event says failed, with the code" "failed checkpoint_integrity" \
 	"$(frames "$WORK/w.out" | grep '"path":"round-00003"' | tail -n 1 | cut -d'|' -f3- | jq -r '"\(.state) \(.code)"')"
-quiet() { a=$(last_id "$WORK/w.out"); sleep 0.5; [ "$a" = "$(last_id "$WORK/w.out")" ]; }
-wait_for $((5 * SLOW)) quiet > /dev/null
+# All that round 3's failure makes is on the stream: with its verdict and
+# artifact_failed, chain_broken for each of its 3 verified descendants
+# (rounds 4 to 6) and the head falling back to round 2, the last.
+tamper_done() {
+	frames "$WORK/w.out" "$L" > "$WORK/since"
+	[ "$(grep -c '|alert|{"kind":"chain_broken","state":"raised"' "$WORK/since")" = 3 ] &&
+		grep -q '|head|{"run":".","round_index":2,' "$WORK/since"
+}
+wait_for $((5 * SLOW)) tamper_done > /dev/null || not_ok "round 3's failure is on the stream in full"
 M=$(last_id "$WORK/w.out")
 frames "$WORK/w.out" "$L" > "$WORK/missed"
 check "events were missed" yes "$([ "$M" -gt "$L" ] && echo yes)"

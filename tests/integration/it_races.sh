@@ -27,6 +27,16 @@ listed() { get /artifacts | jq --arg p "$1" '[.artifacts[].copies[] | select(.pa
 is_copy() { [ "$(copy_state "$1")" = "$2" ]; }
 is_state() { [ "$(state_of "$1")" = "$2" ]; }
 alive() { kill -0 "$DPID" 2>/dev/null && [ "$(code GET /healthz --max-time 2)" = 200 ]; }
+# whole_scans_after N: wait, bounded, until N more scans of the whole store
+# (rescan_interval = 1) have begun: all but the last of them are done.
+whole_scans() { metric 'store_scans_total{scope="whole"}'; }
+whole_scans_after() {
+	local n
+	n=$(( $(whole_scans) + $1 ))
+	at_least_whole() { [ "$(whole_scans)" -ge "$1" ]; }
+	wait_for $((10 * $1 * SLOW)) at_least_whole "$n" > /dev/null ||
+		not_ok "the store is rescanned: $(whole_scans) whole scans begun, not $n"
+}
 healthz_fast() {
 	local t
 	t=$(curl -s -o /dev/null --max-time 5 -w '%{http_code} %{time_total}' "$(url /healthz)")
@@ -207,12 +217,15 @@ if [ "$ROOT" = 1 ]; then
 	else
 		not_ok "an artifact directory the daemon cannot read is no longer verified"
 	fi
-	sleep 1
-	if grep 'urdir' "$LOG" | grep -q -i -E 'permission denied|unreadable|cannot (open|read)'; then
+	unreadable_logged() { grep 'urdir' "$LOG" | grep -q -i -E 'permission denied|unreadable|cannot (open|read)'; }
+	wait_for $((5 * SLOW)) unreadable_logged > /dev/null
+	if unreadable_logged; then
 		ok "the log says the directory cannot be read"
 	else
 		not_ok "the log says the directory cannot be read; it says: $(grep 'urdir' "$LOG" | grep -v -E 'GET|POST' | tail -n 3 | tr '\n' '|')"
 	fi
+	# Rescans that find it still unreadable, one of them whole and done.
+	whole_scans_after 2
 	if grep -q 'artifact directory urdir is gone' "$LOG"; then
 		not_ok "an unreadable directory is not reported as gone"
 	else
@@ -239,12 +252,16 @@ busy() { [ "$(metric workers_busy)" -ge 1 ]; }
 settled() { ! busy && [ "$(metric queue_depth)" = 0 ]; }
 mkdir -p "$WORK/stage"
 cp -a --sparse=always "$SRC/big" "$WORK/stage/big-a"
-# Nothing else hashing: "busy" below must mean big-a's hash has started.
+# Nothing else hashing: "busy" below must mean big-a's hash has started,
+# and hashing_bytes_total going up that it has read some of the file
+# (counted as each slice of hashing ends): the file is open, and its size
+# known, when it is cut or replaced below.
+hashing() { busy && [ "$(metric hashing_bytes_total)" -gt "$1" ]; }
 wait_for $((30 * SLOW)) settled > /dev/null || not_ok "the queue drains before big-a"
 before=$(metric verifications_total)
+bytes=$(metric hashing_bytes_total)
 mv "$WORK/stage/big-a" "$STORE/big-a"
-if wait_for $((10 * SLOW)) busy > /dev/null; then
-	sleep 0.3
+if wait_for $((10 * SLOW)) hashing "$bytes" > /dev/null; then
 	truncate -s 1048576 "$STORE/big-a/weights.safetensors"
 	if wait_for $((60 * SLOW)) is_copy big-a failed > /dev/null; then
 		ok "a weight file truncated while hashed: the artifact ends failed"
@@ -270,7 +287,10 @@ if wait_for $((10 * SLOW)) busy > /dev/null; then
 	# copy failed, then check that it stays so.
 	settled_failed() { settled && [ "$(copy_state big-a)" = failed ]; }
 	wait_for $((30 * SLOW)) settled_failed > /dev/null || not_ok "the queue drains, the copy failed"
-	sleep 0.5
+	# A whole rescan begun after that, and done: whatever it asks for is
+	# queued by then, and drains.
+	whole_scans_after 2
+	wait_for $((30 * SLOW)) settled > /dev/null || not_ok "the queue drains again"
 	check "it stays failed" failed "$(copy_state big-a)"
 else
 	not_ok "the 2 GiB artifact is being hashed"
@@ -291,9 +311,9 @@ printf '\001' | dd of="$WORK/w-new" bs=1 seek=$((size - 1)) conv=notrunc 2>/dev/
 chmod a+r "$WORK/w-new"
 wait_for $((30 * SLOW)) settled > /dev/null || not_ok "the queue drains before big-b"
 before=$(metric verifications_total)
+bytes=$(metric hashing_bytes_total)
 mv "$WORK/stage/big-b" "$STORE/big-b"
-if wait_for $((10 * SLOW)) busy > /dev/null; then
-	sleep 0.3
+if wait_for $((10 * SLOW)) hashing "$bytes" > /dev/null; then
 	mv "$WORK/w-new" "$STORE/big-b/weights.safetensors"
 	seen=" "
 	end=$(( $(date +%s) + 90 * SLOW ))
@@ -342,7 +362,8 @@ if wait_for $((5 * SLOW)) gone_logged > /dev/null; then
 else
 	not_ok "the daemon logs that the store is gone"
 fi
-sleep 3
+# Rescans go on meanwhile (rescan_interval = 1): two of them done.
+whole_scans_after 3
 check "it keeps serving its last known state" "verified verified" "$(state_of "$H_GOOD") $(state_of "$H_OTHER")"
 check "and answers /healthz" 200 "$(code GET /healthz)"
 check "it logs the loss once, not at every rescan" 1 "$(grep -c "cannot open the store $STORE" "$LOG")"

@@ -25,9 +25,11 @@ probe() {
 # slowloris SECONDS PER_ADDRESS ADDR...: from each address, PER_ADDRESS
 # connections that send half a request, then one byte a second; a
 # connection the server closes is opened again at the next tick. Ends
-# after SECONDS; writes "ready" to $WORK/loris once all are opened.
+# after SECONDS; writes "ready" to $WORK/loris once all are opened, and
+# the count of ticks done to $WORK/loris.tick after each. Its sleep paces
+# the trickle: it waits for nothing.
 slowloris() {
-	rm -f "$WORK/loris"
+	rm -f "$WORK/loris" "$WORK/loris.tick"
 	perl -MIO::Socket::INET -MTime::HiRes=time,sleep -e '
 	    use strict; use warnings;
 	    $SIG{PIPE} = "IGNORE";
@@ -44,8 +46,9 @@ slowloris() {
 	    my @socks;
 	    for my $a (@addrs) { push @socks, [$a, open1($a)] for 1 .. $per }
 	    open(my $f, ">", $flag) or die; print $f "ready\n"; close $f;
+	    my $ticks = 0;
 	    while (time < $end) {
-	        sleep 1;
+	        sleep 1;   # the pace of the trickle
 	        for my $e (@socks) {
 	            last if time >= $end;
 	            my $s = $e->[1];
@@ -58,10 +61,15 @@ slowloris() {
 	            }
 	            if ($gone) { close $s if $s; $e->[1] = open1($e->[0]); }
 	        }
+	        $ticks++;
+	        open(my $t, ">", "$flag.t") or die; print $t "$ticks\n"; close $t;
+	        rename("$flag.t", "$flag.tick") or die;
 	    }' "$PORT" "$1" "$2" "$WORK/loris" "${@:3}" 3>&- 4>&- 5>&- 6>&- &
 	LORIS=$!
 }
 loris_ready() { [ -e "$WORK/loris" ]; }
+loris_ticks() { cat "$WORK/loris.tick" 2>/dev/null || echo 0; }
+ticked_past() { [ "$(loris_ticks)" -gt "$1" ]; }
 ADDRS=$(for i in 2 3 4 5 6 7 8 9 10; do printf '127.0.0.%d ' "$i"; done)
 
 # ---- the finding, with the default limits --------------------------------
@@ -74,18 +82,26 @@ r=$(probe /healthz)
 echo "# GET /healthz alone: ${r#* } s"
 slowloris $((14 * SLOW)) 60 $ADDRS
 wait_for $((20 * SLOW)) loris_ready > /dev/null || not_ok "the slow clients connected"
-sleep 1
-worst=0 full=0 answered=0 samples=
+full_now() {
+	local n
+	n=$(curl -s --interface 127.0.0.1 --max-time 2 "$(url /metrics)" |
+		awk '$1 == "lensemble_verifyd_http_connections" { print $2 }')
+	[ -n "$n" ] && [ "$n" -ge 512 ]
+}
+# Every slot taken (the slow clients beyond them wait in the listen queue).
+full=0
+wait_for $((10 * SLOW)) full_now > /dev/null && full=1
+# One probe at each of the slow clients' next 6 ticks, while they trickle.
+worst=0 answered=0 samples=
 for k in 1 2 3 4 5 6; do
+	t=$(loris_ticks)
 	r=$(probe /healthz)
 	samples="$samples ${r#* }"
 	[ "${r%% *}" = 200 ] && answered=$((answered + 1))
 	[ "${r%% *}" = 200 ] || r="000 99"
 	below "$worst" "${r#* }" && worst=${r#* }
-	n=$(curl -s --interface 127.0.0.1 --max-time 2 "$(url /metrics)" |
-		awk '$1 == "lensemble_verifyd_http_connections" { print $2 }')
-	[ -n "$n" ] && [ "$n" -ge 512 ] && full=1
-	sleep 1
+	full_now && full=1
+	wait_for $((5 * SLOW)) ticked_past "$t" > /dev/null || not_ok "the slow clients go on ticking"
 done
 echo "# GET /healthz from 127.0.0.1 under 9 x 60 slow clients, seconds:$samples"
 check "every GET /healthz from 127.0.0.1 is answered under 9 x 60 slow clients" 6 "$answered"
@@ -154,7 +170,8 @@ hold() {
 	        push @s, $s;
 	    }
 	    open(my $f, ">", $flag) or exit 1; close $f;
-	    sleep 60;' "$PORT" "$1" "$WORK/held" 3>&- 4>&- 5>&- 6>&- &
+	    sleep 60;  # holds the connections until killed: waits for nothing
+	    ' "$PORT" "$1" "$WORK/held" 3>&- 4>&- 5>&- 6>&- &
 	HOLDER=$!
 }
 held() { [ -e "$WORK/held" ]; }

@@ -109,8 +109,12 @@ check "GET /artifacts lists both with their kinds" "dir tar" \
 H3=$(mk round-00003 3 13 --parent "$H2" --ledger "$RUN/ledger.jsonl")
 wait_for $((3 * SLOW)) settled > /dev/null
 pack "$SRC/round-00003" "$RUN/round-00003.tar.tmp"
-sleep 0.3
-check "a tar being written (x.tar.tmp) is not an artifact" 404 "$(code GET "/artifact/$H3")"
+# Not an artifact once a scan has read run-a with it there: the daemon
+# is told of it, and touching run-a makes it read the whole directory.
+noted_tmp() { grep -q 'change in run-a/round-00003.tar.tmp' "$LOG"; }
+wait_for $((5 * SLOW)) noted_tmp > /dev/null || not_ok "the daemon is told of x.tar.tmp"
+scanned_through "$RUN"
+check "a tar being written (x.tar.tmp) is not an artifact" "404 0" "$(code GET "/artifact/$H3") $(listed run-a/round-00003.tar.tmp)"
 mv "$RUN/round-00003.tar.tmp" "$RUN/round-00003.tar"
 if t=$(wait_for $((2 * SLOW)) is_state "$H3" verified); then
 	ok "a tar renamed from x.tar.tmp is verified within 2 s ($t s)"
@@ -124,8 +128,10 @@ check "the committed head moves to the renamed tar" "$H3 true 4" \
 
 H4=$(mk round-00004 4 14 --parent "$H3")
 pack "$SRC/round-00004" "$RUN/.round-00004.tar"
-sleep 0.3
-check "a hidden tar being written is not an artifact" 404 "$(code GET "/artifact/$H4")"
+# A hidden name raises no change: a scan of run-a, asked for by touching
+# it, reads it and passes it by.
+scanned_through "$RUN"
+check "a hidden tar being written is not an artifact" "404 0" "$(code GET "/artifact/$H4") $(listed run-a/.round-00004.tar)"
 mv "$RUN/.round-00004.tar" "$RUN/round-00004.tar"
 if t=$(wait_for $((2 * SLOW)) is_state "$H4" verified); then
 	ok "a tar renamed from .x.tar is verified within 2 s ($t s)"

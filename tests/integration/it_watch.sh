@@ -23,7 +23,9 @@ tmp="$STORE/.round-00005.tmp-x1y2"
 "$MKART" --round 5 --parent "$H4" --tensors 8 --bytes 1048576 "$tmp" > "$WORK/h5"
 chmod -R a+rX "$tmp"
 H5=$(cat "$WORK/h5")
-sleep 0.3
+# A hidden name raises no change: a scan of the whole store, asked for by
+# touching its root, reads it and passes it by.
+scanned_through "$STORE"
 check "the save in progress is not served" 404 "$(code GET "/artifact/$H5")"
 mv "$tmp" "$STORE/round-00005"
 if t=$(wait_for $((2 * SLOW)) is_state "$H5" verified); then

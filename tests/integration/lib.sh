@@ -200,6 +200,39 @@ settle_connections() {
 		not_ok "the daemon sees closed connections go: $(metric http_connections) open, not at most $1"
 }
 
+# scans: the store scans begun so far, of the whole store or of changes.
+scans() {
+	get /metrics | awk '$1 ~ /^lensemble_verifyd_store_scans_total[{]/ { n += $2 } END { print n + 0 }'
+}
+
+# scanned_through [PATH]: wait, bounded, until every change the daemon had
+# noted when this was called has been scanned and merged. Two more scans
+# must begin: the first takes every change noted before it, and the second
+# begins only once the first is merged. PATH is touched to bring them on,
+# again each time a scan begins (touching at every look would put the
+# scan off: each change restarts the debounce): by default a file
+# "scan-probe" in the store (no artifact; removed afterwards). Touching a
+# directory instead makes its scan read the whole directory; touching the
+# store root, the whole store. A change is noted once the daemon logs
+# "change in ..." for it; hidden names raise none.
+scanned_through() {
+	local probe=${1:-$STORE/scan-probe} n
+	SCANS_SEEN=$(scans)
+	n=$((SCANS_SEEN + 2))
+	touch "$probe"
+	wait_for $((10 * SLOW)) scanned_to "$n" "$probe" > /dev/null ||
+		not_ok "the daemon scans what changed: $(scans) scans begun, not $n"
+	[ -n "${1:-}" ] || rm -f "$probe"
+}
+scanned_to() {
+	local c
+	c=$(scans)
+	[ "$c" -ge "$1" ] && return 0
+	[ "$c" -gt "$SCANS_SEEN" ] && touch "$2"
+	SCANS_SEEN=$c
+	return 1
+}
+
 finish() {
 	stop_daemon
 	echo "$PASSED passed, $FAILED failed"
