@@ -71,7 +71,8 @@ def _check_expect(expect):
 
 def load_verified(path, *, daemon=None, expect=None, public_key=None, framework="auto",
                   timeout=30.0):
-    """Verify the artifact directory `path` and return its tensors.
+    """Verify the artifact directory `path` (or an uncompressed tar of one,
+    read in place by the C verifier's rules) and return its tensors.
 
     The hash the bytes must have is, in this order of preference:
 

@@ -738,6 +738,7 @@ class Artifact:
         """The remaining steps; a Verified, or VerificationError."""
         h = self.load_header()
         self._open_weights(h)
+        self._check_members()
         self._check_structure()
         tensors = [t for w in self.files for t in w.tensors]
         self._check_dtypes(tensors)
@@ -772,6 +773,26 @@ class Artifact:
             if m is None:
                 _fail(CHECKPOINT_INTEGRITY, "%s is missing", name)
             self.files.append(WeightFile(name, self.tarfd, self.tar_st, m[0], m[1]))
+
+    # A member the verifier does not read is refused: whoever extracts the
+    # whole archive would write bytes that no hash covered, and a member
+    # whose data is a second archive reads as its own members to a reader
+    # that takes the first header's size otherwise. A directory may hold
+    # other files (a signature, notes): nothing extracts it.
+    def _check_members(self):
+        if self.tar is None:
+            return
+        read = {n.encode("utf-8") for n in [HEADER_FILE, INDEX_FILE] +
+                [w.name for w in self.files]}
+        known = 1 + (INDEX_FILE.encode("utf-8") in self.tar) + \
+            sum(w.name not in (HEADER_FILE, INDEX_FILE) for w in self.files)
+        if len(self.tar) == known:
+            return
+        for name in self.tar:
+            if name not in read:
+                _invalid('not a valid artifact tar: member "%s" is neither header.json, '
+                         'weights.index.json nor a weight file header.json lists',
+                         _tar.quote(name))
 
     # step 3: the safetensors header of each file, read into its buffer
     def _check_structure(self):

@@ -1,11 +1,14 @@
 """Tar artifacts: every golden case packed by tarfile (each format, in one
 directory and at the top level) gives the verdict of its directory and the
-verdict of the C verifier on the same tar; broken archives are refused
-with the C verifier's code and sentence, word for word."""
+verdict of the C verifier on the same tar; broken archives, and archives
+that GNU tar and tarfile would read two ways, are refused with the C
+verifier's code and sentence, word for word."""
 
 import glob
 import io
 import os
+import shutil
+import subprocess
 import tarfile
 import unittest
 
@@ -15,7 +18,11 @@ from lensemble_verify_client import VerificationError, load_verified
 
 FORMATS = {"default": {}, "ustar": {"format": tarfile.USTAR_FORMAT},
            "gnu": {"format": tarfile.GNU_FORMAT}, "pax": {"format": tarfile.PAX_FORMAT}}
-SEEDS = os.path.join(DATA, "..", "..", "fuzz", "corpus", "fuzz_tar")
+CORPUS = os.path.join(DATA, "..", "..", "fuzz", "corpus")
+# The fuzzer's seeds, and the differential check's kept archives: the
+# accepted shapes it found, and those that once read two ways.
+SEEDS = os.path.join(CORPUS, "fuzz_tar")
+TAR_DIFF = os.path.join(CORPUS, "tar-diff")
 NOT_TAR = "not a valid artifact tar: "
 
 
@@ -37,6 +44,57 @@ def member(t, name, data=b"", kind=tarfile.REGTYPE, **kw):
     for k, v in kw.items():
         setattr(ti, k, v)
     t.addfile(ti, io.BytesIO(data) if ti.size else None)
+
+
+def raw_member(name, data=b"", kind=tarfile.REGTYPE, fmt=tarfile.USTAR_FORMAT, **patch):
+    """A header block and its data, padded: the header written by tarfile,
+    then each patch at_OFFSET=bytes written at OFFSET, and the checksum made
+    right again."""
+    ti = tarfile.TarInfo(name)
+    ti.type, ti.size, ti.mode, ti.mtime = kind, len(data), 0o644, 1700000000
+    h = bytearray(ti.tobuf(fmt)[-tarfile.BLOCKSIZE:])
+    for k, v in patch.items():
+        off = int(k[3:])
+        h[off:off + len(v)] = v
+    h[148:156] = b" " * 8
+    h[148:156] = b"%06o\0 " % sum(h)
+    return bytes(h) + data + bytes(-len(data) % tarfile.BLOCKSIZE)
+
+
+def rec(key, value):
+    """One pax record, "LEN key=value\\n", LEN counting the whole record."""
+    body = b" " + key + b"=" + value + b"\n"
+    n = len(body) + 1
+    while len(b"%d" % n) + len(body) != n:
+        n += 1
+    return b"%d" % n + body
+
+
+def raw_pax(records, kind=tarfile.XHDTYPE, padding=b""):
+    """A pax header of exactly these records, its padding starting with
+    `padding`."""
+    blk = raw_member("././@PaxHeader", records, kind)
+    if padding:
+        at = tarfile.BLOCKSIZE + len(records)
+        blk = blk[:at] + padding + blk[at + len(padding):]
+    return blk
+
+
+def raw_end(body):
+    """body, the end marker and zeros to a whole record, as tarfile writes."""
+    body += bytes(2 * tarfile.BLOCKSIZE)
+    return body + bytes(-len(body) % tarfile.RECORDSIZE)
+
+
+def golden_member(case, name, **kw):
+    with open(os.path.join(GOLDEN, case, name), "rb") as f:
+        return raw_member(name, f.read(), **kw)
+
+
+def without_json_diagnostic(verdict):
+    code, detail = verdict
+    cut = detail.find(" is not valid JSON (")
+    return code, detail if cut < 0 else detail[:cut] + " is not valid JSON (...)"
 
 
 class GoldenTars(TempDirTest):
@@ -151,14 +209,198 @@ class BrokenTars(TempDirTest):
                 self.same_refusal(path, why)
 
     def test_fuzz_seeds_agree_with_c(self):
-        """Every fuzz seed, valid or not: the client's verdict is the C
-        verifier's, sentence for sentence."""
+        """Every fuzz seed and every archive the differential check kept,
+        valid or not: the client's verdict is the C verifier's, sentence
+        for sentence. Where the archive is sound and its header.json is
+        not JSON, the parser's own diagnostic in parentheses is worded by
+        each parser its own way; the sentence up to it is the same."""
         need_cli(self)
         seeds = sorted(glob.glob(os.path.join(SEEDS, "*.tar")))
+        kept = sorted(glob.glob(os.path.join(TAR_DIFF, "*.tar")))
         self.assertGreater(len(seeds), 20)
-        for seed in seeds:
-            with self.subTest(seed=os.path.basename(seed)):
-                self.assertEqual(py_verdict(seed), c_verdict(seed))
+        self.assertGreater(len(kept), 50)
+        for seed in seeds + kept:
+            with self.subTest(seed=os.path.relpath(seed, CORPUS)):
+                self.assertEqual(without_json_diagnostic(py_verdict(seed)),
+                                 without_json_diagnostic(c_verdict(seed)))
+
+
+class TwoReadings(TempDirTest):
+    """Archives that GNU tar and Python's tarfile read two ways, and members
+    the verifier does not read: refused, as the C verifier refuses them,
+    never resolved one way."""
+
+    def refused(self, body, needle, name="t.tar"):
+        path = os.path.join(self.tmp, name)
+        with open(path, "wb") as f:
+            f.write(raw_end(body))
+        code, detail = py_verdict(path)
+        self.assertEqual(code, "artifact_invalid", detail)
+        self.assertIn(needle, detail)
+        with self.assertRaises(VerificationError) as cm:
+            load_verified(path, framework=None)
+        self.assertEqual((cm.exception.code, cm.exception.detail), (code, detail))
+        need_cli(self)
+        self.assertEqual(c_verdict(path), (code, detail))
+        return detail
+
+    def smuggle(self, pax):
+        """The genuine header.json and weights of round-00000, then `pax`
+        and a notes.txt whose data is a second weights.safetensors with its
+        last byte changed; (the archive, the changed weights)."""
+        with open(os.path.join(GOLDEN, "round-00000", "weights.safetensors"), "rb") as f:
+            weights = f.read()
+        changed = weights[:-1] + bytes([weights[-1] ^ 1])
+        body = golden_member("round-00000", "header.json") + \
+            golden_member("round-00000", "weights.safetensors") + pax + \
+            raw_member("notes.txt", raw_member("weights.safetensors", changed))
+        return body, changed
+
+    def test_smuggled_weights(self):
+        """An empty pax size is 0 to tarfile, which then reads notes.txt's
+        data as a second weights.safetensors, and "the header's size" to
+        GNU tar, which reads the genuine one the verifier would hash."""
+        body, changed = self.smuggle(raw_pax(b"8 size=\n"))
+        with tarfile.open(fileobj=io.BytesIO(raw_end(body))) as t:
+            self.assertEqual(t.extractfile("weights.safetensors").read(), changed)
+        if shutil.which("tar"):
+            r = subprocess.run(["tar", "-xOf", "-", "weights.safetensors"],
+                               input=raw_end(body), stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, timeout=60)
+            with open(os.path.join(GOLDEN, "round-00000", "weights.safetensors"), "rb") as f:
+                self.assertEqual(r.stdout, f.read())
+        detail = self.refused(body, "has an empty size record", "smuggle.tar")
+        at = body.index(b"././@PaxHeader")
+        self.assertEqual(detail, NOT_TAR + "the pax header at offset %d has an empty size "
+                         "record, which GNU tar takes for unset and Python's tarfile for a "
+                         "value" % at)
+
+    def test_smuggled_weights_other_records(self):
+        # The record one byte too long, its last byte a NUL of the padding.
+        self.refused(self.smuggle(raw_pax(b"9 size=\n"))[0], "has a malformed record")
+        # Hidden in the padding, which tarfile reads as more records.
+        self.refused(self.smuggle(raw_pax(rec(b"mtime", b"1"), padding=b"8 size=\n"))[0],
+                     "has bytes other than zero after its data")
+        # Without the pax header both readers see notes.txt.
+        self.refused(self.smuggle(b"")[0],
+                     'member "notes.txt" is neither header.json, weights.index.json nor a '
+                     'weight file header.json lists')
+
+    def test_a_member_not_read(self):
+        """A sound artifact with one more file: the directory verifies, its
+        tar does not (whoever extracts it would write unverified bytes)."""
+        body = golden_member("round-00000", "header.json") + \
+            golden_member("round-00000", "weights.safetensors")
+        path = os.path.join(self.tmp, "good.tar")
+        with open(path, "wb") as f:
+            f.write(raw_end(body))
+        self.assertEqual(py_verdict(path), py_verdict(os.path.join(GOLDEN, "round-00000")))
+        self.refused(body + raw_member("README", b"hello"), 'member "README" is neither')
+
+    def test_plain_pax_taken(self):
+        """What both readers read alike is taken: a pax path and size, times,
+        owners and extended attributes, a global comment."""
+        with open(os.path.join(GOLDEN, "round-00000", "header.json"), "rb") as f:
+            hdata = f.read()
+        with open(os.path.join(GOLDEN, "round-00000", "weights.safetensors"), "rb") as f:
+            weights = f.read()
+        body = raw_pax(rec(b"comment", b"round 0"), tarfile.XGLTYPE) + \
+            raw_pax(rec(b"path", b"round-00000/header.json") +
+                    rec(b"size", b"%d" % len(hdata)) + rec(b"mtime", b"-1.5") +
+                    rec(b"uid", b"0") + rec(b"uname", b"root") +
+                    rec(b"SCHILY.xattr.user.a", b"b")) + \
+            raw_member("header.json", hdata, at_124=b"00000000000\0") + \
+            raw_member("round-00000/weights.safetensors", weights)
+        path = os.path.join(self.tmp, "pax.tar")
+        with open(path, "wb") as f:
+            f.write(raw_end(body))
+        want = py_verdict(os.path.join(GOLDEN, "round-00000"))
+        self.assertEqual(want[0], "ok")
+        self.assertEqual(py_verdict(path), want)
+        need_cli(self)
+        self.assertEqual(c_verdict(path), want)
+
+    def test_pax_records(self):
+        hj = golden_member("round-00000", "header.json")
+        size = rec(b"size", b"%d" % os.path.getsize(os.path.join(GOLDEN, "round-00000",
+                                                                 "header.json")))
+        for records, needle in (
+                (b"08 a=b\n", "has a malformed record"),               # leading zero
+                (b" 7 a=b\n", "has a malformed record"),               # a blank
+                (rec(b"comment", b"c") + b"\n", "has a malformed record"),  # past the records
+                (b"14  comment=c\n", "has a keyword with a blank"),
+                (b"8 a\tb=c\n", "has a keyword with a blank or a control character"),
+                (rec(b"comment", b""), "has an empty comment record"),
+                (rec(b"path", b""), "has an empty path record"),
+                (rec(b"mtime", b""), "has an empty mtime record"),
+                (rec(b"SCHILY.xattr.user.a", b""), "has an empty SCHILY.xattr. record"),
+                (rec(b"size", b"+916"), "has a size that is not a decimal number"),
+                (rec(b"size", b" 916"), "has a size that is not a decimal number"),
+                (rec(b"size", b"0916"), "has a size that is not a decimal number"),
+                (rec(b"uid", b"-1"), "has a uid that is not a decimal number"),
+                (rec(b"mtime", b"1e9"), "has a mtime that is not a decimal time"),
+                (size + size, "has two size records"),
+                (rec(b"path", b"header.json") * 2, "has two path records"),
+                (rec(b"linkpath", b"weights"), 'has keyword "linkpath", which this reader'),
+                (rec(b"hdrcharset", b"BINARY"), 'has keyword "hdrcharset"'),
+                (rec(b"GNU.volume.size", b"1"), 'has keyword "GNU.volume.size"')):
+            with self.subTest(records=records):
+                self.refused(raw_pax(records) + hj, needle)
+
+    def test_global_headers(self):
+        hj = golden_member("round-00000", "header.json")
+        self.refused(raw_pax(rec(b"path", b"header.json"), tarfile.XGLTYPE) + hj,
+                     "the global pax header at offset 0 sets path, which readers apply to "
+                     "different members")
+        self.refused(raw_pax(rec(b"size", b"916"), tarfile.XGLTYPE) + hj,
+                     "the global pax header at offset 0 sets size")
+        self.refused(raw_pax(rec(b"mtime", b"1")) +
+                     raw_pax(rec(b"comment", b"c"), tarfile.XGLTYPE) + hj,
+                     "a global pax header at offset 1024 comes between an extended header "
+                     "and its member")
+        self.refused(hj + raw_pax(rec(b"comment", b"c"), tarfile.XGLTYPE),
+                     "the extended header before offset %d describes no member" % (len(hj) + 1024))
+
+    def test_long_names_and_name_fields(self):
+        hj = golden_member("round-00000", "header.json")
+        with open(os.path.join(GOLDEN, "round-00000", "header.json"), "rb") as f:
+            hdata = f.read()
+        for data in (b"header.json\0x\0", b"header.json", b"header.json\0\0"):
+            with self.subTest(long_name=data):
+                self.refused(raw_member("././@LongLink", data, tarfile.GNUTYPE_LONGNAME,
+                                        tarfile.GNU_FORMAT) + hj,
+                             "is not a name ended by its only NUL byte")
+        # tarfile makes a file whose own name field ends in '/' a directory.
+        self.refused(raw_pax(rec(b"path", b"header.json")) +
+                     raw_member("x", hdata, at_0=b"dir/\0", at_156=b"\0"),
+                     "is not a directory but its header's name field ends in '/'")
+        self.refused(raw_member("d/.", hdata), 'file member "d/." ends in a "." component')
+        # tarfile reads a GNU header's prefix field as part of its name.
+        self.refused(raw_member("header.json", hdata, fmt=tarfile.GNU_FORMAT, at_345=b"d"),
+                     "has bytes where ustar keeps a name prefix")
+
+    def test_header_numbers(self):
+        """tarfile ends the archive at a field it cannot read as a number
+        (GNU tar reads on); GNU tar refuses a negative owner."""
+        with open(os.path.join(GOLDEN, "round-00000", "header.json"), "rb") as f:
+            hdata = f.read()
+        hj = raw_member("header.json", hdata)
+        for field, at, value in (("mode", 100, b"0000x44\0"), ("mtime", 136, b" " * 12),
+                                 ("devminor", 337, b"-1\0\0\0\0\0\0"),
+                                 ("gid", 116, b"\xff" * 8), ("uid", 108, b"+1\0\0\0\0\0\0")):
+            with self.subTest(field=field):
+                self.refused(hj + raw_member("weights.safetensors", b"w", **{"at_%d" % at: value}),
+                             "the header at offset %d has a %s field that GNU tar or Python's "
+                             "tarfile cannot read as a number" % (len(hj), field))
+        # A time before 1970, in base-256, is a number to both.
+        neg = raw_member("header.json", hdata, at_136=b"\xff" * 12)
+        path = os.path.join(self.tmp, "neg.tar")
+        with open(path, "wb") as f:
+            f.write(raw_end(neg))
+        want = ("checkpoint_integrity", "weights.safetensors is missing")
+        self.assertEqual(py_verdict(path), want)
+        need_cli(self)
+        self.assertEqual(c_verdict(path), want)
 
 
 class ChangedTar(TempDirTest):
