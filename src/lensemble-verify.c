@@ -281,7 +281,7 @@ static int usage_error(const char *msg)
 static const char sign_usage_text[] =
 "\n"
 "Signed commitments (Ed25519 keys, DSSE envelopes):\n"
-"  lensemble-verify keygen PREFIX\n"
+"  lensemble-verify keygen [--type ed25519|ec-p256|ec-p384|ec-p521] PREFIX\n"
 "  lensemble-verify sign-roundclose --key FILE --run RUN --round T --hash HEX\n"
 "                                   [-o FILE]\n"
 "  lensemble-verify sign-ledger --key FILE [--run RUN] [--records N] LEDGER\n"
@@ -461,9 +461,25 @@ static int write_key_files(const char *key_path, const char *pub_path,
 	return 0;
 }
 
+/* keygen's --type: Ed25519 (the default) or an ECDSA curve for OMS. */
+static int key_type_arg(const char *name, vd_key_type *out)
+{
+	static const vd_key_type types[] = { VD_KEY_ED25519, VD_KEY_EC_P256, VD_KEY_EC_P384,
+	    VD_KEY_EC_P521 };
+	size_t i;
+
+	for (i = 0; i < VD_ARRAY_LEN(types); i++)
+		if (strcmp(name, vd_key_type_name(types[i])) == 0) {
+			*out = types[i];
+			return 0;
+		}
+	return -1;
+}
+
 static int cmd_keygen(int argc, char **argv)
 {
 	char key_path[PATH_MAX], pub_path[PATH_MAX], err[PATH_MAX + 128];
+	vd_key_type type = VD_KEY_ED25519;
 	vd_buf priv, pub;
 	vd_key *k;
 	int rc;
@@ -472,6 +488,12 @@ static int cmd_keygen(int argc, char **argv)
 		fputs(sign_usage_text + 1, stdout);
 		return 0;
 	}
+	if (argc == 4 && strcmp(argv[1], "--type") == 0) {
+		if (key_type_arg(argv[2], &type) < 0)
+			return cmd_usage("keygen", "--type takes ed25519, ec-p256, ec-p384 or ec-p521");
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc != 2 || argv[1][0] == '\0')
 		return cmd_usage("keygen", "takes one argument, the PREFIX of the key files");
 	if (argv[1][0] == '-')
@@ -479,8 +501,8 @@ static int cmd_keygen(int argc, char **argv)
 	if (snprintf(key_path, sizeof(key_path), "%s.key", argv[1]) >= (int)sizeof(key_path) ||
 	    snprintf(pub_path, sizeof(pub_path), "%s.pub", argv[1]) >= (int)sizeof(pub_path))
 		return cmd_usage("keygen", "PREFIX is too long");
-	if (vd_key_generate(&k) < 0)
-		return cmd_fail("keygen", "cannot generate an Ed25519 key");
+	if (vd_key_generate_type(type, &k) < 0)
+		return cmd_fail("keygen", "cannot generate the key");
 	vd_buf_init(&priv);
 	vd_buf_init(&pub);
 	if (vd_key_private_pem(k, &priv) < 0 || vd_key_public_pem(k, &pub) < 0) {
@@ -1221,7 +1243,10 @@ int main(int argc, char **argv)
 		case 'e': cli.expect = optarg; break;
 		case 'l': cli.ledger = 1; break;
 		case 'q': cli.quiet = 1; break;
-		case 'h': fputs(usage_text, stdout); fputs(sign_usage_text, stdout); return 0;
+		case 'h':
+			fputs(usage_text, stdout);
+			fputs(sign_usage_text, stdout);
+			return 0;
 		case 'V': printf("lensemble-verify %s\n", PACKAGE_VERSION); return 0;
 		default: return usage_error("unknown option");
 		}
