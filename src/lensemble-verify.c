@@ -18,6 +18,7 @@
 #include <json-c/json.h>
 
 #include "lensemble/verify.h"
+#include "lensemble-verify-oms.h"
 #include "vd_artifact.h"
 #include "vd_attest.h"
 #include "vd_dsse.h"
@@ -1209,6 +1210,8 @@ static int subcommand(int argc, char **argv)
 		{ "sign-ledger", cmd_sign_ledger },
 		{ "verify-envelope", cmd_verify_envelope },
 		{ "verify-attestation", cmd_verify_attestation },
+		{ "verify-oms", cmd_verify_oms },
+		{ "sign-oms", cmd_sign_oms },
 	};
 	size_t i;
 
@@ -1246,6 +1249,7 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(sign_usage_text, stdout);
+			fputs(oms_usage_text, stdout);
 			return 0;
 		case 'V': printf("lensemble-verify %s\n", PACKAGE_VERSION); return 0;
 		default: return usage_error("unknown option");
