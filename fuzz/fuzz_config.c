@@ -46,6 +46,7 @@ static const struct field {
 	{ "genesis_hash", STR(genesis_hash) },
 	{ "anchor", STR(anchor) },
 	{ "run_token_file", STR(run_token_file) },
+	{ "run_oms_keys", STR(run_oms_keys) },
 	{ "trusted_keys", STR(trusted_keys) },
 	{ "signing_key", STR(signing_key) },
 	{ "commitment_policy", NUM(F_POLICY, commitment_policy) },

@@ -109,6 +109,7 @@
 #define VD_CONFIG_VALUE_MAX 4096   /* one value; lists of pins are the longest */
 #define VD_CONFIG_MAX_PINS 32      /* entries of genesis_hash, of anchor */
 #define VD_CONFIG_MAX_RUN_TOKENS 16
+#define VD_CONFIG_MAX_RUN_OMS 16   /* runs in run_oms_keys */
 #define VD_PIN_RUN_MAX 256         /* a run named in a pin or a token entry */
 
 /* ---- HTTP requests ------------------------------------------------- */
@@ -230,6 +231,7 @@
 #define VD_OMS_MAX_FILES 200000           /* regular files in one model */
 #define VD_OMS_MAX_DIR_DEPTH 64           /* directory levels below the model root */
 #define VD_OMS_MAX_DIFFS 16               /* differences listed; the rest counted */
+#define VD_OMS_RUN_CAS_MAX 64             /* CA certificate files in one run_oms_keys directory */
 #define VD_OMS_SHARD_DEFAULT 1000000000ULL
 
 #endif

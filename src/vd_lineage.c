@@ -31,6 +31,7 @@
 
 #include "vd_lineage.h"
 #include "vd_log.h"
+#include "vd_omskeys.h"
 #include "vd_events.h"
 #include "vd_state.h"
 
@@ -1144,10 +1145,23 @@ static void alert_put(vd_lineage *l, const vd_lineage_input *in, int kind, const
 	alert_raised(l, in, a);
 }
 
+/* A stale or forged bundle: its manifest disagrees with the files,
+ * whoever signed it. */
+static void oms_alert(vd_lineage *l, const vd_lineage_input *in, const vd_copy *c,
+    const char *relpath)
+{
+	int on = c != NULL && c->oms != NULL && c->oms->differ;
+
+	alert_put(l, in, VD_ALERT_OMS_MISMATCH, relpath, on, "%s: its OMS bundle does not "
+	    "describe its files: %s", relpath, on ? c->oms->detail : "");
+}
+
 static void copy_alert(vd_lineage *l, const vd_lineage_input *in, const char *relpath)
 {
 	const vd_copy *c = vd_model_copy(in->model, relpath);
 	int on = c != NULL && vd_copy_settled(c) == VD_AS_FAILED;
+
+	oms_alert(l, in, c, relpath);
 
 	alert_put(l, in, VD_ALERT_ARTIFACT_FAILED, relpath, on, "%s (claims %s): %s: %s",
 	    relpath, c == NULL ? "" : c->hdr.code == VD_OK ? c->hdr.content_hash : "no valid header",
@@ -1292,7 +1306,7 @@ static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
 		((vd_alert *)v)->seen = 0;
 	it = 0;
 	while (vd_map_next(&in->model->copies, &it, &k, &v))
-		if (vd_copy_settled(v) == VD_AS_FAILED)
+		if (vd_copy_settled(v) == VD_AS_FAILED || ((vd_copy *)v)->oms != NULL)
 			copy_alert(l, in, k);
 	it = 0;
 	while (vd_map_next(&in->model->groups, &it, &k, &v))

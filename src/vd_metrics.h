@@ -21,6 +21,7 @@ typedef enum vd_alert_kind {
 	VD_ALERT_EQUIVOCATION,
 	VD_ALERT_CHAIN_BROKEN,
 	VD_ALERT_LEDGER_REWRITTEN,
+	VD_ALERT_OMS_MISMATCH,       /* a copy's model.sig disagrees with its files */
 	VD_ALERT_COUNT
 } vd_alert_kind;
 

@@ -159,6 +159,23 @@ typedef struct vd_oms_sign_opts {
 	uint64_t shard_size;         /* 0: "files" serialization */
 } vd_oms_sign_opts;
 
+/* The daemon's check of an artifact's bundle: the signer is looked for
+ * among the trusted keys (by the bundle's hint, or its raw key) or must
+ * chain to one of the CA sets; the files are compared with the manifest
+ * whether or not the signer is trusted, so that a stale or forged bundle
+ * shows. r->code is the first problem of the signer, else of the files;
+ * *differ is set when the files disagree with the manifest. */
+typedef struct vd_oms_signers {
+	vd_key *const *keys;
+	size_t n_keys;
+	struct vd_x509_anchors *const *cas;
+	size_t n_cas;
+	time_t now;                  /* 0: time(NULL) */
+} vd_oms_signers;
+
+vd_oms_code vd_oms_check(const char *path, const char *signature, const vd_oms_signers *t,
+    vd_oms_result *r, int *differ);
+
 /* A key-method bundle over path into b (JSON and a newline): resources
  * sorted by code point, the root digest as subject, the default ignore
  * paths, the caller's and the signature's recorded. */

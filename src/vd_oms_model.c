@@ -863,6 +863,138 @@ vd_oms_code vd_oms_verify(const char *path, const vd_oms_verify_opts *o, vd_oms_
 	return c;
 }
 
+/* ---- the daemon's check -------------------------------------------------- */
+
+/* The key the bundle carries (pre-v1.1 rawBytes), or NULL. */
+static vd_key *raw_key(const vd_oms_bundle *b)
+{
+	char err[VD_DETAIL_MAX];
+	vd_key *k = NULL;
+
+	if (b->raw_key.len == 0)
+		return NULL;
+	if (vd_key_from_pem_any(b->raw_key.p, b->raw_key.len, 0, &k, err, sizeof(err)) < 0 &&
+	    vd_key_from_spki_der(b->raw_key.p, b->raw_key.len, &k, err, sizeof(err)) < 0)
+		return NULL;
+	return k;
+}
+
+/* A trusted key named by the bundle's hint (an EC key's id is its hint),
+ * or equal to the key it carries. */
+static vd_oms_code trusted_key(const vd_oms_bundle *b, const vd_oms_signers *t,
+    const vd_key **out, vd_oms_result *r)
+{
+	vd_key *raw = raw_key(b);
+	size_t i;
+
+	*out = NULL;
+	if (b->hint[0] != '\0')
+		snprintf(r->key_id, sizeof(r->key_id), "%s", b->hint);
+	else if (raw != NULL && vd_key_pem_hint(raw, r->key_id) < 0)
+		r->key_id[0] = '\0';
+	for (i = 0; i < t->n_keys && *out == NULL; i++)
+		if (ec_key(t->keys[i]) && (b->hint[0] != '\0' ?
+		    strcmp(vd_key_id(t->keys[i]), b->hint) == 0 :
+		    raw != NULL && vd_key_equal(raw, t->keys[i])))
+			*out = t->keys[i];
+	if (*out != NULL && raw != NULL && !vd_key_equal(raw, *out))
+		*out = NULL;
+	vd_key_free(raw);
+	if (*out != NULL)
+		return VD_OMS_OK;
+	if (b->hint[0] == '\0' && b->raw_key.len == 0)
+		return fail(r, VD_OMS_MALFORMED, "the bundle names no public key");
+	return fail(r, VD_OMS_KEY_MISMATCH, "key %s is not configured to sign for this run",
+	    r->key_id[0] ? r->key_id : "(unreadable)");
+}
+
+/* The leaf of a chain to one of the CA sets. */
+static vd_oms_code trusted_chain(const vd_oms_bundle *b, const vd_oms_signers *t,
+    vd_key **leaf, vd_oms_result *r)
+{
+	const uint8_t *certs[VD_OMS_MAX_CERTS];
+	size_t lens[VD_OMS_MAX_CERTS], i;
+	char why[VD_DETAIL_MAX] = "no CA certificate is configured for this run";
+	int rc = VD_X509_EUNTRUSTED;
+	vd_key *named = NULL;
+
+	for (i = 0; i < b->n_certs; i++) {
+		certs[i] = b->certs[i].p;
+		lens[i] = b->certs[i].len;
+	}
+	for (i = 0; i < t->n_cas && *leaf == NULL; i++)
+		rc = vd_x509_verify_chain(t->cas[i], certs, lens, b->n_certs,
+		    t->now ? t->now : time(NULL), leaf, why, sizeof(why));
+	if (*leaf == NULL) {
+		if (b->n_certs > 0 && vd_x509_cert_key(certs[0], lens[0], &named) == 0 &&
+		    vd_key_pem_hint(named, r->key_id) < 0)
+			r->key_id[0] = '\0';
+		vd_key_free(named);
+		return fail(r, rc == VD_X509_EMALFORMED ? VD_OMS_MALFORMED : VD_OMS_UNTRUSTED, "%s",
+		    why);
+	}
+	if (!ec_key(*leaf))
+		return fail(r, VD_OMS_UNSUPPORTED, "the leaf certificate's key is not an ECDSA key");
+	return vd_key_pem_hint(*leaf, r->key_id) < 0 ? fail(r, VD_OMS_UNREADABLE, "out of memory")
+	    : VD_OMS_OK;
+}
+
+static vd_oms_code trusted_signer(const vd_oms_bundle *b, const vd_oms_signers *t,
+    vd_oms_result *r)
+{
+	const vd_key *k = NULL;
+	vd_key *leaf = NULL;
+	vd_oms_code c;
+
+	r->method = b->method == VD_OMS_METHOD_KEY ? "key" : "certificate";
+	c = b->method == VD_OMS_METHOD_KEY ? trusted_key(b, t, &k, r) :
+	    trusted_chain(b, t, &leaf, r);
+	if (c == VD_OMS_OK)
+		c = check_signature(b, leaf != NULL ? leaf : k, r);
+	vd_key_free(leaf);
+	return c;
+}
+
+/* The manifest against the files, the signature not yet considered. */
+static vd_oms_code check_files(const char *path, const char *sig, const vd_oms_bundle *b,
+    vd_oms_result *r)
+{
+	vd_oms_verify_opts none = { 0 };
+	char why[VD_DETAIL_MAX];
+	vd_oms_statement s;
+	vd_oms_code c;
+
+	if ((c = vd_oms_statement_parse(b->payload.p, b->payload.len, &s, why, sizeof(why))) !=
+	    VD_OMS_OK)
+		return fail(r, c, "%s", why);
+	describe(r, &s);
+	c = check_manifest(path, &s, &none, sig, r);
+	vd_oms_statement_free(&s);
+	return c;
+}
+
+vd_oms_code vd_oms_check(const char *path, const char *signature, const vd_oms_signers *t,
+    vd_oms_result *r, int *differ)
+{
+	char detail[VD_DETAIL_MAX];
+	vd_oms_bundle b;
+	vd_oms_code files, c;
+
+	result_init(r);
+	*differ = 0;
+	if ((c = read_bundle(signature, &b, r)) != VD_OMS_OK)
+		return c;
+	files = check_files(path, signature, &b, r);
+	*differ = files == VD_OMS_MISMATCH;
+	snprintf(detail, sizeof(detail), "%s", r->detail);
+	c = trusted_signer(&b, t, r);
+	vd_oms_bundle_free(&b);
+	if (c != VD_OMS_OK)
+		return c;
+	snprintf(r->detail, sizeof(r->detail), "%s", detail);
+	return r->code = files;
+}
+
 /* ---- signing ------------------------------------------------------------- */
 
 struct item {

@@ -73,6 +73,7 @@ static void persist_verdict(vd_store *s, const vd_copy *c)
 	v.verified_at = c->verified_at;
 	v.duration_ms = c->duration_ms;
 	v.facts = c->facts;
+	v.oms = c->oms;
 	vd_buf_init(&blob);
 	if (c->chunks != NULL && c->code == VD_OK && vd_chunkmap_serialize(c->chunks, &blob) == 0) {
 		v.chunks = blob.p;
@@ -133,6 +134,37 @@ static void job_abandoned(vd_store *s, vd_copy *c)
 	scan_path(s, c->relpath);
 }
 
+/* What an OMS bundle commits: the signer, when trusted. */
+static int oms_commits(const vd_oms_status *o)
+{
+	return o != NULL && o->verified;
+}
+
+/* The bundle as this job found it; a change of what it commits changes
+ * the commitments, not only the model. */
+static void take_oms(vd_store *s, vd_copy *c, const vd_job *j)
+{
+	int before = oms_commits(c->oms);
+
+	if (j->abandoned != VD_ABANDON_NONE)
+		return;
+	if (c->oms != NULL && j->oms_present && before && j->oms.verified &&
+	    strcmp(c->oms->key_id, j->oms.key_id) != 0)
+		before = -1;
+	vd_copy_oms(c, j->oms_present ? &j->oms : NULL);
+	if (before != oms_commits(c->oms))
+		s->commits_dirty = 1;
+	if (c->oms != NULL && !c->oms->verified)
+		log_info("%s: its OMS bundle does not verify: %s: %s", c->relpath,
+		    vd_oms_code_name(c->oms->code), c->oms->detail);
+}
+
+/* Checked under other keys than its run's now. */
+static int oms_stale(const vd_store *s, const vd_copy *c)
+{
+	return c->oms != NULL && strcmp(c->oms->trust, vd_omskeys_digest(s->oms_keys, c->run)) != 0;
+}
+
 static void on_job_done(vd_job *j, void *arg)
 {
 	vd_store *s = arg;
@@ -158,6 +190,7 @@ static void on_job_done(vd_job *j, void *arg)
 	}
 	c->timeouts = j->abandoned == VD_ABANDON_TIME ? c->timeouts + 1 : 0;
 	vd_model_touch(&s->model, c);
+	take_oms(s, c, j);
 	if (j->rechecked) {
 		log_info("re-checked %s chunk by chunk: unchanged (%.3f s)", c->relpath, j->duration);
 		c->verdict_fp = j->fp_before;
@@ -335,6 +368,7 @@ typedef struct stored {
 	vd_stored_verdict v;
 	vd_chunkmap *chunks;
 	vd_facts *facts;            /* its own copy of v's, or NULL: most have none */
+	vd_oms_status *oms;         /* the same for its bundle */
 } stored;
 
 static void free_stored(void *p)
@@ -344,6 +378,7 @@ static void free_stored(void *p)
 	if (st != NULL) {
 		vd_chunkmap_free(st->chunks);
 		free(st->facts);
+		free(st->oms);
 		free(st);
 	}
 }
@@ -370,6 +405,7 @@ static void adopt_stored(vd_store *s, vd_copy *c)
 		c->verified_at = v->verified_at;
 		c->duration_ms = v->duration_ms;
 		vd_copy_facts(c, st->facts);
+		vd_copy_oms(c, st->oms);
 		memcpy(c->verdict_fp.digest, v->fingerprint, sizeof(c->verdict_fp.digest));
 		c->verdict_fp.ok = 1;
 		if (vd_fingerprint_eq(&c->verdict_fp, &c->fp))
@@ -413,7 +449,7 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 	c->fp = a->fp;
 	vd_model_index(&s->model, c);
 	adopt_stored(s, c);
-	if (!c->has_verdict || !vd_fingerprint_eq(&c->verdict_fp, &c->fp))
+	if (!c->has_verdict || !vd_fingerprint_eq(&c->verdict_fp, &c->fp) || oms_stale(s, c))
 		vd_sched_schedule(s, c, VD_JOB_BACKGROUND, NULL);
 }
 
@@ -1047,6 +1083,19 @@ void vd_store_set_keys(vd_store *s, vd_keyring *keys)
 		vd_store_scan(s);
 }
 
+void vd_store_set_oms_keys(vd_store *s, vd_omskeys *keys)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	vd_omskeys_unref(s->oms_keys);
+	s->oms_keys = vd_omskeys_ref(keys);
+	while (vd_map_next(&s->model.copies, &it, &k, &v))
+		if (oms_stale(s, v))
+			vd_sched_schedule(s, v, VD_JOB_BACKGROUND, NULL);
+}
+
 /* Directories in walk order: a directory before what is in it, names in
  * byte order (so '/' sorts first). */
 static int walk_order(const char *a, const char *b)
@@ -1554,10 +1603,13 @@ static void load_verdict(const vd_stored_verdict *v, void *arg)
 	copy->v = *v;
 	copy->v.chunks = NULL;
 	copy->v.facts = NULL;
+	copy->v.oms = NULL;
 	if (v->chunks != NULL && v->code == VD_OK)
 		copy->chunks = vd_chunkmap_parse(v->chunks, v->chunks_len);
 	if (v->facts != NULL && (copy->facts = malloc(sizeof(*copy->facts))) != NULL)
 		*copy->facts = *v->facts;
+	if (v->oms != NULL && (copy->oms = malloc(sizeof(*copy->oms))) != NULL)
+		*copy->oms = *v->oms;
 	free_stored(vd_map_del(&s->stored, v->relpath));
 	if (vd_map_put(&s->stored, v->relpath, copy) < 0)
 		free_stored(copy);
@@ -2027,6 +2079,7 @@ static void free_all(vd_store *s)
 	vd_map_free(&s->withdrawn);
 	free(s->stmts);
 	vd_keyring_unref(s->keys);
+	vd_omskeys_unref(s->oms_keys);
 	for (i = 0; i < s->n_ledgers; i++)
 		vd_scan_ledger_free(&s->ledgers[i]);
 	free(s->ledgers);

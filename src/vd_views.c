@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "vd_jsonw.h"
+#include "vd_omskeys.h"
 #include "vd_utf8.h"
 #include "vd_views.h"
 
@@ -141,6 +142,23 @@ static void facts_json(int *oom, json_object *o, const vd_facts *f)
 	add_fact(oom, o, "remediation", f->remediation);
 }
 
+/* The copy's OMS bundle as checked; null when it has none. */
+static json_object *oms_json(int *oom, const vd_oms_status *m)
+{
+	json_object *o;
+
+	if (m == NULL)
+		return NULL;
+	o = jobj(oom);
+	add(oom, o, "present", jbool(oom, 1));
+	add(oom, o, "verified", jbool(oom, m->verified));
+	add(oom, o, "method", m->method[0] ? jstr(oom, m->method) : NULL);
+	add(oom, o, "key_id", m->key_id[0] ? jstr(oom, m->key_id) : NULL);
+	add(oom, o, "code", jstr(oom, vd_oms_code_name(m->code)));
+	add(oom, o, "detail", m->detail[0] ? jstr_clean(oom, m->detail) : NULL);
+	return o;
+}
+
 static json_object *copy_json(int *oom, const vd_copy *c, const vd_group *g)
 {
 	json_object *o = jobj(oom);
@@ -163,6 +181,7 @@ static json_object *copy_json(int *oom, const vd_copy *c, const vd_group *g)
 		add(oom, o, "changed", jstr(oom, c->changed));
 	if (bad && c->facts != NULL)
 		facts_json(oom, o, c->facts);
+	add(oom, o, "oms", oms_json(oom, c->oms));
 	/* Each copy its own bit: a good copy beside a bad one can be loaded. */
 	add(oom, o, "trusted", jbool(oom, g != NULL && st == VD_AS_VERIFIED &&
 	    g->chain == VD_CHAIN_INTACT && g->committed && !g->legacy_untrusted));

@@ -187,3 +187,16 @@ cleanup:
 	ERR_clear_error();
 	return rc;
 }
+
+int vd_x509_cert_key(const uint8_t *der, size_t len, vd_key **key)
+{
+	char why[VD_DETAIL_MAX];
+	X509 *x = from_der(der, len);
+	int rc;
+
+	if (x == NULL)
+		return -1;
+	rc = leaf_key(x, key, why, sizeof(why));
+	X509_free(x);
+	return rc < 0 ? -1 : 0;
+}

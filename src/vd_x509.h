@@ -32,4 +32,8 @@ int vd_x509_verify_chain(const vd_x509_anchors *a, const uint8_t *const *certs,
     const size_t *lens, size_t n, time_t now, vd_key **leaf_key,
     char *why, size_t whylen);
 
+/* A certificate's public key, the certificate not validated: to name
+ * the key of a chain that is not trusted. 0, or -1. */
+int vd_x509_cert_key(const uint8_t *der, size_t len, vd_key **key);
+
 #endif

@@ -1,0 +1,92 @@
+#!/bin/sh
+# The daemon and OpenSSF Model Signing: a model.sig in an artifact
+# directory (or NAME.tar.sig beside NAME.tar) is checked in the same job
+# as the canonical hash, against the keys run_oms_keys gives the copy's
+# run. Bundles are made with lensemble-verify sign-oms, keys with keygen
+# --type ec-p256.
+. "$top_srcdir/tests/integration/lib.sh"
+need tar
+
+V="$top_builddir/lensemble-verify"
+RUN="$STORE/run-a"
+mkdir -p "$RUN" "$WORK/omskeys-a" "$WORK/src"
+
+"$V" keygen --type ec-p256 "$WORK/coord" > "$WORK/coord.hint" || not_ok "keygen coord"
+"$V" keygen --type ec-p256 "$WORK/stranger" > "$WORK/stranger.hint" || not_ok "keygen stranger"
+COORD=$(cat "$WORK/coord.hint")
+STRANGER=$(cat "$WORK/stranger.hint")
+cp "$WORK/coord.pub" "$WORK/omskeys-a/"
+chmod -R a+rX "$WORK/omskeys-a"
+
+mk() { "$MKART" --round "$1" --seed "$2" --bytes 65536 --tensors 4 "$3"; }
+sign() { "$V" sign-oms --key "$WORK/$1.key" "$2" > /dev/null || not_ok "sign-oms $2"; }
+
+H0=$(mk 0 10 "$RUN/round-00000")
+sign coord "$RUN/round-00000"
+H1=$(mk 1 11 "$RUN/round-00001")
+sign stranger "$RUN/round-00001"
+H2=$(mk 2 12 "$RUN/round-00002")
+# A stale bundle: round 3's, copied over round 2's files.
+H3=$(mk 3 13 "$WORK/src/round-00003")
+sign coord "$WORK/src/round-00003"
+cp "$WORK/src/round-00003/model.sig" "$RUN/round-00002/model.sig"
+HU=$(mk 4 14 "$RUN/round-00004")
+# A tar and its bundle beside it.
+HT=$(mk 5 15 "$WORK/src/round-00005")
+tar --format=posix -C "$WORK/src/round-00005" -cf "$RUN/round-00005.tar" header.json $(cd "$WORK/src/round-00005" && ls *.safetensors)
+"$V" sign-oms --key "$WORK/coord.key" --signature "$RUN/round-00005.tar.sig" "$RUN/round-00005.tar" > /dev/null ||
+	not_ok "sign-oms a tar"
+
+write_conf "run_oms_keys = run-a:$WORK/omskeys-a" "rescan_interval = 3600"
+start_daemon
+copy() { get "/artifact/$1" | jq -c --arg p "$2" "[.copies[] | select(.path == \$p)][0]$3"; }
+settled() { [ "$(metric 'artifacts{state="pending"}')" = 0 ] && [ "$(metric 'artifacts{state="verifying"}')" = 0 ]; }
+wait_for $((20 * SLOW)) settled > /dev/null || not_ok "the store settles"
+alert() { metric "integrity_alerts{kind=\"$1\"}"; }
+
+# --- the status object ---------------------------------------------------------
+check "a bundle by the run's key verifies with the files" \
+	"{\"present\":true,\"verified\":true,\"method\":\"key\",\"key_id\":\"$COORD\",\"code\":\"ok\",\"detail\":null}" \
+	"$(copy "$H0" run-a/round-00000 .oms)"
+check "model.sig is no unexpected file: the copy is verified" verified "$(copy "$H0" run-a/round-00000 .state | tr -d '"')"
+check "a copy without a bundle has oms null" null "$(copy "$HU" run-a/round-00004 .oms)"
+check "a bundle by a key the run does not trust does not verify" "false key $STRANGER key_mismatch" \
+	"$(copy "$H1" run-a/round-00001 '.oms | "\(.verified) \(.method) \(.key_id) \(.code)"' | tr -d '"')"
+check "its copy is verified all the same" verified "$(copy "$H1" run-a/round-00001 .state | tr -d '"')"
+check "a stale bundle does not verify: its digests differ" "false mismatch" \
+	"$(copy "$H2" run-a/round-00002 '.oms | "\(.verified) \(.code)"' | tr -d '"')"
+check "its detail names a file that differs" 1 \
+	"$(copy "$H2" run-a/round-00002 '.oms.detail' | grep -c 'safetensors\|header.json')"
+check "a tar's bundle beside it verifies with the archive" "true key ok" \
+	"$(copy "$HT" run-a/round-00005.tar '.oms | "\(.verified) \(.method) \(.code)"' | tr -d '"')"
+check "the tar copy is verified" verified "$(copy "$HT" run-a/round-00005.tar .state | tr -d '"')"
+check "the .tar.sig is no artifact" 0 "$(get /artifacts | jq '[.artifacts[].copies[].path | select(endswith(".sig"))] | length')"
+
+# --- the alert -----------------------------------------------------------------
+check "the stale bundle raises oms_mismatch once" 1 "$(alert oms_mismatch)"
+check "/alerts names its copy" run-a/round-00002 \
+	"$(get /alerts | jq -r '[.alerts[] | select(.kind == "oms_mismatch")][0].subject')"
+
+# --- a fresh bundle clears it; the change is seen as any change ----------------
+sign coord "$RUN/round-00002"
+readable "$STORE"
+fresh() { [ "$(copy "$H2" run-a/round-00002 .oms.verified)" = true ]; }
+if wait_for $((10 * SLOW)) fresh > /dev/null; then ok "a new model.sig is checked again"; else not_ok "a new model.sig is checked again"; fi
+cleared() { [ "$(alert oms_mismatch)" = 0 ]; }
+if wait_for $((5 * SLOW)) cleared > /dev/null; then ok "and clears oms_mismatch"; else not_ok "and clears oms_mismatch"; fi
+
+# --- a stale bundle beside a tar is seen too ----------------------------------
+cp "$WORK/src/round-00003/model.sig" "$RUN/round-00005.tar.sig"
+readable "$STORE"
+tar_stale() { [ "$(copy "$HT" run-a/round-00005.tar .oms.code)" = '"mismatch"' ]; }
+if wait_for $((10 * SLOW)) tar_stale > /dev/null; then ok "a changed NAME.tar.sig is checked again"; else not_ok "a changed NAME.tar.sig is checked again: $(copy "$HT" run-a/round-00005.tar .oms)"; fi
+
+# --- kept over a restart ----------------------------------------------------------
+stop_daemon
+start_daemon
+wait_for $((20 * SLOW)) settled > /dev/null || not_ok "the store settles after a restart"
+check "the bundle's check is kept over a restart" "true ok" \
+	"$(copy "$H0" run-a/round-00000 '.oms | "\(.verified) \(.code)"' | tr -d '"')"
+check "no copy was hashed again at start" 0 "$(grep -c 'verified run-a/round-0000[0-4]' "$LOG")"
+
+finish
