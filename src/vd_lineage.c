@@ -41,7 +41,7 @@
 const char *vd_commit_source_name(vd_commit_source src)
 {
 	static const char *const names[VD_SRC_COUNT] = { "signed", "ledger", "roundclose",
-		"pinned" };
+		"pinned", "oms" };
 
 	return (unsigned)src < VD_SRC_COUNT ? names[src] : "unknown";
 }
@@ -65,6 +65,7 @@ static int rank(const vd_commit_entry *e, vd_commit_source src)
 {
 	switch (src) {
 	case VD_SRC_SIGNED: return 0;
+	case VD_SRC_OMS: return 1;
 	case VD_SRC_LEDGER: return e->is_signed ? 1 : 4;
 	case VD_SRC_ROUNDCLOSE: return 2;
 	default: return 3;
@@ -76,6 +77,7 @@ void vd_lineage_init(vd_lineage *l)
 	memset(l, 0, sizeof(*l));
 	vd_map_init_borrowed(&l->commits);
 	vd_map_init(&l->key_ids);
+	vd_map_init(&l->oms_where);
 	vd_map_init(&l->alerts);
 	vd_map_init(&l->named);
 	l->head_round = -1;
@@ -151,6 +153,10 @@ static void clear_commits(vd_lineage *l)
 		free(v);
 	}
 	vd_map_free(&l->commits);       /* still borrowing keys */
+	it = 0;
+	while (vd_map_next(&l->oms_where, &it, &k, &v))
+		free(v);
+	vd_map_free(&l->oms_where);
 }
 
 /* Every hash any source names for a slot, counting or not: a second one
@@ -389,6 +395,47 @@ static void ledger_commits(vd_lineage *l, const vd_lineage_input *in, const vd_l
 			note_hash(sl, m->diverged[i].hash, m->relpath);
 }
 
+static const char *where_copy(vd_lineage *l, const char *relpath)
+{
+	char *w = vd_map_get(&l->oms_where, relpath);
+
+	if (w != NULL)
+		return w;
+	if ((w = strdup(relpath)) == NULL || vd_map_put(&l->oms_where, relpath, w) < 0) {
+		free(w);
+		return "oms";
+	}
+	return w;
+}
+
+int vd_oms_commits(const vd_copy *c, const vd_omskeys *keys)
+{
+	return c->oms != NULL && c->oms->verified && c->has_verdict && c->code == VD_OK &&
+	    c->hdr.code == VD_OK && strcmp(c->oms->trust, vd_omskeys_digest(keys, c->run)) == 0;
+}
+
+/* A bundle signs the files of one copy: it commits that copy's hash for
+ * the round its header claims, in the run where it lies, and nowhere
+ * else (a key of one run is no signer for another). */
+static void oms_commits(vd_lineage *l, const vd_lineage_input *in)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+	vd_commit_slot *sl;
+
+	while (vd_map_next(&in->model->copies, &it, &k, &v)) {
+		const vd_copy *c = v;
+		int64_t round = c->hdr.round_index - 1;
+		if (!vd_oms_commits(c, in->oms_keys) ||
+		    withdrawn(in, c->run, round, c->hdr.content_hash) ||
+		    (sl = slot(l, c->run, round)) == NULL)
+			continue;
+		put(l, sl, VD_SRC_OMS, c->hdr.content_hash, where_copy(l, c->relpath), 0,
+		    c->oms->key_id, 1);
+	}
+}
+
 static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
@@ -418,6 +465,7 @@ static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 		    (sl = slot(l, s->run, s->st.round_index)) != NULL)
 			put(l, sl, VD_SRC_SIGNED, s->st.hash, s->where, 0, s->key_id, 1);
 	}
+	oms_commits(l, in);
 	for (i = 0; i < in->n_equivs; i++) {
 		const vd_commitment *c = &in->equivs[i];
 		if (c->key_id[0] != '\0' && vd_keyring_find(in->keys, c->key_id) == NULL)
@@ -455,6 +503,7 @@ static void count_series(vd_lineage *l)
 		    VD_CS_LEDGER_UNSIGNED] += sl->src[VD_SRC_LEDGER].has;
 		l->series[VD_CS_ROUNDCLOSE] += sl->src[VD_SRC_ROUNDCLOSE].has;
 		l->series[VD_CS_PINNED] += sl->src[VD_SRC_PINNED].has;
+		l->series[VD_CS_OMS] += sl->src[VD_SRC_OMS].has;
 	}
 }
 

@@ -114,7 +114,7 @@ static void render_trust(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
 {
 	static const char *const series[VD_CS_COUNT][2] = {
 		{ "signed", "true" }, { "ledger", "true" }, { "ledger", "false" },
-		{ "roundclose", "false" }, { "pinned", "false" },
+		{ "roundclose", "false" }, { "pinned", "false" }, { "oms", "true" },
 	};
 	size_t i;
 

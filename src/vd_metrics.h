@@ -30,7 +30,7 @@ const char *vd_alert_name(vd_alert_kind k);
 /* The series of commitments{source,signed}. */
 typedef enum vd_commit_series {
 	VD_CS_SIGNED, VD_CS_LEDGER_SIGNED, VD_CS_LEDGER_UNSIGNED, VD_CS_ROUNDCLOSE,
-	VD_CS_PINNED, VD_CS_COUNT
+	VD_CS_PINNED, VD_CS_OMS, VD_CS_COUNT
 } vd_commit_series;
 
 typedef struct vd_histogram {

@@ -154,7 +154,7 @@ static int load_run(vd_oms_run *r, const vd_run_token *t, vd_keyring_bad_fn bad,
 	names = list_dir(t->file, &n, &e);
 	r->keys = calloc(VD_KEYRING_MAX, sizeof(*r->keys));
 	r->cas = calloc(VD_OMS_RUN_CAS_MAX, sizeof(*r->cas));
-	if (names == NULL || h == NULL || r->keys == NULL || r->cas == NULL) {
+	if ((names == NULL && e != 0) || h == NULL || r->keys == NULL || r->cas == NULL) {
 		snprintf(err, errlen, "run_oms_keys: cannot read %s: %s", t->file,
 		    strerror(e ? e : ENOMEM));
 		names_free(names, n);

@@ -134,26 +134,23 @@ static void job_abandoned(vd_store *s, vd_copy *c)
 	scan_path(s, c->relpath);
 }
 
-/* What an OMS bundle commits: the signer, when trusted. */
-static int oms_commits(const vd_oms_status *o)
+/* What c's bundle commits, as text: a change of it changes the
+ * commitments, not only the model. */
+static void oms_commit_sig(const vd_store *s, const vd_copy *c, char *out, size_t n)
 {
-	return o != NULL && o->verified;
+	if (!vd_oms_commits(c, s->oms_keys))
+		snprintf(out, n, "-");
+	else
+		snprintf(out, n, "%s %lld %s", c->hdr.content_hash, (long long)c->hdr.round_index,
+		    c->oms->key_id);
 }
 
-/* The bundle as this job found it; a change of what it commits changes
- * the commitments, not only the model. */
-static void take_oms(vd_store *s, vd_copy *c, const vd_job *j)
+/* The bundle as this job found it. */
+static void take_oms(vd_copy *c, const vd_job *j)
 {
-	int before = oms_commits(c->oms);
-
 	if (j->abandoned != VD_ABANDON_NONE)
 		return;
-	if (c->oms != NULL && j->oms_present && before && j->oms.verified &&
-	    strcmp(c->oms->key_id, j->oms.key_id) != 0)
-		before = -1;
 	vd_copy_oms(c, j->oms_present ? &j->oms : NULL);
-	if (before != oms_commits(c->oms))
-		s->commits_dirty = 1;
 	if (c->oms != NULL && !c->oms->verified)
 		log_info("%s: its OMS bundle does not verify: %s: %s", c->relpath,
 		    vd_oms_code_name(c->oms->code), c->oms->detail);
@@ -169,6 +166,7 @@ static void on_job_done(vd_job *j, void *arg)
 {
 	vd_store *s = arg;
 	vd_copy *c = vd_model_copy(&s->model, j->relpath);
+	char sig_before[VD_HASH_HEX_LEN + VD_KEYID_LEN + 32], sig_after[sizeof(sig_before)];
 	int changed;
 
 	if (j->abandoned == VD_ABANDON_GONE)
@@ -188,9 +186,10 @@ static void on_job_done(vd_job *j, void *arg)
 		job_abandoned(s, c);
 		goto out;
 	}
+	oms_commit_sig(s, c, sig_before, sizeof(sig_before));
 	c->timeouts = j->abandoned == VD_ABANDON_TIME ? c->timeouts + 1 : 0;
 	vd_model_touch(&s->model, c);
-	take_oms(s, c, j);
+	take_oms(c, j);
 	if (j->rechecked) {
 		log_info("re-checked %s chunk by chunk: unchanged (%.3f s)", c->relpath, j->duration);
 		c->verdict_fp = j->fp_before;
@@ -215,6 +214,9 @@ static void on_job_done(vd_job *j, void *arg)
 	if (!c->fp.ok)
 		c->fp = j->fp_before;
 	take_header(s, c, j);
+	oms_commit_sig(s, c, sig_after, sizeof(sig_after));
+	if (strcmp(sig_before, sig_after) != 0)
+		s->commits_dirty = 1;
 	/* Bytes that changed under the hash: the verdict describes nothing on
 	 * disk, so whoever waits for this run waits for the next one. */
 	changed = !vd_fingerprint_eq(&j->fp_before, &j->fp_after);
@@ -358,6 +360,8 @@ static void remove_copy(vd_store *s, vd_copy *c)
 		s->backlog--;
 	memcpy(hash, c->hdr.content_hash, sizeof(hash));
 	snprintf(rel, sizeof(rel), "%s", c->relpath);
+	if (vd_oms_commits(c, s->oms_keys))
+		s->commits_dirty = 1;
 	/* An in-flight job finds no copy on return and is dropped. */
 	vd_model_remove_copy(&s->model, c);
 	if (indexed)
@@ -1094,6 +1098,8 @@ void vd_store_set_oms_keys(vd_store *s, vd_omskeys *keys)
 	while (vd_map_next(&s->model.copies, &it, &k, &v))
 		if (oms_stale(s, v))
 			vd_sched_schedule(s, v, VD_JOB_BACKGROUND, NULL);
+	/* A bundle checked under the old keys commits nothing meanwhile. */
+	vd_store_refresh(s);
 }
 
 /* Directories in walk order: a directory before what is in it, names in
@@ -1830,6 +1836,20 @@ static void ledgers_naming(vd_store *s, vd_withdrawal *w)
 	}
 }
 
+static void oms_naming(vd_store *s, vd_withdrawal *w)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	while (vd_map_next(&s->model.copies, &it, &k, &v)) {
+		const vd_copy *c = v;
+		if (vd_oms_commits(c, s->oms_keys) && same(w->run, w->round_index, w->hash, c->run,
+		    c->hdr.round_index - 1, c->hdr.content_hash))
+			add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_OMS));
+	}
+}
+
 /* Every source that names (run, round) -> hash, into w->sources. */
 static void sources_naming(vd_store *s, vd_withdrawal *w)
 {
@@ -1843,6 +1863,7 @@ static void sources_naming(vd_store *s, vd_withdrawal *w)
 		    s->stmts[i].run, s->stmts[i].st.round_index, s->stmts[i].st.hash))
 			add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_SIGNED));
 	ledgers_naming(s, w);
+	oms_naming(s, w);
 }
 
 int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
@@ -1945,6 +1966,7 @@ static void refresh_now(vd_store *s, vd_refresh what)
 	in.withdrawn = &s->withdrawn;
 	in.retained = &s->retained;
 	in.retained_children = &s->retained_children;
+	in.oms_keys = s->oms_keys;
 	if (what == VD_REFRESH_MODEL && s->commits_dirty)
 		what = VD_REFRESH_COMMITS;
 	vd_lineage_refresh(&s->lineage, &in, what);

@@ -5,6 +5,7 @@
 # run. Bundles are made with lensemble-verify sign-oms, keys with keygen
 # --type ec-p256.
 . "$top_srcdir/tests/integration/lib.sh"
+. "$top_srcdir/tests/integration/trust.sh"
 need tar
 
 V="$top_builddir/lensemble-verify"
@@ -37,7 +38,21 @@ tar --format=posix -C "$WORK/src/round-00005" -cf "$RUN/round-00005.tar" header.
 "$V" sign-oms --key "$WORK/coord.key" --signature "$RUN/round-00005.tar.sig" "$RUN/round-00005.tar" > /dev/null ||
 	not_ok "sign-oms a tar"
 
-write_conf "run_oms_keys = run-a:$WORK/omskeys-a" "rescan_interval = 3600"
+# The same bundle copied into another run, whose keys are not coord's.
+mkdir -p "$STORE/run-b"
+cp -r "$RUN/round-00000" "$STORE/run-b/round-00000"
+# An OMS commitment for run-a round 6 (round 7's bundle) against a signed
+# RoundClose for the same round naming another hash.
+H7=$(mk 7 17 "$RUN/round-00007")
+sign coord "$RUN/round-00007"
+HX=$(mk 7 18 "$WORK/src/other-00007")
+keygen rc
+mkdir -p "$WORK/edkeys" "$RUN/commitments"
+cp "$WORK/rc.pub" "$WORK/edkeys/"
+chmod -R a+rX "$WORK/edkeys"
+envelope "$PT_RC" "$(rc_stmt run-a 6 "$HX")" rc > "$RUN/commitments/rc-6.json"
+
+write_conf "run_oms_keys = run-a:$WORK/omskeys-a" "trusted_keys = $WORK/edkeys" "rescan_interval = 3600"
 start_daemon
 copy() { get "/artifact/$1" | jq -c --arg p "$2" "[.copies[] | select(.path == \$p)][0]$3"; }
 settled() { [ "$(metric 'artifacts{state="pending"}')" = 0 ] && [ "$(metric 'artifacts{state="verifying"}')" = 0 ]; }
@@ -60,6 +75,8 @@ check "its detail names a file that differs" 1 \
 check "a tar's bundle beside it verifies with the archive" "true key ok" \
 	"$(copy "$HT" run-a/round-00005.tar '.oms | "\(.verified) \(.method) \(.code)"' | tr -d '"')"
 check "the tar copy is verified" verified "$(copy "$HT" run-a/round-00005.tar .state | tr -d '"')"
+check "the tar's bundle commits it for its round" "oms true $COORD true" \
+	"$(get "/artifact/$HT" | jq -r '.commitment | "\(.source) \(.signed) \(.key_id) \(.matches)"')"
 check "the .tar.sig is no artifact" 0 "$(get /artifacts | jq '[.artifacts[].copies[].path | select(endswith(".sig"))] | length')"
 
 # --- the alert -----------------------------------------------------------------
@@ -81,6 +98,25 @@ readable "$STORE"
 tar_stale() { [ "$(copy "$HT" run-a/round-00005.tar .oms.code)" = '"mismatch"' ]; }
 if wait_for $((10 * SLOW)) tar_stale > /dev/null; then ok "a changed NAME.tar.sig is checked again"; else not_ok "a changed NAME.tar.sig is checked again: $(copy "$HT" run-a/round-00005.tar .oms)"; fi
 
+# --- commitments --------------------------------------------------------------
+commit() { get "/artifact/$1" | jq -r '.commitment | "\(.source) \(.signed) \(.key_id) \(.matches) \(.where)"'; }
+check "a verified bundle by the run's key commits the copy's hash for its round" \
+	"oms true $COORD true run-a/round-00000" "$(commit "$H0")"
+check "the round-0 artifact it commits is trusted" true "$(get "/artifact/$H0" | jq -r '.copies[] | select(.path == "run-a/round-00000") | .trusted')"
+check "a stale bundle beside the tar commits nothing" null "$(get "/artifact/$HT" | jq -c .commitment)"
+check "a bundle by a key not configured for the run commits nothing" null "$(get "/artifact/$H1" | jq -c .commitment)"
+check "the bundle copied into run-b does not verify there" "false key_mismatch" \
+	"$(copy "$H0" run-b/round-00000 '.oms | "\(.verified) \(.code)"' | tr -d '"')"
+oms_in() { get /chain | jq --arg r "$1" '[.commitments[] | select(.source == "oms" and .run == $r)] | length'; }
+check "and commits nothing in run-b" 0 "$(oms_in run-b)"
+check "run-a holds the OMS commitments of its signed rounds 0, 2 and 7" "null 1 6" \
+	"$(get /chain | jq -r '[.commitments[] | select(.source == "oms" and .run == "run-a") | .round_index] | sort | map(tostring) | join(" ")')"
+check "they are counted" 3 "$(metric 'commitments{source="oms",signed="true"}')"
+equiv() { [ "$(alert equivocation)" = 1 ]; }
+if wait_for $((5 * SLOW)) equiv > /dev/null; then ok "an OMS commitment against a signed RoundClose of the same round is an equivocation"; else not_ok "an OMS commitment against a signed RoundClose of the same round is an equivocation"; fi
+check "the alert names both hashes" 1 "$(get /alerts | jq --arg a "$H7" --arg b "$HX" '[.alerts[] | select(.kind == "equivocation" and (.detail | contains($a)) and (.detail | contains($b)))] | length')"
+check "no artifact of that round is trusted" "false true" "$(get "/artifact/$H7" | jq -r '"\(.trusted) \(.commitment.equivocation)"')"
+
 # --- kept over a restart ----------------------------------------------------------
 stop_daemon
 start_daemon
@@ -88,5 +124,15 @@ wait_for $((20 * SLOW)) settled > /dev/null || not_ok "the store settles after a
 check "the bundle's check is kept over a restart" "true ok" \
 	"$(copy "$H0" run-a/round-00000 '.oms | "\(.verified) \(.code)"' | tr -d '"')"
 check "no copy was hashed again at start" 0 "$(grep -c 'verified run-a/round-0000[0-4]' "$LOG")"
+
+check "its commitment too" "oms true $COORD true run-a/round-00000" "$(commit "$H0")"
+
+# --- SIGHUP: the key removed, its bundles commit nothing ------------------------
+rm "$WORK/omskeys-a/coord.pub"
+kill -HUP "$DPID"
+revoked() { [ "$(get "/artifact/$H0" | jq -c .commitment)" = null ]; }
+if wait_for $((10 * SLOW)) revoked > /dev/null; then ok "a key removed on SIGHUP stops committing"; else not_ok "a key removed on SIGHUP stops committing: $(get "/artifact/$H0" | jq -c .commitment)"; fi
+rechecked() { [ "$(copy "$H0" run-a/round-00000 .oms.code)" = '"key_mismatch"' ]; }
+if wait_for $((10 * SLOW)) rechecked > /dev/null; then ok "and its bundles are checked again"; else not_ok "and its bundles are checked again"; fi
 
 finish
