@@ -49,6 +49,7 @@ static const struct field {
 	{ "run_oms_keys", STR(run_oms_keys) },
 	{ "trusted_keys", STR(trusted_keys) },
 	{ "signing_key", STR(signing_key) },
+	{ "oms_signing_key", STR(oms_signing_key) },
 	{ "commitment_policy", NUM(F_POLICY, commitment_policy) },
 	{ "legacy_policy", NUM(F_LEGACY, legacy_policy) },
 	{ "user", STR(user) },

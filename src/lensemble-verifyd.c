@@ -469,6 +469,26 @@ static int open_signing_key(vd_daemon *d, int before_drop)
 	return 0;
 }
 
+/* The key that signs OMS bundles: as the verdicts' key, P-256 when made. */
+static int open_oms_key(vd_daemon *d, int before_drop)
+{
+	char path[VD_CONFIG_PATH_MAX + 32], err[512], msg[600];
+
+	if (d->api.oms_key != NULL || (before_drop && d->cfg->oms_signing_key[0] == '\0'))
+		return 0;
+	if (d->cfg->oms_signing_key[0])
+		snprintf(path, sizeof(path), "%s", d->cfg->oms_signing_key);
+	else
+		snprintf(path, sizeof(path), "%s/%s", d->cfg->state_dir, VD_OMS_SIGNING_KEY_FILE);
+	if (vd_attest_oms_key_open(path, 1, &d->api.oms_key, err, sizeof(err)) < 0) {
+		snprintf(msg, sizeof(msg), "oms_signing_key: %s", err);
+		start_error(msg);
+		return -1;
+	}
+	log_info("OMS bundles are signed by key %s (%s)", vd_key_id(d->api.oms_key), path);
+	return 0;
+}
+
 /* fd's group and other permissions taken away: 1 when it had some, 0 when
  * not (or it is neither a file nor a directory), -1 when they stay. */
 static int strip_others(int fd, mode_t *was)
@@ -581,11 +601,11 @@ static int run(vd_daemon *d)
 		start_error(err);
 		return 1;
 	}
-	if (open_signing_key(d, 1) < 0)
+	if (open_signing_key(d, 1) < 0 || open_oms_key(d, 1) < 0)
 		return 1;
 	if (drop_privileges(&d->account) < 0)
 		return 1;
-	if (open_state(d) < 0 || open_signing_key(d, 0) < 0)
+	if (open_state(d) < 0 || open_signing_key(d, 0) < 0 || open_oms_key(d, 0) < 0)
 		return 1;
 	if ((rc = vd_store_init(&d->store, &d->loop, d->cfg, &d->metrics)) < 0) {
 		snprintf(err, sizeof(err), "cannot start the store %s: %s (%s)", d->cfg->store,
@@ -613,26 +633,35 @@ static int run(vd_daemon *d)
 	vd_keyring_unref(d->keys);
 	vd_omskeys_unref(d->oms_keys);
 	vd_key_free(d->api.signing_key);
+	vd_key_free(d->api.oms_key);
 	log_info("stopped");
 	return 0;
 }
 
 /* A signing_key named in the configuration is read as the starting user;
  * one missing is made at start. */
-static int check_signing_key(const vd_config *c, char *err, size_t errlen)
+static int check_key_file(const char *key, const char *path,
+    int (*open_fn)(const char *, int, vd_key **, char *, size_t), char *err, size_t errlen)
 {
 	char msg[400];
 	struct stat st;
 	vd_key *k = NULL;
 
-	if (c->signing_key[0] == '\0' || (lstat(c->signing_key, &st) < 0 && errno == ENOENT))
+	if (path[0] == '\0' || (lstat(path, &st) < 0 && errno == ENOENT))
 		return 0;
-	if (vd_attest_key_open(c->signing_key, 0, &k, msg, sizeof(msg)) < 0) {
-		snprintf(err, errlen, "signing_key: %s", msg);
+	if (open_fn(path, 0, &k, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s: %s", key, msg);
 		return -1;
 	}
 	vd_key_free(k);
 	return 0;
+}
+
+static int check_signing_key(const vd_config *c, char *err, size_t errlen)
+{
+	return check_key_file("signing_key", c->signing_key, vd_attest_key_open, err, errlen) < 0 ||
+	    check_key_file("oms_signing_key", c->oms_signing_key, vd_attest_oms_key_open, err,
+	    errlen) < 0 ? -1 : 0;
 }
 
 /* -t: what a start would refuse, short of binding and switching user for

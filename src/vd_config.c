@@ -56,6 +56,8 @@ static const key_spec keys[] = {
 	  "directory of Ed25519 public keys (*.pub) whose signed commitments count (empty: none)" },
 	{ "signing_key", K_PATH, S(signing_key), 0, 0, "",
 	  "the daemon's Ed25519 private key (PKCS#8 PEM) for signed verdicts (empty: state_dir/signing.key, created at first start)" },
+	{ "oms_signing_key", K_PATH, S(oms_signing_key), 0, 0, "",
+	  "the daemon's EC private key (PKCS#8 PEM; P-256, P-384 or P-521) for the OMS bundles of GET /artifact/HASH/oms (empty: state_dir/oms-signing.key, a P-256 key created at first start)" },
 	{ "commitment_policy", K_POLICY, U(commitment_policy), 0, 0, "",
 	  "signed: only signed statements, token posts and the pin commit; ledger: unsigned ledger records too (empty: signed when trusted_keys is set, else ledger)" },
 	{ "legacy_policy", K_LEGACY, U(legacy_policy), 0, 0, "accept",

@@ -55,6 +55,7 @@ typedef struct vd_config {
 	size_t n_run_oms;
 	char trusted_keys[VD_CONFIG_PATH_MAX];
 	char signing_key[VD_CONFIG_PATH_MAX];
+	char oms_signing_key[VD_CONFIG_PATH_MAX];
 	int commitment_policy;      /* VD_POLICY_*; see vd_config_policy */
 	int legacy_policy;          /* VD_LEGACY_* */
 	char user[64];

@@ -142,6 +142,12 @@ static void facts_json(int *oom, json_object *o, const vd_facts *f)
 	add_fact(oom, o, "remediation", f->remediation);
 }
 
+static int copy_trusted(const vd_copy *c, const vd_group *g)
+{
+	return vd_copy_state(c) == VD_AS_VERIFIED && g->chain == VD_CHAIN_INTACT &&
+	    g->committed && !g->legacy_untrusted;
+}
+
 /* The copy's OMS bundle as checked; null when it has none. */
 static json_object *oms_json(int *oom, const vd_oms_status *m)
 {
@@ -183,8 +189,7 @@ static json_object *copy_json(int *oom, const vd_copy *c, const vd_group *g)
 		facts_json(oom, o, c->facts);
 	add(oom, o, "oms", oms_json(oom, c->oms));
 	/* Each copy its own bit: a good copy beside a bad one can be loaded. */
-	add(oom, o, "trusted", jbool(oom, g != NULL && st == VD_AS_VERIFIED &&
-	    g->chain == VD_CHAIN_INTACT && g->committed && !g->legacy_untrusted));
+	add(oom, o, "trusted", jbool(oom, g != NULL && copy_trusted(c, g)));
 	return o;
 }
 
@@ -592,7 +597,8 @@ json_object *vd_view_withdrawn(const vd_withdrawal *w, int created)
 	return done(oom, o);
 }
 
-json_object *vd_view_key(const char *key_id, const char *pem)
+json_object *vd_view_key(const char *key_id, const char *pem, const char *oms_key_id,
+    const char *oms_pem)
 {
 	json_object *o;
 	int oom = 0;
@@ -600,7 +606,24 @@ json_object *vd_view_key(const char *key_id, const char *pem)
 	o = jobj(&oom);
 	add(&oom, o, "keyid", jstr(&oom, key_id));
 	add(&oom, o, "public_key", jstr(&oom, pem));
+	add(&oom, o, "oms_public_key", oms_pem ? jstr(&oom, oms_pem) : NULL);
+	add(&oom, o, "oms_key_id", oms_key_id ? jstr(&oom, oms_key_id) : NULL);
 	return done(oom, o);
+}
+
+int vd_view_trusted_copy(vd_store *s, const char *hash, const vd_copy **out)
+{
+	const vd_group *g = vd_store_group(s, hash);
+	size_t i;
+
+	*out = NULL;
+	if (g == NULL)
+		return -ENOENT;
+	for (i = 0; i < g->n; i++)
+		if (copy_trusted(g->copies[i], g) &&
+		    (*out == NULL || ((*out)->kind == VD_KIND_TAR && g->copies[i]->kind == VD_KIND_DIR)))
+			*out = g->copies[i];
+	return *out != NULL ? 0 : -EPERM;
 }
 
 /* ---- GET /chain ------------------------------------------------------- */

@@ -117,6 +117,28 @@ if wait_for $((5 * SLOW)) equiv > /dev/null; then ok "an OMS commitment against 
 check "the alert names both hashes" 1 "$(get /alerts | jq --arg a "$H7" --arg b "$HX" '[.alerts[] | select(.kind == "equivocation" and (.detail | contains($a)) and (.detail | contains($b)))] | length')"
 check "no artifact of that round is trusted" "false true" "$(get "/artifact/$H7" | jq -r '"\(.trusted) \(.commitment.equivocation)"')"
 
+# --- the daemon's own bundles ----------------------------------------------------
+check "the OMS signing key is made 0600 in the state directory" 600 "$(stat -c %a "$STATE/oms-signing.key")"
+get /key > "$WORK/key.json"
+jq -j .oms_public_key "$WORK/key.json" > "$WORK/daemon-oms.pub"
+check "GET /key gives the OMS key's hint" "$(sha256sum < "$WORK/daemon-oms.pub" | cut -c1-64)" "$(jq -r .oms_key_id "$WORK/key.json")"
+check "GET /key keeps the verdicts' key" 1 "$(jq '[.keyid, .public_key] | map(select(type == "string")) | length == 2' "$WORK/key.json" | grep -c true)"
+check "GET /artifact/<hash>/oms of a trusted artifact: 200" 200 \
+	"$(curl -s -o "$WORK/verdict.sig" -w '%{http_code}' "$(url "/artifact/$H0/oms")")"
+"$V" verify-oms --key "$WORK/daemon-oms.pub" --signature "$WORK/verdict.sig" "$RUN/round-00000" > "$WORK/out" 2>&1
+check "the served bundle verifies with lensemble-verify verify-oms against the copy" 0 "$?"
+if python3 -c 'import cryptography' 2>/dev/null; then
+	python3 "$top_srcdir/tests/integration/oms_check.py" verify --key "$WORK/daemon-oms.pub" \
+		--signature "$WORK/verdict.sig" "$RUN/round-00000" > "$WORK/out" 2>&1
+	check "and with oms_check.py, a verifier written from the specification" 0 "$?"
+fi
+check "its subject is the copy's directory name" round-00000 \
+	"$(jq -r .dsseEnvelope.payload "$WORK/verdict.sig" | base64 -d | jq -r '.subject[0].name')"
+check "GET /artifact/<hash>/oms of an unknown hash: 404" 404 \
+	"$(code GET "/artifact/$(printf '%064d' 0)/oms")"
+check "of an artifact that is not trusted: 409 not_trusted" "409 not_trusted" \
+	"$(code GET "/artifact/$H1/oms") $(get "/artifact/$H1/oms" | jq -r .error.code)"
+
 # --- kept over a restart ----------------------------------------------------------
 stop_daemon
 start_daemon

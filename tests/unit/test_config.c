@@ -127,6 +127,7 @@ static const struct {
 	{ "run_oms_keys", "runs/a:/etc/vd/oms-a, .:/etc/vd/oms-root" },
 	{ "trusted_keys", "/etc/vd/keys" },
 	{ "signing_key", "/etc/vd/signing.key" },
+	{ "oms_signing_key", "/etc/vd/oms-signing.key" },
 	{ "commitment_policy", "ledger" },
 	{ "legacy_policy", "untrusted" },
 	{ "user", "verifyd" },
