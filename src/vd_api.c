@@ -510,6 +510,11 @@ static void get_oms(vd_api *api, vd_req *r, const char *hash)
 	size_t len;
 	int rc;
 
+	if (!vd_is_hex64((vd_str){ hash, strlen(hash) })) {
+		vd_http_error(r, 400, "bad_request",
+		    "an artifact is named by its content hash: 64 lowercase hex characters", NULL);
+		return;
+	}
 	vd_store_sync(api->store);
 	if ((rc = vd_view_trusted_copy(api->store, hash, &c)) == -ENOENT) {
 		vd_http_error(r, 404, "not_found", "no artifact in the store claims this hash", NULL);
