@@ -18,6 +18,7 @@
 #include <json-c/json.h>
 
 #include "lensemble/verify.h"
+#include "lensemble-verify-oms.h"
 #include "vd_artifact.h"
 #include "vd_attest.h"
 #include "vd_dsse.h"
@@ -283,7 +284,7 @@ static int usage_error(const char *msg)
 static const char sign_usage_text[] =
 "\n"
 "Signed commitments (Ed25519 keys, DSSE envelopes):\n"
-"  lensemble-verify keygen PREFIX\n"
+"  lensemble-verify keygen [--type ed25519|ec-p256|ec-p384|ec-p521] PREFIX\n"
 "  lensemble-verify sign-roundclose --key FILE [--run RUN] [-o FILE] ARTIFACT\n"
 "  lensemble-verify sign-roundclose --key FILE [--run RUN] --round T --hash HEX\n"
 "                                   [--artifact PATH] [-o FILE]\n"
@@ -499,9 +500,25 @@ static int key_directory(const char *prefix, char *dir, size_t len, char *err, s
 	return -1;
 }
 
+/* keygen's --type: Ed25519 (the default) or an ECDSA curve for OMS. */
+static int key_type_arg(const char *name, vd_key_type *out)
+{
+	static const vd_key_type types[] = { VD_KEY_ED25519, VD_KEY_EC_P256, VD_KEY_EC_P384,
+	    VD_KEY_EC_P521 };
+	size_t i;
+
+	for (i = 0; i < VD_ARRAY_LEN(types); i++)
+		if (strcmp(name, vd_key_type_name(types[i])) == 0) {
+			*out = types[i];
+			return 0;
+		}
+	return -1;
+}
+
 static int cmd_keygen(int argc, char **argv)
 {
 	char key_path[PATH_MAX], pub_path[PATH_MAX], dir[PATH_MAX], err[3 * PATH_MAX + 128];
+	vd_key_type type = VD_KEY_ED25519;
 	vd_buf priv, pub;
 	vd_key *k;
 	int rc, made;
@@ -509,6 +526,12 @@ static int cmd_keygen(int argc, char **argv)
 	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		fputs(sign_usage_text + 1, stdout);
 		return 0;
+	}
+	if (argc == 4 && strcmp(argv[1], "--type") == 0) {
+		if (key_type_arg(argv[2], &type) < 0)
+			return cmd_usage("keygen", "--type takes ed25519, ec-p256, ec-p384 or ec-p521");
+		argc -= 2;
+		argv += 2;
 	}
 	if (argc != 2 || argv[1][0] == '\0')
 		return cmd_usage("keygen", "takes one argument, the PREFIX of the key files");
@@ -519,10 +542,10 @@ static int cmd_keygen(int argc, char **argv)
 		return cmd_usage("keygen", "PREFIX is too long");
 	if ((made = key_directory(argv[1], dir, sizeof(dir), err, sizeof(err))) < 0)
 		return cmd_fail("keygen", err);
-	if (vd_key_generate(&k) < 0) {
+	if (vd_key_generate_type(type, &k) < 0) {
 		if (made)
 			rmdir(dir);
-		return cmd_fail("keygen", "cannot generate an Ed25519 key");
+		return cmd_fail("keygen", "cannot generate the key");
 	}
 	vd_buf_init(&priv);
 	vd_buf_init(&pub);
@@ -1371,6 +1394,8 @@ static int subcommand(int argc, char **argv)
 		{ "sign-ledger", cmd_sign_ledger },
 		{ "verify-envelope", cmd_verify_envelope },
 		{ "verify-attestation", cmd_verify_attestation },
+		{ "verify-oms", cmd_verify_oms },
+		{ "sign-oms", cmd_sign_oms },
 	};
 	size_t i;
 
@@ -1405,7 +1430,11 @@ int main(int argc, char **argv)
 		case 'e': cli.expect = optarg; break;
 		case 'l': cli.ledger = 1; break;
 		case 'q': cli.quiet = 1; break;
-		case 'h': fputs(usage_text, stdout); fputs(sign_usage_text, stdout); return 0;
+		case 'h':
+			fputs(usage_text, stdout);
+			fputs(sign_usage_text, stdout);
+			fputs(oms_usage_text, stdout);
+			return 0;
 		case 'V': printf("lensemble-verify %s\n", PACKAGE_VERSION); return 0;
 		default: return usage_error("unknown option");
 		}

@@ -61,6 +61,7 @@ typedef struct vd_daemon {
 	vd_api api;
 	vd_state *state;
 	vd_keyring *keys;           /* trusted_keys as last read */
+	vd_omskeys *oms_keys;       /* run_oms_keys as last read */
 	vd_account account;         /* who the daemon runs as */
 	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t status, watchdog;
@@ -200,6 +201,32 @@ static vd_keyring *load_keys(const vd_config *cfg, int to_stderr, char *err, siz
 	return kr;
 }
 
+static void bad_oms_key(const char *file, const char *why, void *arg)
+{
+	if (arg != NULL)
+		fprintf(stderr, "lensemble-verifyd: run_oms_keys: %s: %s; skipped\n", file, why);
+	else
+		log_warn("run_oms_keys: %s: %s; skipped", file, why);
+}
+
+static vd_omskeys *load_oms_keys(const vd_config *cfg, int to_stderr, char *err, size_t errlen)
+{
+	return vd_omskeys_load(cfg, bad_oms_key, to_stderr ? (void *)1 : NULL, err, errlen);
+}
+
+/* Takes over the reference to keys. */
+static void set_oms_keys(vd_daemon *d, vd_omskeys *keys)
+{
+	size_t i;
+
+	for (i = 0; i < keys->n; i++)
+		log_info("OMS bundles of run %s: %zu key(s), %zu CA file(s)",
+		    vd_run_name(keys->runs[i].run), keys->runs[i].n_keys, keys->runs[i].n_cas);
+	vd_store_set_oms_keys(&d->store, keys);
+	vd_omskeys_unref(d->oms_keys);
+	d->oms_keys = keys;
+}
+
 /* Keys read once at start: a reload that changes them only warns, naming
  * those it changed so that the operator knows what awaits a restart. */
 static void warn_restart_keys(const vd_config *old, const vd_config *new)
@@ -229,10 +256,12 @@ static void reload(vd_daemon *d)
 	vd_config *c = load_config(&d->opts, err, sizeof(err));
 	vd_config *old = d->cfg;
 	vd_keyring *keys = c ? load_keys(c, 0, err, sizeof(err)) : NULL;
+	vd_omskeys *oms = keys ? load_oms_keys(c, 0, err, sizeof(err)) : NULL;
 
-	if (c == NULL || keys == NULL) {
+	if (c == NULL || keys == NULL || oms == NULL) {
 		log_error("reload refused, keeping the running configuration: %s", err);
 		vd_metrics_reload(&d->metrics, 0, vd_wall_now());
+		vd_keyring_unref(keys);
 		free(c);
 		return;
 	}
@@ -247,6 +276,7 @@ static void reload(vd_daemon *d)
 	d->api.cfg = c;
 	vd_api_load_token(&d->api);
 	set_keys(d, keys);
+	set_oms_keys(d, oms);
 	free(old);
 	vd_metrics_reload(&d->metrics, 1, vd_wall_now());
 	vd_store_scan(&d->store);
@@ -439,6 +469,26 @@ static int open_signing_key(vd_daemon *d, int before_drop)
 	return 0;
 }
 
+/* The key that signs OMS bundles: as the verdicts' key, P-256 when made. */
+static int open_oms_key(vd_daemon *d, int before_drop)
+{
+	char path[VD_CONFIG_PATH_MAX + 32], err[512], msg[600];
+
+	if (d->api.oms_key != NULL || (before_drop && d->cfg->oms_signing_key[0] == '\0'))
+		return 0;
+	if (d->cfg->oms_signing_key[0])
+		snprintf(path, sizeof(path), "%s", d->cfg->oms_signing_key);
+	else
+		snprintf(path, sizeof(path), "%s/%s", d->cfg->state_dir, VD_OMS_SIGNING_KEY_FILE);
+	if (vd_attest_oms_key_open(path, 1, &d->api.oms_key, err, sizeof(err)) < 0) {
+		snprintf(msg, sizeof(msg), "oms_signing_key: %s", err);
+		start_error(msg);
+		return -1;
+	}
+	log_info("OMS bundles are signed by key %s (%s)", vd_key_id(d->api.oms_key), path);
+	return 0;
+}
+
 /* fd's group and other permissions taken away: 1 when it had some, 0 when
  * not (or it is neither a file nor a directory), -1 when they stay. */
 static int strip_others(int fd, mode_t *was)
@@ -526,6 +576,7 @@ static int open_state(vd_daemon *d)
 
 static int run(vd_daemon *d)
 {
+	vd_omskeys *oms;
 	vd_keyring *keys;
 	char err[512];
 	int rc;
@@ -545,15 +596,16 @@ static int run(vd_daemon *d)
 		return 1;
 	/* Read as the starting user: the token file may be root's alone. */
 	vd_api_load_token(&d->api);
-	if ((keys = load_keys(d->cfg, 0, err, sizeof(err))) == NULL) {
+	if ((keys = load_keys(d->cfg, 0, err, sizeof(err))) == NULL ||
+	    (oms = load_oms_keys(d->cfg, 0, err, sizeof(err))) == NULL) {
 		start_error(err);
 		return 1;
 	}
-	if (open_signing_key(d, 1) < 0)
+	if (open_signing_key(d, 1) < 0 || open_oms_key(d, 1) < 0)
 		return 1;
 	if (drop_privileges(&d->account) < 0)
 		return 1;
-	if (open_state(d) < 0 || open_signing_key(d, 0) < 0)
+	if (open_state(d) < 0 || open_signing_key(d, 0) < 0 || open_oms_key(d, 0) < 0)
 		return 1;
 	if ((rc = vd_store_init(&d->store, &d->loop, d->cfg, &d->metrics)) < 0) {
 		snprintf(err, sizeof(err), "cannot start the store %s: %s (%s)", d->cfg->store,
@@ -562,6 +614,7 @@ static int run(vd_daemon *d)
 		return 1;
 	}
 	set_keys(d, keys);
+	set_oms_keys(d, oms);
 	if (vd_store_attach_state(&d->store, d->state) < 0) {
 		snprintf(err, sizeof(err), "cannot load the state database in %s: %s", d->cfg->state_dir,
 		    vd_state_error(d->state));
@@ -578,27 +631,37 @@ static int run(vd_daemon *d)
 		log_warn("event loop closed with handles open");
 	vd_state_close(d->state);
 	vd_keyring_unref(d->keys);
+	vd_omskeys_unref(d->oms_keys);
 	vd_key_free(d->api.signing_key);
+	vd_key_free(d->api.oms_key);
 	log_info("stopped");
 	return 0;
 }
 
 /* A signing_key named in the configuration is read as the starting user;
  * one missing is made at start. */
-static int check_signing_key(const vd_config *c, char *err, size_t errlen)
+static int check_key_file(const char *key, const char *path,
+    int (*open_fn)(const char *, int, vd_key **, char *, size_t), char *err, size_t errlen)
 {
 	char msg[400];
 	struct stat st;
 	vd_key *k = NULL;
 
-	if (c->signing_key[0] == '\0' || (lstat(c->signing_key, &st) < 0 && errno == ENOENT))
+	if (path[0] == '\0' || (lstat(path, &st) < 0 && errno == ENOENT))
 		return 0;
-	if (vd_attest_key_open(c->signing_key, 0, &k, msg, sizeof(msg)) < 0) {
-		snprintf(err, errlen, "signing_key: %s", msg);
+	if (open_fn(path, 0, &k, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s: %s", key, msg);
 		return -1;
 	}
 	vd_key_free(k);
 	return 0;
+}
+
+static int check_signing_key(const vd_config *c, char *err, size_t errlen)
+{
+	return check_key_file("signing_key", c->signing_key, vd_attest_key_open, err, errlen) < 0 ||
+	    check_key_file("oms_signing_key", c->oms_signing_key, vd_attest_oms_key_open, err,
+	    errlen) < 0 ? -1 : 0;
 }
 
 /* -t: what a start would refuse, short of binding and switching user for
@@ -607,8 +670,11 @@ static int check_signing_key(const vd_config *c, char *err, size_t errlen)
 static int check_config(vd_daemon *d, char *err, size_t errlen)
 {
 	vd_keyring *keys = load_keys(d->cfg, 1, err, errlen);
+	vd_omskeys *oms = keys ? load_oms_keys(d->cfg, 1, err, errlen) : NULL;
+	int oms_ok = oms != NULL;
 
-	if (keys == NULL || vd_http_tls_check(d->cfg, err, errlen) < 0 ||
+	vd_omskeys_unref(oms);
+	if (keys == NULL || !oms_ok || vd_http_tls_check(d->cfg, err, errlen) < 0 ||
 	    vd_account_of(d->cfg, &d->account, err, errlen) < 0 ||
 	    check_signing_key(d->cfg, err, errlen) < 0 ||
 	    vd_startcheck_state(d->cfg, &d->account, err, errlen) < 0) {

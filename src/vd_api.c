@@ -48,6 +48,23 @@ typedef struct vd_api_lookup {
 	char root[];                /* the store: a reload may free the configuration meanwhile */
 } lookup;
 
+/* A GET /artifact/<hash>/oms being signed on libuv's threadpool: the
+ * model's files are read and hashed there, never on the loop. The copy's
+ * fingerprint before and after the walk must be the one its verdict was
+ * reached on, or the daemon would sign bytes it did not verify. */
+typedef struct vd_api_oms {
+	uv_work_t work;
+	vd_req *req;                /* NULL once no one waits for the answer */
+	struct vd_api_oms *next, **prevp;   /* in api->omss while req is set */
+	const vd_key *key;          /* the daemon's, alive as long as the loop */
+	vd_artifact_kind kind;
+	vd_fingerprint want;        /* the copy's verdict_fp */
+	int changed;                /* the worker's finding */
+	vd_oms_code code;
+	vd_buf bundle;
+	char path[];                /* the copy, under the store root */
+} oms_job;
+
 /* ---- answers ---------------------------------------------------------- */
 
 /* Memory ran out while answering. Posts are idempotent, so the request
@@ -395,6 +412,147 @@ static void get_attestation(vd_api *api, vd_req *r, const char *hash)
 	vd_buf_free(&env);
 }
 
+/* The copy's fingerprint, taken as the scan takes it. */
+static void fingerprint_path(const char *path, vd_artifact_kind kind, vd_fingerprint *fp)
+{
+	const char *slash = strrchr(path, '/');
+	char parent[PATH_MAX];
+	struct stat st, sig;
+	int fd;
+
+	memset(fp, 0, sizeof(*fp));
+	if (kind == VD_KIND_DIR) {
+		if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+			vd_fingerprint_dir(fd, fp);
+			close(fd);
+		}
+		return;
+	}
+	snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	if (lstat(path, &st) < 0 || (fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;
+	vd_fingerprint_file(&st, vd_tar_sig_stat(fd, slash ? slash + 1 : path, &sig), fp);
+	close(fd);
+}
+
+/* On libuv's threadpool. */
+static void oms_work(uv_work_t *w)
+{
+	oms_job *job = w->data;
+	char sig[PATH_MAX + 8];
+	vd_oms_sign_opts o = { .key = job->key };
+	vd_oms_result *res = malloc(sizeof(*res));
+	vd_fingerprint before, after;
+
+	job->code = VD_OMS_UNREADABLE;
+	if (res == NULL)
+		return;
+	/* A tar is one file: the bundle lies beside it, outside the model. */
+	snprintf(sig, sizeof(sig), "%s%s", job->path, job->kind == VD_KIND_TAR ?
+	    VD_TAR_SIG_SUFFIX : "/" VD_OMS_SIGNATURE_NAME);
+	o.signature = sig;
+	fingerprint_path(job->path, job->kind, &before);
+	job->code = vd_oms_sign(job->path, &o, &job->bundle, res);
+	fingerprint_path(job->path, job->kind, &after);
+	job->changed = !vd_fingerprint_eq(&before, &job->want) ||
+	    !vd_fingerprint_eq(&after, &job->want);
+	free(res);
+}
+
+static void oms_unlink(oms_job *job)
+{
+	if (job->prevp == NULL)
+		return;
+	*job->prevp = job->next;
+	if (job->next)
+		job->next->prevp = job->prevp;
+	job->prevp = NULL;
+}
+
+static void oms_done(uv_work_t *w, int status)
+{
+	oms_job *job = w->data;
+	vd_req *r = job->req;
+
+	oms_unlink(job);
+	if (r != NULL) {
+		r->cancel = NULL;
+		r->handler_state = NULL;
+		if (status != 0 || job->code != VD_OMS_OK || job->bundle.oom)
+			vd_http_error(r, 503, "overloaded", "the bundle could not be signed; try again",
+			    RETRY_AFTER);
+		else if (job->changed)
+			vd_http_error(r, 409, "not_trusted", "the copy changed since it was verified: "
+			    "it is verified again before anything is signed", NULL);
+		else
+			vd_http_respond(r, 200, "application/json", (const char *)job->bundle.p,
+			    job->bundle.len, NULL);
+	}
+	vd_buf_free(&job->bundle);
+	free(job);
+}
+
+/* The connection closed while the worker signs: oms_done frees the job. */
+static void on_oms_cancel(vd_req *r)
+{
+	oms_job *job = r->handler_state;
+
+	oms_unlink(job);
+	job->req = NULL;
+}
+
+/* GET /artifact/<hash>/oms: an OMS v1.0 bundle (key method) by the
+ * daemon's EC key over the files of a trusted, verified copy. */
+static void get_oms(vd_api *api, vd_req *r, const char *hash)
+{
+	const vd_copy *c;
+	oms_job *job;
+	size_t len;
+	int rc;
+
+	if (!vd_is_hex64((vd_str){ hash, strlen(hash) })) {
+		vd_http_error(r, 400, "bad_request",
+		    "an artifact is named by its content hash: 64 lowercase hex characters", NULL);
+		return;
+	}
+	vd_store_sync(api->store);
+	if ((rc = vd_view_trusted_copy(api->store, hash, &c)) == -ENOENT) {
+		vd_http_error(r, 404, "not_found", "no artifact in the store claims this hash", NULL);
+		return;
+	}
+	if (rc < 0) {
+		vd_http_error(r, 409, "not_trusted", "no copy of the artifact is verified and trusted: "
+		    "only a trusted artifact's files are signed", NULL);
+		return;
+	}
+	len = strlen(api->cfg->store) + 1 + strlen(c->relpath);
+	if (api->oms_key == NULL || (job = calloc(1, sizeof(*job) + len + 1)) == NULL) {
+		out_of_memory(r, "signing the bundle");
+		return;
+	}
+	snprintf(job->path, len + 1, "%s/%s", api->cfg->store, c->relpath);
+	job->work.data = job;
+	job->req = r;
+	job->key = api->oms_key;
+	job->kind = c->kind;
+	job->want = c->verdict_fp;
+	vd_buf_init(&job->bundle);
+	if (uv_queue_work(api->store->loop, &job->work, oms_work, oms_done) < 0) {
+		free(job);
+		vd_http_error(r, 503, "overloaded", "the bundle could not be signed; try again",
+		    RETRY_AFTER);
+		return;
+	}
+	job->next = api->omss;
+	if (job->next)
+		job->next->prevp = &job->next;
+	api->omss = job;
+	job->prevp = &api->omss;
+	r->handler_state = job;
+	r->cancel = on_oms_cancel;
+	vd_http_suspend(r);
+}
+
 static void get_artifact_route(vd_api *api, vd_req *r)
 {
 	const char *rest = r->url + strlen("/artifact/");
@@ -407,6 +565,10 @@ static void get_artifact_route(vd_api *api, vd_req *r)
 		memcpy(hash, rest, VD_HASH_HEX_LEN);
 		hash[VD_HASH_HEX_LEN] = '\0';
 		get_attestation(api, r, hash);
+	} else if (strcmp(slash, "/oms") == 0 && slash - rest == VD_HASH_HEX_LEN) {
+		memcpy(hash, rest, VD_HASH_HEX_LEN);
+		hash[VD_HASH_HEX_LEN] = '\0';
+		get_oms(api, r, hash);
 	} else {
 		vd_http_error(r, 404, "not_found", "no such endpoint", NULL);
 	}
@@ -438,20 +600,24 @@ static void get_artifacts(vd_api *api, vd_req *r)
 	    "listing the artifacts");
 }
 
-/* GET /key: the public half of the key that signs verdicts. */
+/* GET /key: the public halves of the keys that sign verdicts and OMS
+ * bundles. */
 static void get_key(vd_api *api, vd_req *r)
 {
-	vd_buf pem;
+	vd_buf pem, oms;
 
 	vd_buf_init(&pem);
-	if (vd_key_public_pem(api->signing_key, &pem) < 0) {
-		vd_buf_free(&pem);
+	vd_buf_init(&oms);
+	if (vd_key_public_pem(api->signing_key, &pem) < 0 ||
+	    (api->oms_key != NULL && vd_key_public_pem(api->oms_key, &oms) < 0)) {
 		vd_http_error(r, 500, "internal", "the public key could not be written", NULL);
-		return;
+	} else {
+		send_json(r, 200, vd_view_key(vd_key_id(api->signing_key), (const char *)pem.p,
+		    api->oms_key ? vd_key_id(api->oms_key) : NULL,
+		    api->oms_key ? (const char *)oms.p : NULL), NULL, "writing out the key");
 	}
-	send_json(r, 200, vd_view_key(vd_key_id(api->signing_key), (const char *)pem.p), NULL,
-	    "writing out the key");
 	vd_buf_free(&pem);
+	vd_buf_free(&oms);
 }
 
 /* GET /events: Server-Sent Events (vd_events.h). Last-Event-ID resumes;
@@ -818,6 +984,17 @@ void vd_api_stop(vd_api *api)
 {
 	lookup *job;
 	verify_wait *vw;
+	oms_job *oj;
+	vd_req *r;
+
+	while ((oj = api->omss) != NULL) {
+		r = oj->req;
+		oms_unlink(oj);
+		oj->req = NULL;     /* oms_done frees the job alone */
+		r->cancel = NULL;
+		r->handler_state = NULL;
+		vd_http_error(r, 503, "overloaded", "the daemon is stopping", RETRY_AFTER);
+	}
 
 	while ((job = api->lookups) != NULL) {
 		vw = job->vw;

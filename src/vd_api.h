@@ -28,6 +28,8 @@ typedef struct vd_api {
 	double start_time;
 	vd_auth auth;              /* token_file and run_token_file */
 	vd_key *signing_key;       /* signs verdicts; never logged */
+	vd_key *oms_key;           /* signs OMS bundles; never logged */
+	struct vd_api_oms *omss;   /* GET /artifact/<hash>/oms being signed off the loop */
 	struct vd_api_lookup *lookups;  /* POST /verify paths being looked up off the loop */
 } vd_api;
 

@@ -15,7 +15,8 @@
 
 /* The file appears under its name only once written and synced: a crash
  * never leaves a half key that the next start would refuse. */
-static int write_new_key(const char *path, vd_key **out, char *err, size_t errlen)
+static int write_new_key(const char *path, vd_key_type type, vd_key **out, char *err,
+    size_t errlen)
 {
 	char tmp[PATH_MAX + 8];
 	vd_key *k = NULL;
@@ -24,7 +25,7 @@ static int write_new_key(const char *path, vd_key **out, char *err, size_t errle
 
 	vd_buf_init(&pem);
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp) ||
-	    vd_key_generate(&k) < 0 || vd_key_private_pem(k, &pem) < 0) {
+	    vd_key_generate_type(type, &k) < 0 || vd_key_private_pem(k, &pem) < 0) {
 		snprintf(err, errlen, "cannot generate a signing key");
 		goto out;
 	}
@@ -54,8 +55,26 @@ int vd_attest_key_open(const char *path, int create, vd_key **out, char *err, si
 	struct stat st;
 
 	if (create && lstat(path, &st) < 0 && errno == ENOENT)
-		return write_new_key(path, out, err, errlen);
+		return write_new_key(path, VD_KEY_ED25519, out, err, errlen);
 	return vd_key_load(path, 1, 1, out, err, errlen);
+}
+
+int vd_attest_oms_key_open(const char *path, int create, vd_key **out, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (create && lstat(path, &st) < 0 && errno == ENOENT)
+		return write_new_key(path, VD_KEY_EC_P256, out, err, errlen);
+	if (vd_key_load_any(path, 1, 1, out, err, errlen) < 0)
+		return -1;
+	if (vd_key_get_type(*out) == VD_KEY_ED25519) {
+		vd_key_free(*out);
+		*out = NULL;
+		snprintf(err, errlen, "%s is an Ed25519 key; OMS bundles are signed with an EC key "
+		    "(lensemble-verify keygen --type ec-p256)", path);
+		return -1;
+	}
+	return 0;
 }
 
 static json_object *get(json_object *o, const char *key)

@@ -11,6 +11,7 @@
 #include "vd_util.h"
 
 #define VD_SIGNING_KEY_FILE "signing.key"   /* under state_dir by default */
+#define VD_OMS_SIGNING_KEY_FILE "oms-signing.key"  /* the same, for OMS bundles */
 #define VD_INTOTO_STATEMENT "https://in-toto.io/Statement/v1"
 #define VD_VERDICT_PREDICATE "urn:lensemble-verifyd:verdict:v1"
 
@@ -18,6 +19,10 @@
  * may read; with create, a missing file is generated (mode 0600, written
  * whole before it appears). 0, or -1 with a sentence. Never logs the key. */
 int vd_attest_key_open(const char *path, int create, vd_key **out, char *err, size_t errlen);
+
+/* The same for the EC key that signs OMS bundles: a new one is P-256. */
+int vd_attest_oms_key_open(const char *path, int create, vd_key **out, char *err,
+    size_t errlen);
 
 /* The in-toto Statement for a status object (vd_view_status), one subject
  * per verified copy, appended to b as compact JSON. -1 when no copy is

@@ -18,7 +18,7 @@
 #include "vd_util.h"
 
 typedef enum key_type {
-	K_STR, K_PATH, K_UINT, K_U64, K_LISTEN, K_LEVEL, K_PINS, K_ANCHORS, K_RUN_TOKENS, K_POLICY,
+	K_STR, K_PATH, K_UINT, K_U64, K_LISTEN, K_LEVEL, K_PINS, K_ANCHORS, K_RUN_TOKENS, K_RUN_OMS, K_POLICY,
 	K_LOGFMT, K_DURATION, K_LEGACY
 } key_type;
 
@@ -50,10 +50,14 @@ static const key_spec keys[] = {
 	  "RUN:ROUND:HEX[, ...]: a later round pinned as a run's trusted root, for a run whose early rounds were never seen (empty: none)" },
 	{ "run_token_file", K_RUN_TOKENS, S(run_token_file), 0, 0, "",
 	  "RUN:FILE[, ...]: a token that commits for that run only, besides token_file (empty: none)" },
+	{ "run_oms_keys", K_RUN_OMS, S(run_oms_keys), 0, 0, "",
+	  "RUN:DIR[, ...]: EC public keys (*.pub) and CA certificates (*.pem) whose OpenSSF Model Signing bundles (model.sig) commit an artifact of that run for its own round; re-read on SIGHUP (empty: none)" },
 	{ "trusted_keys", K_PATH, S(trusted_keys), 0, 0, "",
 	  "directory of Ed25519 public keys (*.pub) whose signed commitments count (empty: none)" },
 	{ "signing_key", K_PATH, S(signing_key), 0, 0, "",
 	  "the daemon's Ed25519 private key (PKCS#8 PEM) for signed verdicts (empty: state_dir/signing.key, created at first start)" },
+	{ "oms_signing_key", K_PATH, S(oms_signing_key), 0, 0, "",
+	  "the daemon's EC private key (PKCS#8 PEM; P-256, P-384 or P-521) for the OMS bundles of GET /artifact/HASH/oms (empty: state_dir/oms-signing.key, a P-256 key created at first start)" },
 	{ "commitment_policy", K_POLICY, U(commitment_policy), 0, 0, "",
 	  "signed: only signed statements, token posts and the pin commit; ledger: unsigned ledger records too (empty: signed when trusted_keys is set, else ledger)" },
 	{ "legacy_policy", K_LEGACY, U(legacy_policy), 0, 0, "accept",
@@ -266,27 +270,43 @@ static int parse_pin(const key_spec *k, const char *p, size_t n, vd_pin *pin, ch
 	return entry_run(p, (size_t)(mid - 1 - p), pin->run, err, errlen, k->name);
 }
 
-static int parse_run_token(const char *p, size_t n, vd_run_token *t, char *err, size_t errlen)
+/* RUN:PATH with an absolute PATH (run_token_file, run_oms_keys). */
+static int parse_run_token(const key_spec *k, const char *p, size_t n, vd_run_token *t,
+    char *err, size_t errlen)
 {
-	const char *colon = memchr(p, ':', n);
+	const char *colon = memchr(p, ':', n), *what = k->type == K_RUN_OMS ? "DIR" : "FILE";
 
 	memset(t, 0, sizeof(*t));
 	if (colon == NULL || colon + 1 == p + n || colon[1] != '/' ||
 	    (size_t)(p + n - colon - 1) >= sizeof(t->file)) {
-		snprintf(err, errlen, "run_token_file entries are RUN:FILE with an absolute FILE");
+		snprintf(err, errlen, "%s entries are RUN:%s with an absolute %s", k->name, what, what);
 		return -1;
 	}
 	memcpy(t->file, colon + 1, (size_t)(p + n - colon - 1));
-	return entry_run(p, (size_t)(colon - p), t->run, err, errlen, "run_token_file");
+	return entry_run(p, (size_t)(colon - p), t->run, err, errlen, k->name);
+}
+
+/* The array a list of runs fills, its count and its capacity. */
+static vd_run_token *run_list(const key_spec *k, vd_config *c, size_t **n, size_t *cap)
+{
+	if (k->type == K_RUN_OMS) {
+		*n = &c->n_run_oms;
+		*cap = VD_CONFIG_MAX_RUN_OMS;
+		return c->run_oms;
+	}
+	*n = &c->n_run_tokens;
+	*cap = VD_CONFIG_MAX_RUN_TOKENS;
+	return c->run_tokens;
 }
 
 /* A comma-separated list, each entry into its array; a run named twice
  * in one list is refused (which would win is not obvious). */
 static int parse_list(const key_spec *k, vd_config *c, const char *v, char *err, size_t errlen)
 {
-	size_t *n = k->type == K_PINS ? &c->n_genesis : k->type == K_ANCHORS ? &c->n_anchors :
-	    &c->n_run_tokens;
-	size_t cap = k->type == K_RUN_TOKENS ? VD_CONFIG_MAX_RUN_TOKENS : VD_CONFIG_MAX_PINS, i, len;
+	int runs = k->type == K_RUN_TOKENS || k->type == K_RUN_OMS;
+	size_t *n = k->type == K_PINS ? &c->n_genesis : &c->n_anchors;
+	size_t cap = VD_CONFIG_MAX_PINS, i, len;
+	vd_run_token *rt = runs ? run_list(k, c, &n, &cap) : NULL;
 	const char *p = v, *end, *run;
 	int rc;
 
@@ -304,16 +324,15 @@ static int parse_list(const key_spec *k, vd_config *c, const char *v, char *err,
 			snprintf(err, errlen, "%s has more than %zu entries", k->name, cap);
 			return -1;
 		}
-		if (k->type == K_RUN_TOKENS)
-			rc = parse_run_token(p, len, &c->run_tokens[*n], err, errlen);
+		if (runs)
+			rc = parse_run_token(k, p, len, &rt[*n], err, errlen);
 		else
 			rc = parse_pin(k, p, len, &(k->type == K_PINS ? c->genesis : c->anchors)[*n], err, errlen);
 		if (rc < 0)
 			return -1;
-		run = k->type == K_RUN_TOKENS ? c->run_tokens[*n].run :
-		    (k->type == K_PINS ? c->genesis : c->anchors)[*n].run;
+		run = runs ? rt[*n].run : (k->type == K_PINS ? c->genesis : c->anchors)[*n].run;
 		for (i = 0; i < *n && k->type != K_ANCHORS; i++)
-			if (strcmp(run, k->type == K_RUN_TOKENS ? c->run_tokens[i].run : c->genesis[i].run) == 0) {
+			if (strcmp(run, runs ? rt[i].run : c->genesis[i].run) == 0) {
 				snprintf(err, errlen, "%s names run %s twice", k->name, run[0] ? run : ".");
 				return -1;
 			}
@@ -404,7 +423,7 @@ static int set_key(const key_spec *k, vd_config *c, const char *v, char *err,
 	switch (k->type) {
 	case K_STR: case K_PATH:
 		return set_string(k, c, v, err, errlen);
-	case K_PINS: case K_ANCHORS: case K_RUN_TOKENS:
+	case K_PINS: case K_ANCHORS: case K_RUN_TOKENS: case K_RUN_OMS:
 		if (set_string(k, c, v, err, errlen) < 0)
 			return -1;
 		return parse_list(k, c, v, err, errlen);
@@ -605,6 +624,7 @@ static int key_differs(const key_spec *k, const vd_config *a, const vd_config *b
 	case K_U64:
 		return *(const uint64_t *)(const void *)pa != *(const uint64_t *)(const void *)pb;
 	case K_STR: case K_PATH: case K_LISTEN: case K_PINS: case K_ANCHORS: case K_RUN_TOKENS:
+	case K_RUN_OMS:
 		return strcmp(pa, pb) != 0;   /* as written: the parsed fields follow from it */
 	default:    /* the enumerations and durations are held as int or unsigned */
 		return *(const int *)(const void *)pa != *(const int *)(const void *)pb;

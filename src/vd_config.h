@@ -50,8 +50,12 @@ typedef struct vd_config {
 	char run_token_file[VD_CONFIG_VALUE_MAX];  /* as written; parsed into run_tokens */
 	vd_run_token run_tokens[VD_CONFIG_MAX_RUN_TOKENS];
 	size_t n_run_tokens;
+	char run_oms_keys[VD_CONFIG_VALUE_MAX];    /* as written; parsed into run_oms */
+	vd_run_token run_oms[VD_CONFIG_MAX_RUN_OMS];  /* file: the directory */
+	size_t n_run_oms;
 	char trusted_keys[VD_CONFIG_PATH_MAX];
 	char signing_key[VD_CONFIG_PATH_MAX];
+	char oms_signing_key[VD_CONFIG_PATH_MAX];
 	int commitment_policy;      /* VD_POLICY_*; see vd_config_policy */
 	int legacy_policy;          /* VD_LEGACY_* */
 	char user[64];

@@ -13,6 +13,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "vd_hash.h"
 #include "vd_keys.h"
@@ -21,11 +22,24 @@
 #define PRIVATE_PEM_TAG "PRIVATE KEY-----"
 #define PEM_BEGIN_PUBLIC "-----BEGIN PUBLIC KEY-----"
 #define PEM_BEGIN_PRIVATE "-----BEGIN PRIVATE KEY-----"
+#define PEM_BEGIN "-----BEGIN "
 
 struct vd_key {
 	EVP_PKEY *pkey;
+	vd_key_type type;
 	int has_private;
 	char id[VD_KEYID_LEN + 1];
+};
+
+static const struct {
+	vd_key_type type;
+	const char *name;       /* as keygen --type takes it */
+	const char *group;      /* OpenSSL's group name; NULL for Ed25519 */
+} key_types[] = {
+	{ VD_KEY_ED25519, "ed25519", NULL },
+	{ VD_KEY_EC_P256, "ec-p256", "prime256v1" },
+	{ VD_KEY_EC_P384, "ec-p384", "secp384r1" },
+	{ VD_KEY_EC_P521, "ec-p521", "secp521r1" },
 };
 
 static int fail(char *err, size_t n, const char *msg)
@@ -47,19 +61,42 @@ static int key_set_id(vd_key *k)
 	uint8_t raw[VD_ED25519_RAW_LEN];
 	size_t rawlen = sizeof(raw);
 
+	if (k->type != VD_KEY_ED25519)
+		return vd_key_pem_hint(k, k->id);
 	if (EVP_PKEY_get_raw_public_key(k->pkey, raw, &rawlen) != 1 ||
 	    rawlen != VD_ED25519_RAW_LEN)
 		return -1;
 	return vd_sha256_hex(raw, rawlen, k->id);
 }
 
+/* The type of pkey, or -1 for a key type or curve not taken here. */
+static int pkey_type(EVP_PKEY *pkey)
+{
+	char group[64];
+	size_t i, n;
+
+	if (EVP_PKEY_get_id(pkey) == EVP_PKEY_ED25519)
+		return VD_KEY_ED25519;
+	if (EVP_PKEY_get_base_id(pkey) != EVP_PKEY_EC ||
+	    EVP_PKEY_get_group_name(pkey, group, sizeof(group), &n) != 1)
+		return -1;
+	for (i = 0; i < VD_ARRAY_LEN(key_types); i++)
+		if (key_types[i].group != NULL && strcmp(group, key_types[i].group) == 0)
+			return (int)key_types[i].type;
+	return -1;
+}
+
 static vd_key *key_wrap(EVP_PKEY *pkey, int has_private)
 {
 	vd_key *k = calloc(1, sizeof(*k));
+	int type = pkey_type(pkey);
 
-	if (k == NULL)
+	if (k == NULL || type < 0) {
+		free(k);
 		return NULL;
+	}
 	k->pkey = pkey;
+	k->type = (vd_key_type)type;
 	k->has_private = has_private;
 	if (key_set_id(k) < 0) {
 		free(k);
@@ -102,14 +139,33 @@ static int has_private_tag(const uint8_t *pem, size_t len)
 	return 0;
 }
 
-int vd_key_from_pem(const uint8_t *pem, size_t len, int private_key,
-    vd_key **out, char *err, size_t errlen)
+/* Where the PEM text to read starts: the first block, past explanatory
+ * text. NULL when there is no block. */
+static const uint8_t *first_block(const uint8_t *pem, size_t len)
 {
+	size_t n = sizeof(PEM_BEGIN) - 1, i;
+
+	for (i = 0; i + n <= len; i++)
+		if (memcmp(pem + i, PEM_BEGIN, n) == 0)
+			return pem + i;
+	return NULL;
+}
+
+static int key_from_pem(const uint8_t *pem, size_t len, int private_key,
+    int any_type, vd_key **out, char *err, size_t errlen)
+{
+	const uint8_t *start;
 	EVP_PKEY *pkey;
 	BIO *bio;
 	int rest_ok;
 
 	*out = NULL;
+	/* Only the block read is checked below: text before it is
+	 * commentary, but never another block OpenSSL would skip. */
+	if (any_type && len <= VD_KEY_FILE_MAX && (start = first_block(pem, len)) != NULL) {
+		len -= (size_t)(start - pem);
+		pem = start;
+	}
 	if (len > VD_KEY_FILE_MAX)
 		return fail(err, errlen, "the key is larger than a PEM key file may be");
 	/* Said before parsing, so that a private key handed over as a
@@ -136,13 +192,53 @@ int vd_key_from_pem(const uint8_t *pem, size_t len, int private_key,
 		EVP_PKEY_free(pkey);
 		return fail(err, errlen, "something other than blank lines follows the PEM key");
 	}
-	if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
+	if (any_type ? pkey_type(pkey) < 0 : EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
 		EVP_PKEY_free(pkey);
-		return fail(err, errlen, "the key is not an Ed25519 key");
+		return fail(err, errlen, any_type ? "the key is neither Ed25519 nor ECDSA "
+		    "on P-256, P-384 or P-521" : "the key is not an Ed25519 key");
 	}
 	if ((*out = key_wrap(pkey, private_key)) == NULL) {
 		EVP_PKEY_free(pkey);
 		return fail(err, errlen, "the public key cannot be read from it");
+	}
+	return 0;
+}
+
+int vd_key_from_pem(const uint8_t *pem, size_t len, int private_key,
+    vd_key **out, char *err, size_t errlen)
+{
+	return key_from_pem(pem, len, private_key, 0, out, err, errlen);
+}
+
+int vd_key_from_pem_any(const uint8_t *pem, size_t len, int private_key,
+    vd_key **out, char *err, size_t errlen)
+{
+	return key_from_pem(pem, len, private_key, 1, out, err, errlen);
+}
+
+int vd_key_from_spki_der(const uint8_t *der, size_t len, vd_key **out,
+    char *err, size_t errlen)
+{
+	const unsigned char *p = der;
+	EVP_PKEY *pkey;
+
+	*out = NULL;
+	if (len > VD_KEY_FILE_MAX || (pkey = d2i_PUBKEY(NULL, &p, (long)len)) == NULL) {
+		ERR_clear_error();
+		return fail(err, errlen, "it is not a DER SubjectPublicKeyInfo");
+	}
+	if (p != der + len) {
+		EVP_PKEY_free(pkey);
+		return fail(err, errlen, "bytes follow the DER SubjectPublicKeyInfo");
+	}
+	if (pkey_type(pkey) < 0) {
+		EVP_PKEY_free(pkey);
+		return fail(err, errlen, "the key is neither Ed25519 nor ECDSA on P-256, "
+		    "P-384 or P-521");
+	}
+	if ((*out = key_wrap(pkey, 0)) == NULL) {
+		EVP_PKEY_free(pkey);
+		return fail(err, errlen, "out of memory");
 	}
 	return 0;
 }
@@ -205,7 +301,7 @@ static ssize_t read_key_file(int fd, uint8_t *buf, size_t cap)
 }
 
 static int key_load_at(int dirfd, const char *name, int private_key,
-    int strict_mode, vd_key **out, char *why, size_t n)
+    int strict_mode, int any_type, vd_key **out, char *why, size_t n)
 {
 	struct stat st;
 	uint8_t *buf;
@@ -225,7 +321,7 @@ static int key_load_at(int dirfd, const char *name, int private_key,
 		snprintf(why, n, "%s", errno == EFBIG ? "it grew larger than a key file may be"
 		    : strerror(errno));
 	else
-		rc = vd_key_from_pem(buf, (size_t)len, private_key, out, why, n);
+		rc = key_from_pem(buf, (size_t)len, private_key, any_type, out, why, n);
 	close(fd);
 	OPENSSL_cleanse(buf, VD_KEY_FILE_MAX + 1);     /* it may have held a private key */
 	free(buf);
@@ -237,7 +333,19 @@ int vd_key_load(const char *path, int private_key, int strict_mode,
 {
 	char why[VD_DETAIL_MAX];
 
-	if (key_load_at(AT_FDCWD, path, private_key, strict_mode, out, why,
+	if (key_load_at(AT_FDCWD, path, private_key, strict_mode, 0, out, why,
+	    sizeof(why)) == 0)
+		return 0;
+	snprintf(err, errlen, "%s: %s", path, why);
+	return -1;
+}
+
+int vd_key_load_any(const char *path, int private_key, int strict_mode,
+    vd_key **out, char *err, size_t errlen)
+{
+	char why[VD_DETAIL_MAX];
+
+	if (key_load_at(AT_FDCWD, path, private_key, strict_mode, 1, out, why,
 	    sizeof(why)) == 0)
 		return 0;
 	snprintf(err, errlen, "%s: %s", path, why);
@@ -260,6 +368,48 @@ int vd_key_generate(vd_key **out)
 		return -1;
 	}
 	return 0;
+}
+
+int vd_key_generate_type(vd_key_type type, vd_key **out)
+{
+	EVP_PKEY *pkey = NULL;
+	size_t i;
+
+	*out = NULL;
+	if (type == VD_KEY_ED25519)
+		return vd_key_generate(out);
+	for (i = 0; i < VD_ARRAY_LEN(key_types); i++)
+		if (key_types[i].type == type && key_types[i].group != NULL)
+			pkey = EVP_PKEY_Q_keygen(NULL, NULL, "EC", key_types[i].group);
+	if (pkey == NULL) {
+		ERR_clear_error();
+		return -1;
+	}
+	if ((*out = key_wrap(pkey, 1)) == NULL) {
+		EVP_PKEY_free(pkey);
+		return -1;
+	}
+	return 0;
+}
+
+vd_key_type vd_key_get_type(const vd_key *k)
+{
+	return k->type;
+}
+
+const char *vd_key_type_name(vd_key_type type)
+{
+	size_t i;
+
+	for (i = 0; i < VD_ARRAY_LEN(key_types); i++)
+		if (key_types[i].type == type)
+			return key_types[i].name;
+	return "unknown";
+}
+
+int vd_key_equal(const vd_key *a, const vd_key *b)
+{
+	return EVP_PKEY_eq(a->pkey, b->pkey) == 1;
 }
 
 void vd_key_free(vd_key *k)
@@ -348,6 +498,64 @@ int vd_key_verify(const vd_key *k, const uint8_t *msg, size_t len,
 		ok = EVP_DigestVerify(ctx, sig, siglen, msg, len) == 1;
 	EVP_MD_CTX_free(ctx);
 	ERR_clear_error();     /* a bad signature leaves an error queued */
+	return ok;
+}
+
+int vd_key_pem_hint(const vd_key *k, char hex[VD_KEYID_LEN + 1])
+{
+	vd_buf pem;
+	int rc;
+
+	vd_buf_init(&pem);
+	rc = vd_key_public_pem(k, &pem) == 0 ? vd_sha256_hex(pem.p, pem.len, hex) : -1;
+	vd_buf_free(&pem);
+	return rc;
+}
+
+/* The digest ECDSA takes on the key's curve, as OMS fixes it; NULL for
+ * Ed25519, which hashes internally. */
+static const EVP_MD *key_md(const vd_key *k)
+{
+	switch (k->type) {
+	case VD_KEY_EC_P256: return EVP_sha256();
+	case VD_KEY_EC_P384: return EVP_sha384();
+	case VD_KEY_EC_P521: return EVP_sha512();
+	default: return NULL;
+	}
+}
+
+int vd_key_sign_any(const vd_key *k, const uint8_t *msg, size_t len,
+    uint8_t sig[VD_SIG_MAX], size_t *siglen)
+{
+	EVP_MD_CTX *ctx;
+	int rc = -1;
+
+	*siglen = VD_SIG_MAX;
+	if (!k->has_private || (ctx = EVP_MD_CTX_new()) == NULL)
+		return -1;
+	if (EVP_DigestSignInit(ctx, NULL, key_md(k), NULL, k->pkey) == 1 &&
+	    EVP_DigestSign(ctx, NULL, siglen, msg, len) == 1 && *siglen <= VD_SIG_MAX &&
+	    EVP_DigestSign(ctx, sig, siglen, msg, len) == 1)
+		rc = 0;
+	EVP_MD_CTX_free(ctx);
+	ERR_clear_error();
+	return rc;
+}
+
+int vd_key_verify_any(const vd_key *k, const uint8_t *msg, size_t len,
+    const uint8_t *sig, size_t siglen)
+{
+	EVP_MD_CTX *ctx;
+	int ok = 0;
+
+	if (k->type == VD_KEY_ED25519)
+		return vd_key_verify(k, msg, len, sig, siglen);
+	if (siglen == 0 || siglen > VD_SIG_MAX || (ctx = EVP_MD_CTX_new()) == NULL)
+		return 0;
+	if (EVP_DigestVerifyInit(ctx, NULL, key_md(k), NULL, k->pkey) == 1)
+		ok = EVP_DigestVerify(ctx, sig, siglen, msg, len) == 1;
+	EVP_MD_CTX_free(ctx);
+	ERR_clear_error();
 	return ok;
 }
 
@@ -441,7 +649,7 @@ static int ring_add_file(vd_keyring *kr, int dirfd, const char *name,
 		    "it is a symbolic link, not a regular file" : "it is not a regular file");
 		return 0;
 	}
-	if (key_load_at(dirfd, name, 0, 0, &k, why, sizeof(why)) < 0) {
+	if (key_load_at(dirfd, name, 0, 0, 0, &k, why, sizeof(why)) < 0) {
 		report(bad, arg, name, why);
 		return 0;
 	}

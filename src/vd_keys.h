@@ -4,6 +4,9 @@
  * SHA-256 of the 32 raw public-key bytes), signing and verification, and
  * a keyring read from a directory of *.pub files. A keyring is an
  * immutable value once loaded; share it by reference counting.
+ *
+ * The _any functions also take the ECDSA keys OpenSSF Model Signing
+ * uses (P-256, P-384, P-521); everything else stays Ed25519 only.
  */
 #ifndef VD_KEYS_H
 #define VD_KEYS_H
@@ -17,6 +20,14 @@
 #define VD_KEYID_LEN 64             /* hex characters */
 #define VD_ED25519_SIG_LEN 64
 #define VD_ED25519_RAW_LEN 32
+#define VD_SIG_MAX 144              /* DER ECDSA over P-521 is at most 139 bytes */
+
+typedef enum vd_key_type {
+	VD_KEY_ED25519,
+	VD_KEY_EC_P256,
+	VD_KEY_EC_P384,
+	VD_KEY_EC_P521
+} vd_key_type;
 
 typedef struct vd_key vd_key;
 
@@ -43,6 +54,34 @@ int vd_key_private_pem(const vd_key *k, vd_buf *b);
 int vd_key_sign(const vd_key *k, const uint8_t *msg, size_t len,
     uint8_t sig[VD_ED25519_SIG_LEN]);
 int vd_key_verify(const vd_key *k, const uint8_t *msg, size_t len,
+    const uint8_t *sig, size_t siglen);
+
+/* ---- any key type: Ed25519 or ECDSA P-256/P-384/P-521 ------------------ */
+
+/* As vd_key_from_pem and vd_key_load, for any key type. Explanatory text
+ * before the block (as certtool writes it) is skipped when no other PEM
+ * block precedes it. An EC key's id is its OMS hint (vd_key_pem_hint). */
+int vd_key_from_pem_any(const uint8_t *pem, size_t len, int private_key,
+    vd_key **out, char *err, size_t errlen);
+int vd_key_load_any(const char *path, int private_key, int strict_mode,
+    vd_key **out, char *err, size_t errlen);
+/* A DER SubjectPublicKeyInfo (a certificate's key), any key type. */
+int vd_key_from_spki_der(const uint8_t *der, size_t len, vd_key **out,
+    char *err, size_t errlen);
+int vd_key_generate_type(vd_key_type type, vd_key **out);
+vd_key_type vd_key_get_type(const vd_key *k);
+const char *vd_key_type_name(vd_key_type type);    /* "ed25519", "ec-p256", ... */
+/* The same public key: 1 or 0. */
+int vd_key_equal(const vd_key *a, const vd_key *b);
+/* Lowercase hex SHA-256 of the public key's PEM SubjectPublicKeyInfo
+ * text, as OpenSSL (and Python's cryptography) write it. 0 or -1. */
+int vd_key_pem_hint(const vd_key *k, char hex[VD_KEYID_LEN + 1]);
+/* Ed25519: pure. EC: ECDSA with SHA-256, SHA-384 or SHA-512 by curve
+ * (P-256, P-384, P-521), a DER signature. sign: 0 or -1, *siglen set
+ * (sig holds VD_SIG_MAX bytes). verify: 1 valid, 0 not. */
+int vd_key_sign_any(const vd_key *k, const uint8_t *msg, size_t len,
+    uint8_t sig[VD_SIG_MAX], size_t *siglen);
+int vd_key_verify_any(const vd_key *k, const uint8_t *msg, size_t len,
     const uint8_t *sig, size_t siglen);
 
 /* The trusted public keys. */

@@ -109,6 +109,7 @@
 #define VD_CONFIG_VALUE_MAX 4096   /* one value; lists of pins are the longest */
 #define VD_CONFIG_MAX_PINS 32      /* entries of genesis_hash, of anchor */
 #define VD_CONFIG_MAX_RUN_TOKENS 16
+#define VD_CONFIG_MAX_RUN_OMS 16   /* runs in run_oms_keys */
 #define VD_PIN_RUN_MAX 256         /* a run named in a pin or a token entry */
 
 /* ---- HTTP requests ------------------------------------------------- */
@@ -217,5 +218,20 @@
 /* ---- the command-line verifier ------------------------------------- */
 #define VD_PROGRESS_MIN_BYTES (256u << 20)   /* show progress above this size */
 #define VD_ATTEST_JSON_MEMORY (4u << 20)   /* parse memory for an attestation read back */
+
+/* OpenSSF Model Signing (vd_oms): bundles and the models they sign. */
+#define VD_OMS_MAX_BYTES (16u << 20)      /* a bundle file larger than this is refused */
+#define VD_OMS_MAX_DEPTH 16               /* JSON nesting in a bundle and its statement */
+#define VD_OMS_MAX_RESOURCES 200000       /* resources in one statement */
+#define VD_OMS_MAX_NAME 4096              /* bytes of one resource name or ignore path */
+#define VD_OMS_MAX_IGNORE 1024            /* ignore paths, the bundle's and the caller's */
+#define VD_OMS_MAX_CERTS 8                /* certificates in a chain */
+#define VD_OMS_MAX_CERT_BYTES (16u << 10) /* one DER certificate */
+#define VD_OMS_MAX_SIG_BYTES 512          /* a decoded DSSE signature */
+#define VD_OMS_MAX_FILES 200000           /* regular files in one model */
+#define VD_OMS_MAX_DIR_DEPTH 64           /* directory levels below the model root */
+#define VD_OMS_MAX_DIFFS 16               /* differences listed; the rest counted */
+#define VD_OMS_RUN_CAS_MAX 64             /* CA certificate files in one run_oms_keys directory */
+#define VD_OMS_SHARD_DEFAULT 1000000000ULL
 
 #endif

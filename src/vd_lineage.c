@@ -31,6 +31,7 @@
 
 #include "vd_lineage.h"
 #include "vd_log.h"
+#include "vd_omskeys.h"
 #include "vd_events.h"
 #include "vd_state.h"
 
@@ -40,7 +41,7 @@
 const char *vd_commit_source_name(vd_commit_source src)
 {
 	static const char *const names[VD_SRC_COUNT] = { "signed", "ledger", "roundclose",
-		"pinned" };
+		"pinned", "oms" };
 
 	return (unsigned)src < VD_SRC_COUNT ? names[src] : "unknown";
 }
@@ -64,6 +65,7 @@ static int rank(const vd_commit_entry *e, vd_commit_source src)
 {
 	switch (src) {
 	case VD_SRC_SIGNED: return 0;
+	case VD_SRC_OMS: return 1;
 	case VD_SRC_LEDGER: return e->is_signed ? 1 : 4;
 	case VD_SRC_ROUNDCLOSE: return 2;
 	default: return 3;
@@ -75,6 +77,7 @@ void vd_lineage_init(vd_lineage *l)
 	memset(l, 0, sizeof(*l));
 	vd_map_init_borrowed(&l->commits);
 	vd_map_init(&l->key_ids);
+	vd_map_init(&l->oms_where);
 	vd_map_init(&l->alerts);
 	vd_map_init(&l->named);
 	l->head_round = -1;
@@ -150,6 +153,10 @@ static void clear_commits(vd_lineage *l)
 		free(v);
 	}
 	vd_map_free(&l->commits);       /* still borrowing keys */
+	it = 0;
+	while (vd_map_next(&l->oms_where, &it, &k, &v))
+		free(v);
+	vd_map_free(&l->oms_where);
 }
 
 /* Every hash any source names for a slot, counting or not: a second one
@@ -392,6 +399,47 @@ static void ledger_commits(vd_lineage *l, const vd_lineage_input *in, const vd_l
 			note_hash(sl, m->diverged[i].hash, m->relpath);
 }
 
+static const char *where_copy(vd_lineage *l, const char *relpath)
+{
+	char *w = vd_map_get(&l->oms_where, relpath);
+
+	if (w != NULL)
+		return w;
+	if ((w = strdup(relpath)) == NULL || vd_map_put(&l->oms_where, relpath, w) < 0) {
+		free(w);
+		return "oms";
+	}
+	return w;
+}
+
+int vd_oms_commits(const vd_copy *c, const vd_omskeys *keys)
+{
+	return c->oms != NULL && c->oms->verified && c->has_verdict && c->code == VD_OK &&
+	    c->hdr.code == VD_OK && strcmp(c->oms->trust, vd_omskeys_digest(keys, c->run)) == 0;
+}
+
+/* A bundle signs the files of one copy: it commits that copy's hash for
+ * the round its header claims, in the run where it lies, and nowhere
+ * else (a key of one run is no signer for another). */
+static void oms_commits(vd_lineage *l, const vd_lineage_input *in)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+	vd_commit_slot *sl;
+
+	while (vd_map_next(&in->model->copies, &it, &k, &v)) {
+		const vd_copy *c = v;
+		int64_t round = c->hdr.round_index - 1;
+		if (!vd_oms_commits(c, in->oms_keys) ||
+		    withdrawn(in, c->run, round, c->hdr.content_hash) ||
+		    (sl = slot(l, c->run, round)) == NULL)
+			continue;
+		put(l, sl, VD_SRC_OMS, c->hdr.content_hash, where_copy(l, c->relpath), 0,
+		    c->oms->key_id, 1);
+	}
+}
+
 static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
@@ -421,6 +469,7 @@ static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 		    (sl = slot(l, s->run, s->st.round_index)) != NULL)
 			put(l, sl, VD_SRC_SIGNED, s->st.hash, s->where, 0, s->key_id, 1);
 	}
+	oms_commits(l, in);
 	for (i = 0; i < in->n_equivs; i++) {
 		const vd_commitment *c = &in->equivs[i];
 		if (c->key_id[0] != '\0' && vd_keyring_find(in->keys, c->key_id) == NULL)
@@ -458,6 +507,7 @@ static void count_series(vd_lineage *l)
 		    VD_CS_LEDGER_UNSIGNED] += sl->src[VD_SRC_LEDGER].has;
 		l->series[VD_CS_ROUNDCLOSE] += sl->src[VD_SRC_ROUNDCLOSE].has;
 		l->series[VD_CS_PINNED] += sl->src[VD_SRC_PINNED].has;
+		l->series[VD_CS_OMS] += sl->src[VD_SRC_OMS].has;
 	}
 }
 
@@ -1148,10 +1198,23 @@ static void alert_put(vd_lineage *l, const vd_lineage_input *in, int kind, const
 	alert_raised(l, in, a);
 }
 
+/* A stale or forged bundle: its manifest disagrees with the files,
+ * whoever signed it. */
+static void oms_alert(vd_lineage *l, const vd_lineage_input *in, const vd_copy *c,
+    const char *relpath)
+{
+	int on = c != NULL && c->oms != NULL && c->oms->differ;
+
+	alert_put(l, in, VD_ALERT_OMS_MISMATCH, relpath, on, "%s: its OMS bundle does not "
+	    "describe its files: %s", relpath, on ? c->oms->detail : "");
+}
+
 static void copy_alert(vd_lineage *l, const vd_lineage_input *in, const char *relpath)
 {
 	const vd_copy *c = vd_model_copy(in->model, relpath);
 	int on = c != NULL && vd_copy_settled(c) == VD_AS_FAILED;
+
+	oms_alert(l, in, c, relpath);
 
 	alert_put(l, in, VD_ALERT_ARTIFACT_FAILED, relpath, on, "%s (claims %s): %s: %s",
 	    relpath, c == NULL ? "" : c->hdr.code == VD_OK ? c->hdr.content_hash : "no valid header",
@@ -1296,7 +1359,7 @@ static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
 		((vd_alert *)v)->seen = 0;
 	it = 0;
 	while (vd_map_next(&in->model->copies, &it, &k, &v))
-		if (vd_copy_settled(v) == VD_AS_FAILED)
+		if (vd_copy_settled(v) == VD_AS_FAILED || ((vd_copy *)v)->oms != NULL)
 			copy_alert(l, in, k);
 	it = 0;
 	while (vd_map_next(&in->model->groups, &it, &k, &v))

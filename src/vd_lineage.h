@@ -26,6 +26,7 @@ typedef enum vd_commit_source {
 	VD_SRC_LEDGER,        /* a ledger record */
 	VD_SRC_ROUNDCLOSE,    /* a RoundClose posted with the operator token */
 	VD_SRC_PINNED,        /* genesis_hash in the configuration */
+	VD_SRC_OMS,           /* an artifact's OMS bundle by a key of its run */
 	VD_SRC_COUNT
 } vd_commit_source;
 
@@ -122,6 +123,7 @@ typedef struct vd_lineage_input {
 	int scanned;                   /* the model holds a whole scan: an alert
 	                                * not raised now is not raised at all */
 	struct vd_events *events;      /* GET /events; NULL: none */
+	const struct vd_omskeys *oms_keys;  /* run_oms_keys; NULL: none */
 } vd_lineage_input;
 
 typedef struct vd_alert {
@@ -133,6 +135,8 @@ typedef struct vd_alert {
 typedef struct vd_lineage {
 	vd_map commits;                /* "run\nround" -> vd_commit_slot */
 	vd_map key_ids;                /* key id -> its one copy, for the slots */
+	vd_map oms_where;              /* copy path -> its copy, for the OMS entries:
+	                                * a copy may go before the slots are rebuilt */
 	vd_map named;                  /* hash a RoundClose names -> what the round check said */
 	int named_failed;              /* out of memory: not all are in named */
 	vd_map alerts;                 /* "kind\nsubject" -> vd_alert */
@@ -192,6 +196,11 @@ void vd_withdrawal_key(char *out, size_t n, const char *run, int64_t round, cons
  * (trust.md section 8). *header_round, when not NULL, gets that round. */
 int vd_round_mismatch(const vd_model *m, const vd_map *retained, const char *run,
     int64_t round, const char *hash, int64_t *header_round);
+
+/* Whether c's OMS bundle commits its content hash for its own header
+ * round in its run: verified under the keys run_oms_keys gives the run
+ * now, on a copy verified itself. */
+int vd_oms_commits(const vd_copy *c, const struct vd_omskeys *keys);
 
 /* The schema_version a legacy hash's header.json was read through the
  * migration from (older than the newest the verifier reads), as its

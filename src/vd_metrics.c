@@ -15,7 +15,7 @@ const char *vd_alert_name(vd_alert_kind k)
 {
 	static const char *const names[VD_ALERT_COUNT] = {
 		"artifact_failed", "commitment_mismatch", "ledger_broken", "fork",
-		"equivocation", "chain_broken", "ledger_rewritten",
+		"equivocation", "chain_broken", "ledger_rewritten", "oms_mismatch",
 	};
 
 	return k < VD_ALERT_COUNT ? names[k] : "unknown";
@@ -114,7 +114,7 @@ static void render_trust(const vd_metrics *m, const vd_gauges *g, vd_buf *b)
 {
 	static const char *const series[VD_CS_COUNT][2] = {
 		{ "signed", "true" }, { "ledger", "true" }, { "ledger", "false" },
-		{ "roundclose", "false" }, { "pinned", "false" },
+		{ "roundclose", "false" }, { "pinned", "false" }, { "oms", "true" },
 	};
 	size_t i;
 

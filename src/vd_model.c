@@ -6,6 +6,7 @@
 #include "vd_chunks.h"
 #include "vd_limits.h"
 #include "vd_model.h"
+#include "vd_omskeys.h"
 
 const char *vd_astate_name(vd_astate st)
 {
@@ -312,8 +313,21 @@ void vd_copy_facts(vd_copy *c, const vd_facts *f)
 	*c->facts = *f;
 }
 
+void vd_copy_oms(vd_copy *c, const vd_oms_status *st)
+{
+	if (st == NULL) {
+		free(c->oms);
+		c->oms = NULL;
+		return;
+	}
+	if (c->oms == NULL && (c->oms = malloc(sizeof(*c->oms))) == NULL)
+		return;             /* shown as no bundle until the next check */
+	*c->oms = *st;
+}
+
 static void free_copy(vd_copy *c)
 {
+	free(c->oms);
 	free(c->detail);
 	free(c->changed);
 	free(c->facts);

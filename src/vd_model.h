@@ -47,7 +47,11 @@ typedef struct vd_copy {
 	char *changed;              /* what the last re-check found changed, or NULL */
 	vd_facts *facts;            /* the facts behind the latest verdict's failure
 	                             * and its remediation; NULL when none */
+	struct vd_oms_status *oms;  /* its OMS bundle as last checked; NULL: none */
 } vd_copy;
+
+/* The copy's OMS bundle as checked (NULL: it has none). */
+void vd_copy_oms(vd_copy *c, const struct vd_oms_status *st);
 
 typedef enum vd_chain_status { VD_CHAIN_PENDING, VD_CHAIN_INTACT, VD_CHAIN_BROKEN } vd_chain_status;
 

@@ -1,6 +1,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -77,6 +79,8 @@ void vd_job_free(vd_job *j)
 	vd_chunkmap_free(j->chunks);
 	vd_hdrinfo_free(&j->hdr);
 	vd_resume_free(j->resume);
+	vd_omskeys_unref(j->oms_keys);
+	free(j->run);
 	free(j->relpath);
 	free(j);
 }
@@ -677,14 +681,21 @@ static void open_failed(vd_job *j, int err)
 	    strerror(err));
 }
 
-static void fingerprint_fd(const vd_job *j, int fd, vd_fingerprint *fp)
+static const char *base_name(const char *relpath)
 {
-	struct stat st;
+	const char *slash = strrchr(relpath, '/');
+
+	return slash ? slash + 1 : relpath;
+}
+
+static void fingerprint_fd(const vd_job *j, int fd, int parent, vd_fingerprint *fp)
+{
+	struct stat st, sig;
 
 	if (j->artifact == VD_KIND_DIR)
 		vd_fingerprint_dir(fd, fp);
 	else if (fstat(fd, &st) == 0)
-		vd_fingerprint_file(&st, fp);
+		vd_fingerprint_file(&st, vd_tar_sig_stat(parent, base_name(j->relpath), &sig), fp);
 }
 
 /* What the job leaves with: the artifact's fingerprint (a tar's by name,
@@ -692,17 +703,52 @@ static void fingerprint_fd(const vd_job *j, int fd, vd_fingerprint *fp)
  * header as read after hashing. */
 static void note_after(vd_job *j, int fd, int parent)
 {
-	const char *base = strrchr(j->relpath, '/');
-	struct stat st;
+	const char *base = base_name(j->relpath);
+	struct stat st, sig;
 
 	if (j->artifact == VD_KIND_DIR) {
 		vd_fingerprint_dir(fd, &j->fp_after);
 		vd_hdrinfo_read(fd, &j->bounds, &j->hdr);
 		return;
 	}
-	if (fstatat(parent, base ? base + 1 : j->relpath, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		vd_fingerprint_file(&st, &j->fp_after);
+	if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		vd_fingerprint_file(&st, vd_tar_sig_stat(parent, base, &sig), &j->fp_after);
 	vd_hdrinfo_read_tar(fd, &j->bounds, &j->hdr);
+}
+
+/* The bundle beside the files: model.sig in a directory, NAME.tar.sig
+ * beside a tar. Checked right after the canonical pass, so that the
+ * files are read again from the page cache, not from storage. */
+static void check_oms(const vd_pool *p, vd_job *j, int fd, int parent)
+{
+	char path[PATH_MAX], sig[PATH_MAX + 8];
+	const vd_oms_run *keys = vd_omskeys_run(j->oms_keys, j->run ? j->run : "");
+	vd_oms_signers t;
+	vd_oms_result *r;
+	struct stat st;
+
+	if ((j->artifact == VD_KIND_DIR ?
+	    fstatat(fd, VD_OMS_SIGNATURE_NAME, &st, AT_SYMLINK_NOFOLLOW) :
+	    (vd_tar_sig_stat(parent, base_name(j->relpath), &st) ? 0 : -1)) < 0)
+		return;
+	j->oms_present = 1;
+	snprintf(j->oms.trust, sizeof(j->oms.trust), "%s", keys ? keys->digest : "");
+	snprintf(path, sizeof(path), "%s/%s", p->root, j->relpath);
+	snprintf(sig, sizeof(sig), j->artifact == VD_KIND_DIR ? "%s/" VD_OMS_SIGNATURE_NAME :
+	    "%s" VD_TAR_SIG_SUFFIX, path);
+	/* On the heap: the result is too large for a hasher's stack. */
+	if ((r = malloc(sizeof(*r))) == NULL) {
+		j->oms.code = VD_OMS_UNREADABLE;
+		snprintf(j->oms.detail, sizeof(j->oms.detail), "out of memory");
+		return;
+	}
+	vd_omskeys_signers(keys, &t);
+	j->oms.code = vd_oms_check(path, sig, &t, r, &j->oms.differ);
+	j->oms.verified = j->oms.code == VD_OMS_OK;
+	snprintf(j->oms.method, sizeof(j->oms.method), "%s", r->method);
+	memcpy(j->oms.key_id, r->key_id, sizeof(j->oms.key_id));
+	snprintf(j->oms.detail, sizeof(j->oms.detail), "%s", r->detail);
+	free(r);
 }
 
 /* The artifact for this slice, opened again by name each time; after
@@ -776,12 +822,15 @@ static int run_job(vd_queue *q, vd_queue_item *item, void *arg)
 	}
 	pc.slice_end = pc.t0 + slice_length(j);
 	if (j->resume == NULL) {
-		fingerprint_fd(j, fd, &j->fp_before);
+		fingerprint_fd(j, fd, parent, &j->fp_before);
 		j->dev = st.st_dev;
 		j->ino = st.st_ino;
 	}
-	if (!(paused = verify_slice(q, j, fd, &pc)))
+	if (!(paused = verify_slice(q, j, fd, &pc))) {
+		if (j->abandoned == VD_ABANDON_NONE && !vd_queue_cancelled(q))
+			check_oms(p, j, fd, parent);
 		note_after(j, fd, parent);
+	}
 	close(fd);
 	if (parent >= 0)
 		close(parent);

@@ -17,6 +17,7 @@
 #include "vd_artifact.h"
 #include "vd_chunks.h"
 #include "vd_limits.h"
+#include "vd_omskeys.h"
 #include "vd_queue.h"
 #include "vd_scan.h"
 
@@ -70,6 +71,13 @@ struct vd_job {
 	dev_t dev;
 	ino_t ino;
 	int pausing;
+	/* The OMS bundle beside the files, checked once the pass is done
+	 * against the keys of the copy's run (a reference, dropped with the
+	 * job; NULL: none configured). */
+	vd_omskeys *oms_keys;
+	char *run;
+	int oms_present;
+	vd_oms_status oms;
 };
 
 typedef struct vd_pool vd_pool;

@@ -194,21 +194,43 @@ int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp)
 /* Tagged, so that no directory's digest can equal it. */
 #define VD_FP_FILE_TAG "tar\0"
 
-void vd_fingerprint_file(const struct stat *st, vd_fingerprint *fp)
+void vd_fingerprint_file(const struct stat *st, const struct stat *sig, vd_fingerprint *fp)
 {
 	vd_hasher *h = vd_hasher_new();
 	int64_t rec[9] = { st->st_mode, (int64_t)st->st_dev, (int64_t)st->st_ino, st->st_size,
 		st->st_mtim.tv_sec, st->st_mtim.tv_nsec, st->st_ctim.tv_sec, st->st_ctim.tv_nsec,
 		(int64_t)st->st_nlink };
+	int64_t srec[6];
 
 	memset(fp, 0, sizeof(*fp));
 	fp->entries = 1;
 	fp->linked = S_ISREG(st->st_mode) && st->st_nlink > 1;
 	fp->ok = h != NULL &&
 	    vd_hasher_update(h, VD_FP_FILE_TAG, sizeof(VD_FP_FILE_TAG) - 1) == 0 &&
-	    vd_hasher_update(h, rec, sizeof(rec)) == 0 &&
-	    vd_hasher_digest(h, fp->digest) == 0;
+	    vd_hasher_update(h, rec, sizeof(rec)) == 0;
+	/* Only when there is one: a tar without a bundle keeps the digest its
+	 * stored verdict was reached on. */
+	if (sig != NULL) {
+		srec[0] = (int64_t)sig->st_ino;
+		srec[1] = sig->st_size;
+		srec[2] = sig->st_mtim.tv_sec;
+		srec[3] = sig->st_mtim.tv_nsec;
+		srec[4] = sig->st_ctim.tv_sec;
+		srec[5] = sig->st_ctim.tv_nsec;
+		fp->ok = fp->ok && vd_hasher_update(h, srec, sizeof(srec)) == 0;
+	}
+	fp->ok = fp->ok && vd_hasher_digest(h, fp->digest) == 0;
 	vd_hasher_free(h);
+}
+
+const struct stat *vd_tar_sig_stat(int parent, const char *tar_name, struct stat *st)
+{
+	char name[NAME_MAX + 8];
+
+	if (parent < 0 || snprintf(name, sizeof(name), "%s%s", tar_name, VD_TAR_SIG_SUFFIX) >=
+	    (int)sizeof(name) || fstatat(parent, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+		return NULL;
+	return st;
 }
 
 int vd_fingerprint_eq(const vd_fingerprint *a, const vd_fingerprint *b)
@@ -348,11 +370,11 @@ static void scan_incomplete(vd_scan_result *r, const char *rel, const char *why)
 }
 
 /* fd: the artifact directory, or the tar file (kind). */
-static void add_artifact(vd_scan_result *r, int fd, vd_artifact_kind kind, const char *rel,
-    const char *run)
+static void add_artifact(vd_scan_result *r, int fd, int parent, vd_artifact_kind kind,
+    const char *rel, const char *run)
 {
 	vd_scan_artifact *a, *arr;
-	struct stat st;
+	struct stat st, sig;
 
 	if (r->n_artifacts >= (r->room > 0 ? r->room : VD_SCAN_MAX_ARTIFACTS)) {
 		r->truncated = 1;
@@ -382,7 +404,8 @@ static void add_artifact(vd_scan_result *r, int fd, vd_artifact_kind kind, const
 		vd_hdrinfo_read(fd, &r->bounds, &a->hdr);
 	} else {
 		if (fstat(fd, &st) == 0)
-			vd_fingerprint_file(&st, &a->fp);
+			vd_fingerprint_file(&st, vd_tar_sig_stat(parent, strrchr(rel, '/') ?
+			    strrchr(rel, '/') + 1 : rel, &sig), &a->fp);
 		vd_hdrinfo_read_tar(fd, &r->bounds, &a->hdr);
 	}
 }
@@ -631,7 +654,7 @@ static void add_tar(vd_scan_result *r, int dirfd, const char *rel, const char *n
 	}
 	fd = openat_tar(dirfd, name);
 	if (fd >= 0) {
-		add_artifact(r, fd, VD_KIND_TAR, child, rel);
+		add_artifact(r, fd, dirfd, VD_KIND_TAR, child, rel);
 		close(fd);
 	} else if (fd != -ENOENT && fd != -ELOOP && fd != -EINVAL) {
 		add_unreadable(r, child, strerror(-fd));
@@ -657,7 +680,7 @@ static int walk_artifact(vd_scan_result *r, int dirfd, const char *rel, int *sto
 	if (run == NULL)
 		scan_incomplete(r, rel, "out of memory");
 	else
-		add_artifact(r, dirfd, VD_KIND_DIR, rel, run);
+		add_artifact(r, dirfd, -1, VD_KIND_DIR, rel, run);
 	free(run);
 	return 1;
 }
@@ -888,10 +911,22 @@ static int open_gone(int err)
  * or going makes its directory walked again, whatever it was. Past the
  * depth limit (a path a client named) nothing is walked, and what was
  * taken for an artifact there is gone, as a whole scan finds it. */
+/* "NAME.tar.sig": NAME.tar into tar, 1; else 0. */
+static int tar_of_sig(const char *name, char *tar, size_t n)
+{
+	size_t len = strlen(name), sl = sizeof(VD_TAR_SIG_SUFFIX) - 1;
+
+	if (len <= sl || len - sl >= n || strcmp(name + len - sl, VD_TAR_SIG_SUFFIX) != 0)
+		return 0;
+	memcpy(tar, name, len - sl);
+	tar[len - sl] = '\0';
+	return vd_tar_name(tar);
+}
+
 static void scope_change(vd_scan_result *r, int rootfd, unsigned depth, const vd_scan_change *c)
 {
 	const char *name = c->name[0] != '\0' ? c->name : NULL, *base;
-	char parent[PATH_MAX];
+	char parent[PATH_MAX], tar[NAME_MAX + 1];
 	struct stat st;
 	int fd, artifact;
 
@@ -928,6 +963,9 @@ static void scope_change(vd_scan_result *r, int rootfd, unsigned depth, const vd
 		add_scope(r, VD_SCOPE_STMTS, c->dir, NULL);
 	} else if (strcmp(name, VD_LEDGER_FILE) == 0) {
 		add_scope(r, VD_SCOPE_DIR, c->dir, NULL);
+	} else if (tar_of_sig(name, tar, sizeof(tar))) {
+		/* A tar's bundle is part of its fingerprint. */
+		add_scope(r, VD_SCOPE_TREE, c->dir, tar);
 	} else {
 		add_scope(r, VD_SCOPE_TREE, c->dir, name);
 	}

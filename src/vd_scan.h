@@ -61,8 +61,14 @@ typedef struct vd_fingerprint {
 
 int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp);
 /* The same for a tar artifact, from its own identity (type, device, inode,
- * size, times, links): never equal to a directory's. */
-void vd_fingerprint_file(const struct stat *st, vd_fingerprint *fp);
+ * size, times, links) and its bundle's beside it (sig; NULL: none): never
+ * equal to a directory's. */
+void vd_fingerprint_file(const struct stat *st, const struct stat *sig, vd_fingerprint *fp);
+/* The OMS bundle beside a tar: "NAME.tar" + this. */
+#define VD_TAR_SIG_SUFFIX ".sig"
+/* Its identity into st, found in the tar's directory parent: st, or NULL
+ * when there is none. */
+const struct stat *vd_tar_sig_stat(int parent, const char *tar_name, struct stat *st);
 int vd_fingerprint_eq(const vd_fingerprint *a, const vd_fingerprint *b);
 
 typedef struct vd_scan_artifact {

@@ -56,6 +56,11 @@ static int submit(vd_store *s, vd_copy *c, vd_job_kind kind, uint64_t gen)
 	j->max_seconds = s->cfg->max_verify_seconds;
 	j->floor_rate = s->cfg->verify_floor_rate;
 	j->slice = s->cfg->hash_slice_ms / 1000.0;
+	j->oms_keys = vd_omskeys_ref(s->oms_keys);
+	if ((j->run = strdup(c->run)) == NULL) {
+		vd_job_free(j);
+		return -ENOMEM;
+	}
 	if ((rc = vd_pool_submit(s->pool, j, kind == VD_JOB_EXPLICIT ? s->cfg->queue_max :
 	    (s->cfg->queue_max < VD_BACKGROUND_QUEUED ? s->cfg->queue_max : VD_BACKGROUND_QUEUED))) < 0) {
 		vd_job_free(j);

@@ -12,6 +12,7 @@
 #include "vd_limits.h"
 #include "vd_lineage.h"
 #include "vd_log.h"
+#include "vd_omskeys.h"
 #include "vd_state.h"
 #include "vd_util.h"
 
@@ -66,8 +67,9 @@ static void done(vd_state *st, sqlite3_stmt *s)
 static const char SQL_PUT_VERDICT[] =
 	"INSERT OR REPLACE INTO verdicts (relpath, fingerprint, code, detail, content_hash,"
 	" tensors, bytes, verified_at, duration_ms, chunks, expected_hash, recomputed_hash,"
-	" file_schema_version, reader_max_version, tensor, file, remediation)"
-	" VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+	" file_schema_version, reader_max_version, tensor, file, remediation, oms_code,"
+	" oms_verified, oms_differ, oms_method, oms_key_id, oms_detail, oms_trust)"
+	" VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 static const char SQL_RETAIN[] = "INSERT OR IGNORE INTO retained VALUES (?,?,?,?,?,?)";
 static const char SQL_LEDGER_REC[] = "INSERT INTO ledger_memory VALUES (?,?,?,?,?,?)";
 static const char SQL_AUDIT[] = "INSERT OR IGNORE INTO commitment_audit (run, kind, number,"
@@ -176,6 +178,15 @@ static const char *const migrations[VD_STATE_SCHEMA] = {
 	"  run TEXT NOT NULL, round_index INTEGER NOT NULL, hash TEXT NOT NULL,"
 	"  sources TEXT NOT NULL, peer TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL,"
 	"  PRIMARY KEY (run, round_index, hash));",
+	/* 8 -> 9: the OMS bundle beside the files as last checked (oms_code
+	 * NULL: none), and the run's keys it was checked under. */
+	"ALTER TABLE verdicts ADD COLUMN oms_code INTEGER;"
+	"ALTER TABLE verdicts ADD COLUMN oms_verified INTEGER;"
+	"ALTER TABLE verdicts ADD COLUMN oms_differ INTEGER;"
+	"ALTER TABLE verdicts ADD COLUMN oms_method TEXT;"
+	"ALTER TABLE verdicts ADD COLUMN oms_key_id TEXT;"
+	"ALTER TABLE verdicts ADD COLUMN oms_detail TEXT;"
+	"ALTER TABLE verdicts ADD COLUMN oms_trust TEXT;",
 };
 
 const char *vd_state_error(vd_state *st)
@@ -500,16 +511,56 @@ static void bind_facts(sqlite3_stmt *s, int first, const vd_facts *f)
 	bind_fact(s, first + 6, f->remediation);
 }
 
+/* The bundle of a verdict row from column first on; 0 when it has none. */
+static int row_oms(sqlite3_stmt *s, int first, vd_oms_status *o)
+{
+	if (sqlite3_column_type(s, first) == SQLITE_NULL)
+		return 0;
+	memset(o, 0, sizeof(*o));
+	o->code = (vd_oms_code)sqlite3_column_int(s, first);
+	if ((unsigned)o->code >= VD_OMS_CODE_COUNT)
+		o->code = VD_OMS_UNREADABLE;
+	o->verified = sqlite3_column_int(s, first + 1) != 0;
+	o->differ = sqlite3_column_int(s, first + 2) != 0;
+	copy_text(o->method, sizeof(o->method), sqlite3_column_text(s, first + 3));
+	copy_text(o->key_id, sizeof(o->key_id), sqlite3_column_text(s, first + 4));
+	copy_text(o->detail, sizeof(o->detail), sqlite3_column_text(s, first + 5));
+	copy_text(o->trust, sizeof(o->trust), sqlite3_column_text(s, first + 6));
+	return 1;
+}
+
+#define OMS_COLUMNS 7
+
+static void bind_oms(sqlite3_stmt *s, int first, const vd_oms_status *o)
+{
+	int i;
+
+	if (o == NULL) {
+		for (i = 0; i < OMS_COLUMNS; i++)
+			sqlite3_bind_null(s, first + i);
+		return;
+	}
+	sqlite3_bind_int(s, first, (int)o->code);
+	sqlite3_bind_int(s, first + 1, o->verified);
+	sqlite3_bind_int(s, first + 2, o->differ);
+	sqlite3_bind_text(s, first + 3, o->method, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, first + 4, o->key_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, first + 5, o->detail, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, first + 6, o->trust, -1, SQLITE_STATIC);
+}
+
 int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg)
 {
 	sqlite3_stmt *s;
 	vd_stored_verdict v;
 	vd_facts facts;
+	vd_oms_status oms;
 	int rc;
 
 	if (sqlite3_prepare_v2(st->db, "SELECT relpath, fingerprint, code, detail, content_hash,"
 	    " tensors, bytes, verified_at, duration_ms, chunks, expected_hash, recomputed_hash,"
-	    " file_schema_version, reader_max_version, tensor, file, remediation FROM verdicts",
+	    " file_schema_version, reader_max_version, tensor, file, remediation, oms_code,"
+	    " oms_verified, oms_differ, oms_method, oms_key_id, oms_detail, oms_trust FROM verdicts",
 	    -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "loading verdicts");
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -528,6 +579,7 @@ int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg)
 		v.chunks = sqlite3_column_blob(s, 9);
 		v.chunks_len = (size_t)sqlite3_column_bytes(s, 9);
 		v.facts = row_facts(s, 10, &facts) ? &facts : NULL;
+		v.oms = row_oms(s, 10 + FACT_COLUMNS, &oms) ? &oms : NULL;
 		if ((unsigned)v.code <= VD_IO_ERROR)
 			fn(&v, arg);
 	}
@@ -558,6 +610,7 @@ int vd_state_put_verdict(vd_state *st, const vd_stored_verdict *v)
 	else
 		sqlite3_bind_null(s, 10);
 	bind_facts(s, 11, v->facts);
+	bind_oms(s, 11 + FACT_COLUMNS, v->oms);
 	rc = sqlite3_step(s);
 	done(st, s);
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "storing a verdict");

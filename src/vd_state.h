@@ -20,7 +20,7 @@
 #include "vd_scan.h"
 
 #define VD_STATE_FILE "state.db"
-#define VD_STATE_SCHEMA 8
+#define VD_STATE_SCHEMA 9
 
 typedef struct vd_state vd_state;
 
@@ -36,6 +36,8 @@ typedef struct vd_stored_verdict {
 	size_t chunks_len;
 	const vd_facts *facts;      /* behind a failure, or NULL; loaded: valid in
 	                             * the callback only */
+	const struct vd_oms_status *oms;  /* its OMS bundle as checked, or NULL;
+	                             * loaded: valid in the callback only */
 } vd_stored_verdict;
 
 typedef struct vd_commitment {

@@ -73,6 +73,7 @@ static void persist_verdict(vd_store *s, const vd_copy *c)
 	v.verified_at = c->verified_at;
 	v.duration_ms = c->duration_ms;
 	v.facts = c->facts;
+	v.oms = c->oms;
 	vd_buf_init(&blob);
 	if (c->chunks != NULL && c->code == VD_OK && vd_chunkmap_serialize(c->chunks, &blob) == 0) {
 		v.chunks = blob.p;
@@ -133,10 +134,39 @@ static void job_abandoned(vd_store *s, vd_copy *c)
 	scan_path(s, c->relpath);
 }
 
+/* What c's bundle commits, as text: a change of it changes the
+ * commitments, not only the model. */
+static void oms_commit_sig(const vd_store *s, const vd_copy *c, char *out, size_t n)
+{
+	if (!vd_oms_commits(c, s->oms_keys))
+		snprintf(out, n, "-");
+	else
+		snprintf(out, n, "%s %lld %s", c->hdr.content_hash, (long long)c->hdr.round_index,
+		    c->oms->key_id);
+}
+
+/* The bundle as this job found it. */
+static void take_oms(vd_copy *c, const vd_job *j)
+{
+	if (j->abandoned != VD_ABANDON_NONE)
+		return;
+	vd_copy_oms(c, j->oms_present ? &j->oms : NULL);
+	if (c->oms != NULL && !c->oms->verified)
+		log_info("%s: its OMS bundle does not verify: %s: %s", c->relpath,
+		    vd_oms_code_name(c->oms->code), c->oms->detail);
+}
+
+/* Checked under other keys than its run's now. */
+static int oms_stale(const vd_store *s, const vd_copy *c)
+{
+	return c->oms != NULL && strcmp(c->oms->trust, vd_omskeys_digest(s->oms_keys, c->run)) != 0;
+}
+
 static void on_job_done(vd_job *j, void *arg)
 {
 	vd_store *s = arg;
 	vd_copy *c = vd_model_copy(&s->model, j->relpath);
+	char sig_before[VD_HASH_HEX_LEN + VD_KEYID_LEN + 32], sig_after[sizeof(sig_before)];
 	int changed;
 
 	if (j->abandoned == VD_ABANDON_GONE)
@@ -156,8 +186,10 @@ static void on_job_done(vd_job *j, void *arg)
 		job_abandoned(s, c);
 		goto out;
 	}
+	oms_commit_sig(s, c, sig_before, sizeof(sig_before));
 	c->timeouts = j->abandoned == VD_ABANDON_TIME ? c->timeouts + 1 : 0;
 	vd_model_touch(&s->model, c);
+	take_oms(c, j);
 	if (j->rechecked) {
 		log_info("re-checked %s chunk by chunk: unchanged (%.3f s)", c->relpath, j->duration);
 		c->verdict_fp = j->fp_before;
@@ -182,6 +214,9 @@ static void on_job_done(vd_job *j, void *arg)
 	if (!c->fp.ok)
 		c->fp = j->fp_before;
 	take_header(s, c, j);
+	oms_commit_sig(s, c, sig_after, sizeof(sig_after));
+	if (strcmp(sig_before, sig_after) != 0)
+		s->commits_dirty = 1;
 	/* Bytes that changed under the hash: the verdict describes nothing on
 	 * disk, so whoever waits for this run waits for the next one. */
 	changed = !vd_fingerprint_eq(&j->fp_before, &j->fp_after);
@@ -325,6 +360,8 @@ static void remove_copy(vd_store *s, vd_copy *c)
 		s->backlog--;
 	memcpy(hash, c->hdr.content_hash, sizeof(hash));
 	snprintf(rel, sizeof(rel), "%s", c->relpath);
+	if (vd_oms_commits(c, s->oms_keys))
+		s->commits_dirty = 1;
 	/* An in-flight job finds no copy on return and is dropped. */
 	vd_model_remove_copy(&s->model, c);
 	if (indexed)
@@ -335,6 +372,7 @@ typedef struct stored {
 	vd_stored_verdict v;
 	vd_chunkmap *chunks;
 	vd_facts *facts;            /* its own copy of v's, or NULL: most have none */
+	vd_oms_status *oms;         /* the same for its bundle */
 } stored;
 
 static void free_stored(void *p)
@@ -344,6 +382,7 @@ static void free_stored(void *p)
 	if (st != NULL) {
 		vd_chunkmap_free(st->chunks);
 		free(st->facts);
+		free(st->oms);
 		free(st);
 	}
 }
@@ -370,6 +409,7 @@ static void adopt_stored(vd_store *s, vd_copy *c)
 		c->verified_at = v->verified_at;
 		c->duration_ms = v->duration_ms;
 		vd_copy_facts(c, st->facts);
+		vd_copy_oms(c, st->oms);
 		memcpy(c->verdict_fp.digest, v->fingerprint, sizeof(c->verdict_fp.digest));
 		c->verdict_fp.ok = 1;
 		if (vd_fingerprint_eq(&c->verdict_fp, &c->fp))
@@ -413,7 +453,7 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 	c->fp = a->fp;
 	vd_model_index(&s->model, c);
 	adopt_stored(s, c);
-	if (!c->has_verdict || !vd_fingerprint_eq(&c->verdict_fp, &c->fp))
+	if (!c->has_verdict || !vd_fingerprint_eq(&c->verdict_fp, &c->fp) || oms_stale(s, c))
 		vd_sched_schedule(s, c, VD_JOB_BACKGROUND, NULL);
 }
 
@@ -1047,6 +1087,21 @@ void vd_store_set_keys(vd_store *s, vd_keyring *keys)
 		vd_store_scan(s);
 }
 
+void vd_store_set_oms_keys(vd_store *s, vd_omskeys *keys)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	vd_omskeys_unref(s->oms_keys);
+	s->oms_keys = vd_omskeys_ref(keys);
+	while (vd_map_next(&s->model.copies, &it, &k, &v))
+		if (oms_stale(s, v))
+			vd_sched_schedule(s, v, VD_JOB_BACKGROUND, NULL);
+	/* A bundle checked under the old keys commits nothing meanwhile. */
+	vd_store_refresh(s);
+}
+
 /* Directories in walk order: a directory before what is in it, names in
  * byte order (so '/' sorts first). */
 static int walk_order(const char *a, const char *b)
@@ -1554,10 +1609,13 @@ static void load_verdict(const vd_stored_verdict *v, void *arg)
 	copy->v = *v;
 	copy->v.chunks = NULL;
 	copy->v.facts = NULL;
+	copy->v.oms = NULL;
 	if (v->chunks != NULL && v->code == VD_OK)
 		copy->chunks = vd_chunkmap_parse(v->chunks, v->chunks_len);
 	if (v->facts != NULL && (copy->facts = malloc(sizeof(*copy->facts))) != NULL)
 		*copy->facts = *v->facts;
+	if (v->oms != NULL && (copy->oms = malloc(sizeof(*copy->oms))) != NULL)
+		*copy->oms = *v->oms;
 	free_stored(vd_map_del(&s->stored, v->relpath));
 	if (vd_map_put(&s->stored, v->relpath, copy) < 0)
 		free_stored(copy);
@@ -1778,6 +1836,20 @@ static void ledgers_naming(vd_store *s, vd_withdrawal *w)
 	}
 }
 
+static void oms_naming(vd_store *s, vd_withdrawal *w)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	while (vd_map_next(&s->model.copies, &it, &k, &v)) {
+		const vd_copy *c = v;
+		if (vd_oms_commits(c, s->oms_keys) && same(w->run, w->round_index, w->hash, c->run,
+		    c->hdr.round_index - 1, c->hdr.content_hash))
+			add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_OMS));
+	}
+}
+
 /* Every source that names (run, round) -> hash, into w->sources. */
 static void sources_naming(vd_store *s, vd_withdrawal *w)
 {
@@ -1791,6 +1863,7 @@ static void sources_naming(vd_store *s, vd_withdrawal *w)
 		    s->stmts[i].run, s->stmts[i].st.round_index, s->stmts[i].st.hash))
 			add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_SIGNED));
 	ledgers_naming(s, w);
+	oms_naming(s, w);
 }
 
 int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
@@ -1893,6 +1966,7 @@ static void refresh_now(vd_store *s, vd_refresh what)
 	in.withdrawn = &s->withdrawn;
 	in.retained = &s->retained;
 	in.retained_children = &s->retained_children;
+	in.oms_keys = s->oms_keys;
 	if (what == VD_REFRESH_MODEL && s->commits_dirty)
 		what = VD_REFRESH_COMMITS;
 	vd_lineage_refresh(&s->lineage, &in, what);
@@ -2027,6 +2101,7 @@ static void free_all(vd_store *s)
 	vd_map_free(&s->withdrawn);
 	free(s->stmts);
 	vd_keyring_unref(s->keys);
+	vd_omskeys_unref(s->oms_keys);
 	for (i = 0; i < s->n_ledgers; i++)
 		vd_scan_ledger_free(&s->ledgers[i]);
 	free(s->ledgers);

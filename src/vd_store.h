@@ -19,6 +19,7 @@
 #include "vd_map.h"
 #include "vd_metrics.h"
 #include "vd_model.h"
+#include "vd_omskeys.h"
 #include "vd_pool.h"
 #include "vd_changes.h"
 #include "vd_scan.h"
@@ -40,6 +41,7 @@ typedef struct vd_store {
 	size_t n_ledgers;
 	vd_map mems;                /* ledger relpath -> vd_ledger_mem */
 	vd_keyring *keys;           /* trusted keys; NULL: none */
+	vd_omskeys *oms_keys;       /* run_oms_keys as last read; NULL: none */
 	unsigned keys_gen;          /* bumped when the keys change */
 	vd_map env_cache;           /* envelope relpath -> its last evaluation */
 	vd_signed_stmt *stmts;      /* posted checkpoints, then remembered statements */
@@ -166,6 +168,11 @@ int vd_store_forget_ledger(vd_store *s, const char *relpath);
 
 /* Trust these keys from now on (a reference is taken; NULL: none). */
 void vd_store_set_keys(vd_store *s, vd_keyring *keys);
+
+/* Check OMS bundles against these keys from now on (a reference is
+ * taken; NULL: none): a copy whose bundle was checked under other keys
+ * for its run is verified again. */
+void vd_store_set_oms_keys(vd_store *s, vd_omskeys *keys);
 
 /* Recompute commitments, lineage and alerts now (after a change to the
  * commitments). */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "vd_jsonw.h"
+#include "vd_omskeys.h"
 #include "vd_utf8.h"
 #include "vd_views.h"
 
@@ -141,6 +142,29 @@ static void facts_json(int *oom, json_object *o, const vd_facts *f)
 	add_fact(oom, o, "remediation", f->remediation);
 }
 
+static int copy_trusted(const vd_copy *c, const vd_group *g)
+{
+	return vd_copy_state(c) == VD_AS_VERIFIED && g->chain == VD_CHAIN_INTACT &&
+	    g->committed && !g->legacy_untrusted;
+}
+
+/* The copy's OMS bundle as checked; null when it has none. */
+static json_object *oms_json(int *oom, const vd_oms_status *m)
+{
+	json_object *o;
+
+	if (m == NULL)
+		return NULL;
+	o = jobj(oom);
+	add(oom, o, "present", jbool(oom, 1));
+	add(oom, o, "verified", jbool(oom, m->verified));
+	add(oom, o, "method", m->method[0] ? jstr(oom, m->method) : NULL);
+	add(oom, o, "key_id", m->key_id[0] ? jstr(oom, m->key_id) : NULL);
+	add(oom, o, "code", jstr(oom, vd_oms_code_name(m->code)));
+	add(oom, o, "detail", m->detail[0] ? jstr_clean(oom, m->detail) : NULL);
+	return o;
+}
+
 static json_object *copy_json(int *oom, const vd_copy *c, const vd_group *g)
 {
 	json_object *o = jobj(oom);
@@ -163,9 +187,9 @@ static json_object *copy_json(int *oom, const vd_copy *c, const vd_group *g)
 		add(oom, o, "changed", jstr(oom, c->changed));
 	if (bad && c->facts != NULL)
 		facts_json(oom, o, c->facts);
+	add(oom, o, "oms", oms_json(oom, c->oms));
 	/* Each copy its own bit: a good copy beside a bad one can be loaded. */
-	add(oom, o, "trusted", jbool(oom, g != NULL && st == VD_AS_VERIFIED &&
-	    g->chain == VD_CHAIN_INTACT && g->committed && !g->legacy_untrusted));
+	add(oom, o, "trusted", jbool(oom, g != NULL && copy_trusted(c, g)));
 	return o;
 }
 
@@ -573,7 +597,8 @@ json_object *vd_view_withdrawn(const vd_withdrawal *w, int created)
 	return done(oom, o);
 }
 
-json_object *vd_view_key(const char *key_id, const char *pem)
+json_object *vd_view_key(const char *key_id, const char *pem, const char *oms_key_id,
+    const char *oms_pem)
 {
 	json_object *o;
 	int oom = 0;
@@ -581,7 +606,24 @@ json_object *vd_view_key(const char *key_id, const char *pem)
 	o = jobj(&oom);
 	add(&oom, o, "keyid", jstr(&oom, key_id));
 	add(&oom, o, "public_key", jstr(&oom, pem));
+	add(&oom, o, "oms_public_key", oms_pem ? jstr(&oom, oms_pem) : NULL);
+	add(&oom, o, "oms_key_id", oms_key_id ? jstr(&oom, oms_key_id) : NULL);
 	return done(oom, o);
+}
+
+int vd_view_trusted_copy(vd_store *s, const char *hash, const vd_copy **out)
+{
+	const vd_group *g = vd_store_group(s, hash);
+	size_t i;
+
+	*out = NULL;
+	if (g == NULL)
+		return -ENOENT;
+	for (i = 0; i < g->n; i++)
+		if (copy_trusted(g->copies[i], g) &&
+		    (*out == NULL || ((*out)->kind == VD_KIND_TAR && g->copies[i]->kind == VD_KIND_DIR)))
+			*out = g->copies[i];
+	return *out != NULL ? 0 : -EPERM;
 }
 
 /* ---- GET /chain ------------------------------------------------------- */

@@ -56,7 +56,13 @@ json_object *vd_view_ledger_forgotten(const char *path);
 /* GET /key: the key id and the public key in PEM. */
 /* DELETE /commitment: what was withdrawn (created 0: already was). */
 json_object *vd_view_withdrawn(const vd_withdrawal *w, int created);
-json_object *vd_view_key(const char *key_id, const char *pem);
+/* GET /key: the verdicts' key, and the OMS bundles' (oms_* NULL: none). */
+json_object *vd_view_key(const char *key_id, const char *pem, const char *oms_key_id,
+    const char *oms_pem);
+/* A verified copy of hash that is trusted (directories first): 0 with
+ * *out set, -ENOENT when no copy claims hash, -EPERM when none is
+ * trusted. */
+int vd_view_trusted_copy(vd_store *s, const char *hash, const vd_copy **out);
 
 /* GET /chain?run=: one run's artifacts in round order after round after
  * (-1: from the first), limit of them (0: all), never splitting a round. */

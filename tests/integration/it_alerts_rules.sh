@@ -27,7 +27,7 @@ run "promtool check rules docs/alerts.yml" promtool check rules "$top_srcdir/doc
 run "promtool test rules docs/alerts-test.yml" promtool test rules "$top_srcdir/docs/alerts-test.yml"
 
 # Each kind the daemon exports has its rule, matching on the exact label.
-for kind in artifact_failed commitment_mismatch ledger_broken fork equivocation chain_broken; do
+for kind in artifact_failed commitment_mismatch ledger_broken fork equivocation chain_broken oms_mismatch; do
 	if grep -q "lensemble_verifyd_integrity_alerts{kind=\"$kind\"} > 0" "$top_srcdir/docs/alerts.yml"; then
 		PASSED=$((PASSED + 1)); echo "ok - a rule for integrity_alerts{kind=\"$kind\"}"
 	else

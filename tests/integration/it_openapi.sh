@@ -31,10 +31,10 @@ get /artifact/{hash}/attestation 500
 get /key 500"
 
 # --- the document itself ----------------------------------------------------
-if jq -e '.openapi == "3.0.3" and (.paths | length) == 20' "$DOC" > /dev/null; then
-	ok "openapi.json is an OpenAPI 3.0.3 document with the twenty routes"
+if jq -e '.openapi == "3.0.3" and (.paths | length) == 21' "$DOC" > /dev/null; then
+	ok "openapi.json is an OpenAPI 3.0.3 document with the twenty-one routes"
 else
-	not_ok "openapi.json is an OpenAPI 3.0.3 document with the twenty routes"
+	not_ok "openapi.json is an OpenAPI 3.0.3 document with the twenty-one routes"
 fi
 if python3 -c 'import yaml' 2> /dev/null; then
 	if python3 - "$YAML" "$DOC" <<'EOF'
@@ -73,7 +73,11 @@ documented() {
 spec_code() {
 	case $1 in
 	400) echo bad_request ;; 401) echo unauthorized ;; 403) echo forbidden ;; 404) echo not_found ;;
-	409) if [ "$2" = '/artifact/{hash}/attestation' ]; then echo not_verified; else echo commitment_conflict; fi ;;
+	409) case $2 in
+		'/artifact/{hash}/attestation') echo not_verified ;;
+		'/artifact/{hash}/oms') echo not_trusted ;;
+		*) echo commitment_conflict ;;
+		esac ;;
 	413) echo payload_too_large ;; 415) echo unsupported_media_type ;;
 	esac
 }
@@ -316,6 +320,15 @@ check "a short hash names no route: 404 not_found" "404 not_found" \
 check "another path under an artifact: 404 not_found" "404 not_found" \
 	"$(code GET "/artifact/$H4/other") $(get "/artifact/$H4/other" | jq -r .error.code)"
 
+# --- GET /artifact/<hash>/oms ---------------------------------------------------
+call "GET /artifact/<hash>/oms of a trusted artifact" 200 GET '/artifact/{hash}/oms' "/artifact/$H4/oms"
+check "it is an OMS bundle by the key GET /key gives as oms_key_id" "$(get /key | jq -r .oms_key_id)" \
+	"$(field .verificationMaterial.publicKey.hint)"
+call "GET /artifact/<hash>/oms with an uppercase hash" 400 GET '/artifact/{hash}/oms' \
+	"/artifact/$(echo "$H4" | tr a-f A-F)/oms"
+call "GET /artifact/<hash>/oms of a hash no directory claims" 404 GET '/artifact/{hash}/oms' "/artifact/$NOHASH/oms"
+call "GET /artifact/<hash>/oms of an artifact that is not trusted" 409 GET '/artifact/{hash}/oms' "/artifact/$H0/oms"
+
 # --- GET /artifacts ----------------------------------------------------------
 call "GET /artifacts" 200 GET /artifacts /artifacts
 check "it lists the five artifacts and the unclaimed directory" 6 "$(field '.artifacts | length')"
@@ -549,6 +562,7 @@ check "the withdrawn RoundClose carries it" test \
 
 # --- 405 on every route -----------------------------------------------------------
 for r in "/artifact/{hash} /artifact/$H4" "/artifact/{hash}/attestation /artifact/$H4/attestation" \
+	"/artifact/{hash}/oms /artifact/$H4/oms" \
 	"/key /key" "/artifacts /artifacts" "/chain /chain" "/metrics /metrics" "/healthz /healthz" \
 	"/readyz /readyz" "/events /events" "/alerts /alerts" "/commitments /commitments" \
 	"/ /" "/status.css /status.css" "/status.js /status.js" "/status.svg /status.svg" "/summary /summary"; do
@@ -607,7 +621,7 @@ check "signed, and saying untrusted with the break" "false broken" \
 	"$(jq -r '"\(.predicate.trusted) \(.predicate.chain.status)"' "$WORK/payload.out")"
 check "attestations are counted under the route /artifact, never by hash" 0 \
 	"$(get /metrics | grep -c '^lensemble_verifyd_http_requests_total{route="/artifact/')"
-check "the 409 among them" 1 "$(metric 'http_requests_total{route="/artifact",code="409"}')"
+check "the 409s among them (this one, and the OMS bundle of an untrusted artifact)" 2 "$(metric 'http_requests_total{route="/artifact",code="409"}')"
 call "POST /verify, path form, the failed artifact" 200 POST /verify '/verify?wait=10' -H "$JSON" -d '{"path":"round-00003"}'
 check "verdict fail" fail "$(field .verdict)"
 call "GET /artifacts?state=failed with a failed artifact" 200 GET /artifacts '/artifacts?state=failed'
@@ -692,6 +706,7 @@ write_conf "max_connections = 4" "max_connections_per_ip = 4" "reserved_connecti
 start_daemon
 RESERVED="get /artifact/{hash} 503
 get /artifact/{hash}/attestation 503
+get /artifact/{hash}/oms 503
 get /key 503
 get /chain 503
 get /artifacts 503
@@ -744,6 +759,8 @@ if [ "${VD_VALGRIND:-0}" != 1 ] && curl -s -o /dev/null --max-time 5 --interface
 		"$(field .error.code) $(sed -n 's/^Retry-After: //p' "$WORK/h")"
 	call "GET /artifact/<hash>/attestation on a reserved connection" 503 GET '/artifact/{hash}/attestation' \
 		"/artifact/$H4/attestation"
+	call "GET /artifact/<hash>/oms on a reserved connection" 503 GET '/artifact/{hash}/oms' \
+		"/artifact/$H4/oms"
 	call "GET /key on a reserved connection" 503 GET /key /key
 	call "GET /chain on a reserved connection" 503 GET /chain /chain
 	call "GET /artifacts on a reserved connection" 503 GET /artifacts /artifacts

@@ -124,8 +124,10 @@ static const struct {
 	{ "genesis_hash", HASH },
 	{ "anchor", "runs/a:7:" HASH },
 	{ "run_token_file", "runs/a:/etc/vd/a.token" },
+	{ "run_oms_keys", "runs/a:/etc/vd/oms-a, .:/etc/vd/oms-root" },
 	{ "trusted_keys", "/etc/vd/keys" },
 	{ "signing_key", "/etc/vd/signing.key" },
+	{ "oms_signing_key", "/etc/vd/oms-signing.key" },
 	{ "commitment_policy", "ledger" },
 	{ "legacy_policy", "untrusted" },
 	{ "user", "verifyd" },
@@ -265,6 +267,13 @@ static void test_pins(void **state)
 	assert_string_equal(c.anchors[1].run, "b/c");
 	refused("store = /s\nrun_token_file = a:relative\n", 2, "absolute");
 	refused("store = /s\nrun_token_file = a:/x, a:/y\n", 2, "twice");
+	parse_ok("store = /s\nrun_oms_keys = runs/a:/k/a, .:/k/root\n", &c);
+	assert_int_equal(c.n_run_oms, 2);
+	assert_string_equal(c.run_oms[0].run, "runs/a");
+	assert_string_equal(c.run_oms[0].file, "/k/a");
+	assert_string_equal(c.run_oms[1].run, "");
+	refused("store = /s\nrun_oms_keys = a:keys\n", 2, "RUN:DIR with an absolute DIR");
+	refused("store = /s\nrun_oms_keys = a:/x, a:/y\n", 2, "twice");
 }
 
 /* trust.md section 4: signed by default once keys are configured. */
