@@ -75,6 +75,7 @@ static const struct field {
 	{ "max_job_memory", NUM(F_U64, max_job_memory) },
 	{ "max_artifact_bytes", NUM(F_U64, max_artifact_bytes) },
 	{ "max_verify_seconds", NUM(F_UINT, max_verify_seconds) },
+	{ "hash_slice_ms", NUM(F_UINT, hash_slice_ms) },
 	{ "verify_floor_rate", NUM(F_U64, verify_floor_rate) },
 	{ "scrub_interval", NUM(F_UINT, scrub_interval) },
 	{ "scrub_rate", NUM(F_U64, scrub_rate) },
@@ -84,6 +85,7 @@ static const struct field {
 	{ "event_keepalive", NUM(F_UINT, event_keepalive) },
 	{ "log_format", NUM(F_LOGFMT, log_format) },
 	{ "alert_retention", NUM(F_UINT, alert_retention) },
+	{ "loop_stall_warn_ms", NUM(F_UINT, loop_stall_warn_ms) },
 };
 
 /* The write-back below covers every key only if this table does: a key
