@@ -51,7 +51,7 @@ check "all four copies are listed" 4 "$(echo "$body" | jq '.copies | length')"
 check "the status object has every field" \
 	'["bytes","chain","code","commitment","content_hash","copies","detail","header","legacy","state","tensors","trusted","untrusted_reason"]' \
 	"$(echo "$body" | jq -c 'keys')"
-check "a copy has every field" '["code","detail","duration_ms","kind","path","state","trusted","verified_at"]' \
+check "a copy has every field" '["code","detail","duration_ms","kind","oms","path","state","trusted","verified_at"]' \
 	"$(echo "$body" | jq -c '.copies[] | select(.path == "cases/round-00000") | keys')"
 check "verified_at is RFC 3339 UTC" true \
 	"$(echo "$body" | jq '.copies[0].verified_at | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z$")')"

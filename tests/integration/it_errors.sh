@@ -117,7 +117,11 @@ if command -v sqlite3 > /dev/null 2>&1; then
 		ALTER TABLE verdicts DROP COLUMN reader_max_version;
 		ALTER TABLE verdicts DROP COLUMN tensor; ALTER TABLE verdicts DROP COLUMN file;
 		ALTER TABLE verdicts DROP COLUMN remediation;
-		DROP TABLE statements; DROP TABLE withdrawals; PRAGMA user_version = 6;"
+		DROP TABLE statements; DROP TABLE withdrawals;
+		ALTER TABLE verdicts DROP COLUMN oms_code; ALTER TABLE verdicts DROP COLUMN oms_verified;
+		ALTER TABLE verdicts DROP COLUMN oms_differ; ALTER TABLE verdicts DROP COLUMN oms_method;
+		ALTER TABLE verdicts DROP COLUMN oms_key_id; ALTER TABLE verdicts DROP COLUMN oms_detail;
+		ALTER TABLE verdicts DROP COLUMN oms_trust; PRAGMA user_version = 6;"
 	[ -n "$RUN_AS" ] && chown -R "$RUN_AS" "$STATE"
 	start_daemon
 	wait_for $((10 * SLOW)) settled > /dev/null || not_ok "the store is known after the upgrade"
