@@ -800,4 +800,3 @@ def verify_oms(path, *, key, signature=None, ignore_paths=()):
     return OMSResult(verified=True, key_hint=hint, subject=st.subject, root_digest=st.root,
                      serialization="shards" if st.shards else "files", hash_type=st.hash_type,
                      resources={r.name: r.digest for r in st.res})
-
