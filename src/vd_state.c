@@ -973,17 +973,20 @@ int vd_state_audit_signed(vd_state *st, const vd_statement *s, const char *run,
 		.author = VD_AUDIT_KEY, .key_id = key_id, .peer = peer, .file = file,
 	};
 
-	/* A statement file is read again by the next scan: it joins the loop
+	/* A post is durable before its answer. */
+	return file != NULL ? vd_state_audit_file(st, &a) : vd_state_audit(st, &a);
+}
+
+int vd_state_audit_file(vd_state *st, const vd_audit *a)
+{
+	/* A file is read again by the next scan: its entry joins the loop
 	 * turn's transaction, as verdicts do, instead of costing an fsync
-	 * each (a long run holds one per round). A post is durable before
-	 * its answer. */
-	if (file != NULL && st != NULL) {
-		if (batch_begin(st) < 0)
-			return db_fail(st, "starting a state transaction");
-		return audit_insert(st, &a) == 0 ? 0 :
-		    db_fail(st, "recording a commitment in the audit");
-	}
-	return vd_state_audit(st, &a);
+	 * each (a long run holds one per round). */
+	if (st == NULL)
+		return 0;
+	if (batch_begin(st) < 0)
+		return db_fail(st, "starting a state transaction");
+	return audit_insert(st, a) == 0 ? 0 : db_fail(st, "recording a commitment in the audit");
 }
 
 typedef struct audit_ctx {

@@ -166,7 +166,7 @@ typedef struct vd_audit {
 	const char *kind;           /* VD_AUDIT_ROUND_CLOSE or VD_AUDIT_CHECKPOINT */
 	int64_t number;             /* the round_index, or a checkpoint's records */
 	const char *hash;           /* global_model_hash, or head_record_hash */
-	const char *source;         /* "roundclose", "signed" or "ledger" (vd_commit_source_name) */
+	const char *source;         /* "roundclose", "signed", "ledger" or "oms" (vd_commit_source_name) */
 	const char *author;         /* VD_AUDIT_OPERATOR ... */
 	const char *key_id;         /* "" unless a key */
 	const char *peer;           /* a post's client address; "" for a file (or unknown) */
@@ -186,6 +186,9 @@ int vd_state_audit(vd_state *st, const vd_audit *a);
 /* A signed statement accepted: posted from peer, or read from file. */
 int vd_state_audit_signed(vd_state *st, const vd_statement *s, const char *run,
     const char *key_id, const char *peer, const char *file);
+/* vd_state_audit for a commitment read from a file of the store (a->file),
+ * which the next scan reads again: batched with the loop turn's writes. */
+int vd_state_audit_file(vd_state *st, const vd_audit *a);
 /* The audit of one run (run NULL: of every run), a page at a time. */
 int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn fn, void *arg);
 

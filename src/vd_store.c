@@ -145,6 +145,26 @@ static void oms_commit_sig(const vd_store *s, const vd_copy *c, char *out, size_
 		    c->oms->key_id);
 }
 
+/* A bundle that has just come to commit its copy, in the audit of
+ * commitments: a round_close entry of source "oms" by its key, from the
+ * bundle's file. The same bundle accepted again (a restart, a key
+ * restored on SIGHUP) is a repeat the audit keeps once. */
+static void oms_audit(vd_store *s, const vd_copy *c)
+{
+	char file[PATH_MAX];
+	vd_audit a = {
+		.run = c->run, .kind = VD_AUDIT_ROUND_CLOSE, .number = c->hdr.round_index - 1,
+		.hash = c->hdr.content_hash, .source = vd_commit_source_name(VD_SRC_OMS),
+		.author = VD_AUDIT_KEY, .key_id = c->oms->key_id, .peer = "", .file = file,
+	};
+
+	/* A tar's bundle lies beside it, a directory's inside. */
+	if (snprintf(file, sizeof(file), "%s%s", c->relpath, c->kind == VD_KIND_TAR ?
+	    VD_TAR_SIG_SUFFIX : "/" VD_OMS_SIGNATURE_NAME) >= (int)sizeof(file))
+		return;
+	(void)vd_state_audit_file(s->state, &a);     /* a failure is logged there */
+}
+
 /* The bundle as this job found it. */
 static void take_oms(vd_copy *c, const vd_job *j)
 {
@@ -215,8 +235,11 @@ static void on_job_done(vd_job *j, void *arg)
 		c->fp = j->fp_before;
 	take_header(s, c, j);
 	oms_commit_sig(s, c, sig_after, sizeof(sig_after));
-	if (strcmp(sig_before, sig_after) != 0)
+	if (strcmp(sig_before, sig_after) != 0) {
 		s->commits_dirty = 1;
+		if (vd_oms_commits(c, s->oms_keys))
+			oms_audit(s, c);
+	}
 	/* Bytes that changed under the hash: the verdict describes nothing on
 	 * disk, so whoever waits for this run waits for the next one. */
 	changed = !vd_fingerprint_eq(&j->fp_before, &j->fp_after);

@@ -1100,7 +1100,9 @@ void vd_view_audit_row(const vd_audit *a, void *arg)
 	add(oom, o, "id", ji64(oom, a->id));
 	add(oom, o, "run", jstr_clean(oom, vd_run_name(a->run)));
 	add(oom, o, "kind", jstr(oom, a->kind));
-	add(oom, o, "round_index", cp ? NULL : ji64(oom, a->number));
+	/* An OMS bundle of a round-0 artifact commits round -1: the genesis,
+	 * which GET /chain shows with round_index null too. */
+	add(oom, o, "round_index", cp || a->number < 0 ? NULL : ji64(oom, a->number));
 	add(oom, o, "global_model_hash", cp ? NULL : jstr(oom, a->hash));
 	add(oom, o, "records", cp ? ji64(oom, a->number) : NULL);
 	add(oom, o, "head_record_hash", cp ? jstr(oom, a->hash) : NULL);

@@ -36,6 +36,20 @@
     cross_run: "its parent is in another run"
   };
 
+  // Every commitment source the daemon names (GET /chain, the status
+  // object's commitment, the commitment events).
+  var SOURCE_TEXT = {
+    signed: 'signed statement',
+    ledger: 'ledger record',
+    roundclose: 'RoundClose posted',
+    pinned: 'pinned in the configuration',
+    oms: 'OMS bundle'
+  };
+
+  function sourceText(source) {
+    return SOURCE_TEXT[source] || String(source);
+  }
+
   var app = {
     loaded: false,
     queue: [],                 // events that came before the first load ended
@@ -272,7 +286,7 @@
     f.replaceChildren(
       el('dt', { text: 'Committed head' }),
       c && c.equivocal ? el('dd', { className: 'bad' }, 'round ' + c.round_index + ': two hashes committed (equivocation)') :
-        el('dd', {}, c ? 'round ' + c.round_index + ' ' : 'none', c ? hashEl(c.content_hash) : null, c && c.source ? ' (' + c.source + ')' : ''),
+        el('dd', {}, c ? 'round ' + c.round_index + ' ' : 'none', c ? hashEl(c.content_hash) : null, c && c.source ? ' (' + sourceText(c.source) + ')' : ''),
       el('dt', { text: 'Trusted head' }),
       el('dd', { className: t ? '' : 'bad' }, t ? 'round ' + t.round_index + ' ' : 'none', t ? hashEl(t.content_hash) : null));
     if (run.tips.length > 1) {
@@ -597,9 +611,10 @@
     var sec = el('section', { className: 'commitment' }, el('h3', { text: 'Commitment' }));
     if (!c) { sec.appendChild(el('p', { text: 'None: nothing names a hash for this round.' })); return sec; }
     var dl = el('dl', { className: 'facts' });
-    row(dl, 'Source', c.source + (c.signed ? ', signed' : ''));
+    row(dl, 'Source', sourceText(c.source) + ' (' + c.source + ')' + (c.signed ? ', signed' : ''));
     row(dl, 'Where', c.where + (c.line !== undefined ? ', line ' + c.line : ''));
-    row(dl, 'Committed round', c.round_index === null ? 'none (a pin)' : c.round_index);
+    row(dl, 'Committed round', c.round_index !== null ? c.round_index :
+      c.source === 'pinned' ? 'none (a pin)' : 'none (the genesis)');
     row(dl, 'Names', el('code', { className: 'hash', text: c.global_model_hash }));
     row(dl, 'Matches', yesNo(c.matches));
     if (c.key_id) row(dl, 'Key', el('code', { className: 'hash', text: c.key_id }));

@@ -117,6 +117,20 @@ if wait_for $((5 * SLOW)) equiv > /dev/null; then ok "an OMS commitment against 
 check "the alert names both hashes" 1 "$(get /alerts | jq --arg a "$H7" --arg b "$HX" '[.alerts[] | select(.kind == "equivocation" and (.detail | contains($a)) and (.detail | contains($b)))] | length')"
 check "no artifact of that round is trusted" "false true" "$(get "/artifact/$H7" | jq -r '"\(.trusted) \(.commitment.equivocation)"')"
 
+# --- the audit of commitments ---------------------------------------------------
+audit_oms() { get "/commitments$1" | jq -c '[.commitments[] | select(.source == "oms")]'; }
+audit_oms "?run=run-a" > "$WORK/audit.json"
+entry() { jq -r --arg h "$1" '[.[] | select(.global_model_hash == $h)] | if length == 1 then .[0] | "\(.kind) \(.round_index) \(.by) \(.key_id) \(.via) \(.from)" else "\(length) entries" end' "$WORK/audit.json"; }
+check "GET /commitments records the OMS commitment of round 0 once: by its key, from its bundle" \
+	"round_close null key $COORD file run-a/round-00000/model.sig" "$(entry "$H0")"
+check "a tar's bundle beside it, from NAME.tar.sig (recorded when first accepted, kept when stale)" \
+	"round_close 4 key $COORD file run-a/round-00005.tar.sig" "$(entry "$HT")"
+check "the fresh bundle of round 2, for RoundClose round 1" \
+	"round_close 1 key $COORD file run-a/round-00002/model.sig" "$(entry "$H2")"
+check "round 7's, for round 6" "round_close 6 key $COORD file run-a/round-00007/model.sig" "$(entry "$H7")"
+check "and nothing else: not the stranger's bundle, not the stale one" 4 "$(jq length "$WORK/audit.json")"
+check "nothing for run-b, where the copied bundle does not verify" "[]" "$(audit_oms "?run=run-b")"
+
 # --- the daemon's own bundles ----------------------------------------------------
 check "the OMS signing key is made 0600 in the state directory" 600 "$(stat -c %a "$STATE/oms-signing.key")"
 get /key > "$WORK/key.json"
@@ -148,6 +162,10 @@ check "the bundle's check is kept over a restart" "true ok" \
 check "no copy was hashed again at start" 0 "$(grep -c 'verified run-a/round-0000[0-4]' "$LOG")"
 
 check "its commitment too" "oms true $COORD true run-a/round-00000" "$(commit "$H0")"
+check "the audit keeps one entry per OMS commitment over a restart" 4 \
+	"$(audit_oms "?run=run-a" | jq length)"
+check "with its first sighting" "$(jq -r '[.[] | select(.global_model_hash == "'"$H0"'")][0].first_seen' "$WORK/audit.json")" \
+	"$(audit_oms "?run=run-a" | jq -r '[.[] | select(.global_model_hash == "'"$H0"'")][0].first_seen')"
 
 # --- SIGHUP: the key removed, its bundles commit nothing ------------------------
 rm "$WORK/omskeys-a/coord.pub"
@@ -156,5 +174,6 @@ revoked() { [ "$(get "/artifact/$H0" | jq -c .commitment)" = null ]; }
 if wait_for $((10 * SLOW)) revoked > /dev/null; then ok "a key removed on SIGHUP stops committing"; else not_ok "a key removed on SIGHUP stops committing: $(get "/artifact/$H0" | jq -c .commitment)"; fi
 rechecked() { [ "$(copy "$H0" run-a/round-00000 .oms.code)" = '"key_mismatch"' ]; }
 if wait_for $((10 * SLOW)) rechecked > /dev/null; then ok "and its bundles are checked again"; else not_ok "and its bundles are checked again"; fi
+check "what it committed stays in the audit" 4 "$(audit_oms "?run=run-a" | jq length)"
 
 finish

@@ -2,8 +2,9 @@
 # The status page: GET /, /status.css, /status.js and /summary over HTTP
 # (types, the Content-Security-Policy, no inline script or style), then the
 # page itself in headless Chromium against a demo-like store: the runs and
-# heads of /chain, a tampered round failed with its reason, names from the
-# store that look like HTML shown as text, an alert that comes live when a
+# heads of /chain, a tampered round failed with its reason, a run committed
+# by OMS bundles with its source named, names from the store that look like
+# HTML shown as text, an alert that comes live when a
 # ledger is rewritten, the keyboard, a quiet console; a screenshot is kept
 # under the build directory. Skips only when Chromium, its driver or
 # Python's selenium is missing (scripts/install-deps installs them).
@@ -46,12 +47,23 @@ H5=$("$MKART" --round 5 --parent "$parent" --seed 6 "$STORE/$HOSTILE_COPY")
 printf '\377' | dd of="$STORE/$HOSTILE_COPY/weights.safetensors" bs=1 seek=300 conv=notrunc 2>/dev/null
 "$MKART" --chain 3 --seed 100 "$STORE/$HOSTILE_RUN" > /dev/null
 "$V" sign-ledger --key "$WORK/coordinator.key" --run "$HOSTILE_RUN" "$STORE/$HOSTILE_RUN/ledger.jsonl" > /dev/null
+# A run committed by OpenSSF Model Signing bundles alone (its ledger is not
+# signed): its rounds 0 and 1 signed with sign-oms by the key run_oms_keys
+# gives it.
+"$V" keygen --type ec-p256 "$WORK/oms" > /dev/null
+mkdir -p "$WORK/omskeys"
+cp "$WORK/oms.pub" "$WORK/omskeys/"
+chmod -R a+rX "$WORK/omskeys"
+"$MKART" --chain 2 --seed 200 "$STORE/oms-run" > /dev/null
+for d in "$STORE"/oms-run/round-*; do "$V" sign-oms --key "$WORK/oms.key" "$d" > /dev/null; done
 write_conf "rescan_interval = 3600" "genesis_hash = .:$H0" "trusted_keys = $WORK/keys" \
-	"commitment_policy = signed"
+	"commitment_policy = signed" "run_oms_keys = oms-run:$WORK/omskeys"
 start_daemon
 settled() { [ "$(metric 'artifacts{state="pending"}')" = 0 ] && [ "$(metric 'artifacts{state="verifying"}')" = 0 ]; }
 wait_for $((10 * SLOW)) settled > /dev/null || not_ok "the store is verified"
 check "the tampered round failed" failed "$(state_of "$H5")"
+check "the OMS run's round 1 is committed by its bundle (its unsigned ledger does not count)" "oms 0 true" \
+	"$(get /chain | jq -r '.commitments[] | select(.run == "oms-run" and .round_index != null and .counts) | "\(.source) \(.round_index) \(.signed)"')"
 
 # --- the page and its assets over HTTP -------------------------------------------
 # headers PATH: the answer's headers, CR removed, in $WORK/h; body in $WORK/body.

@@ -157,6 +157,21 @@ def main():
 
         check_runs(d, chain)
 
+        # --- a run committed by OMS bundles: the source is named as the others ---
+        sec = run_section(d, "oms-run")
+        committed = sec.find_element(By.CSS_SELECTOR, 'dd[data-fact="committed"]').text
+        ok(committed.startswith("round 1 ") and committed.endswith("(OMS bundle)"),
+           "run oms-run: its committed head names the OMS bundle that commits it", committed)
+        sec.find_element(By.CSS_SELECTOR, 'li.round[data-round="1"] .mark').click()
+        shown = wait_for(d, "oms-run round 1's commitment", lambda d: "OMS bundle (oms), signed" in
+                         d.find_element(By.CSS_SELECTOR, "#details section.commitment").text)
+        ok(shown, "its round 1's details give the commitment's source: OMS bundle (oms), signed")
+        sec.find_element(By.CSS_SELECTOR, 'li.round[data-round="0"] .mark').click()
+        shown = wait_for(d, "oms-run round 0's commitment", lambda d: "none (the genesis)" in
+                         d.find_element(By.CSS_SELECTOR, "#details section.commitment").text)
+        ok(shown, "its round 0's commitment is of the genesis round, not a pin")
+        d.find_element(By.ID, "details-close").click()
+
         # --- hostile names are text ---
         alerts = [e.text for e in d.find_elements(By.CSS_SELECTOR, 'li.alert[data-kind="artifact_failed"] .subject')]
         ok(HOSTILE_COPY in alerts, "the copy named %s is listed verbatim in the alerts" % HOSTILE_COPY, str(alerts))

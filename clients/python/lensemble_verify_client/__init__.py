@@ -12,7 +12,8 @@ The standard library is enough: by default the tensors are NumPy arrays
 when NumPy can be imported and plain ``Tensor`` objects (dtype, shape and
 bytes) otherwise. PyTorch is needed only for ``framework="torch"``, NumPy
 only for ``framework="numpy"``, and the ``cryptography`` package only to
-check a signed verdict (``public_key``); a call that needs one that is
+check a signed verdict (``public_key``) or an OpenSSF Model Signing
+bundle (``verify_oms``); a call that needs one that is
 missing raises MissingPackage (a VerificationError, code
 ``missing_package``) naming it and its Debian package.
 """
@@ -25,12 +26,13 @@ from ._errors import (ARTIFACT_INVALID, CHECKPOINT_INTEGRITY, CODES, IO_ERROR,
                       UNTRUSTED, MissingPackage, VerificationError, need)
 from ._events import wait_for_head
 from ._frameworks import Tensor
+from ._oms import OMSError, OMSResult, verify_oms
 from ._verify import DTYPE_TOKEN, Artifact
 
-__all__ = ["load_verified", "wait_for_head", "LoadedArtifact", "Tensor", "VerificationError",
-           "MissingPackage", "bfloat16_to_float32", "CODES", "SCHEMA_VERSION_MISMATCH",
-           "ARTIFACT_INVALID", "RESIDENCY_VIOLATION", "CHECKPOINT_INTEGRITY", "UNTRUSTED",
-           "IO_ERROR", "MISSING_PACKAGE"]
+__all__ = ["load_verified", "wait_for_head", "verify_oms", "LoadedArtifact", "Tensor",
+           "OMSResult", "OMSError", "VerificationError", "MissingPackage", "bfloat16_to_float32",
+           "CODES", "SCHEMA_VERSION_MISMATCH", "ARTIFACT_INVALID", "RESIDENCY_VIOLATION",
+           "CHECKPOINT_INTEGRITY", "UNTRUSTED", "IO_ERROR", "MISSING_PACKAGE"]
 __version__ = "0.1.0"
 
 

@@ -68,14 +68,14 @@ def _check_str(s):
             raise JSONError("lone surrogate in a \\u escape") from None
 
 
-def _check_tree(root):
+def _check_tree(root, max_depth):
     """Depth and strings, without recursion."""
     stack = [(root, 1)]
     while stack:
         v, depth = stack.pop()
         if isinstance(v, dict):
-            if depth > MAX_DEPTH:
-                raise JSONError("nesting deeper than %d" % MAX_DEPTH)
+            if depth > max_depth:
+                raise JSONError("nesting deeper than %d" % max_depth)
             for k, c in v.items():
                 _check_str(k)
                 if isinstance(c, (dict, list)):
@@ -83,8 +83,8 @@ def _check_tree(root):
                 elif isinstance(c, str):
                     _check_str(c)
         elif isinstance(v, list):
-            if depth > MAX_DEPTH:
-                raise JSONError("nesting deeper than %d" % MAX_DEPTH)
+            if depth > max_depth:
+                raise JSONError("nesting deeper than %d" % max_depth)
             for c in v:
                 if isinstance(c, (dict, list)):
                     stack.append((c, depth + 1))
@@ -94,8 +94,9 @@ def _check_tree(root):
             _check_str(v)
 
 
-def loads(data):
-    """Parse ``data`` (bytes-like, UTF-8) strictly; raise JSONError."""
+def loads(data, max_depth=MAX_DEPTH):
+    """Parse ``data`` (bytes-like, UTF-8) strictly, nested at most
+    ``max_depth`` deep; raise JSONError."""
     try:
         text = bytes(data).decode("utf-8")
     except UnicodeDecodeError as e:
@@ -106,10 +107,10 @@ def loads(data):
     except JSONError:
         raise
     except RecursionError:
-        raise JSONError("nesting deeper than %d" % MAX_DEPTH) from None
+        raise JSONError("nesting deeper than %d" % max_depth) from None
     except ValueError as e:
         raise JSONError(str(e)) from None
-    _check_tree(obj)
+    _check_tree(obj, max_depth)
     return obj
 
 

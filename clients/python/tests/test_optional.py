@@ -138,6 +138,16 @@ refusal(lambda: load_verified(sys.argv[3] + "/none", daemon="http://127.0.0.1:1"
         self.assertIn("checking the daemon's signed verdict (public_key) needs cryptography",
                       out["detail"])
 
+    def test_cryptography_missing_for_verify_oms(self):
+        # Raised before anything is read: the model and the key do not exist.
+        out = hidden(self, ["cryptography"], r'''
+from lensemble_verify_client import verify_oms
+refusal(lambda: verify_oms(sys.argv[3] + "/none", key=sys.argv[3] + "/none.pub"))
+''', self.d)
+        self.assertNamesPackage(out, "cryptography", "python3-cryptography")
+        self.assertIn("verify_oms (an OMS bundle's ECDSA signature) needs cryptography",
+                      out["detail"])
+
     def test_bfloat16_helper_without_numpy(self):
         out = hidden(self, ["numpy"], r'''
 from lensemble_verify_client import bfloat16_to_float32
