@@ -39,7 +39,6 @@ typedef struct weight_file {
 	uint8_t *bytes;             /* the file: mapped, or read into memory */
 	size_t len;
 	vd_st_file sf;
-	uint64_t prefetched;        /* file offset read ahead up to */
 } weight_file;
 
 typedef struct verify_ctx verify_ctx;
@@ -558,6 +557,7 @@ static vd_code map_file(verify_ctx *c, weight_file *w)
 		return vd_fail(&c->err, VD_IO_ERROR, "cannot map it: %s", strerror(errno));
 	}
 	madvise(w->bytes, w->len, MADV_SEQUENTIAL);
+	vd_mapping_sequential(w->fd, 0, w->len);
 	return VD_OK;
 }
 
@@ -629,6 +629,7 @@ static vd_code slice_tar(verify_ctx *c, weight_file *w)
 {
 	w->bytes = c->tar_map + w->file_off;
 	w->len = (size_t)w->st.st_size;
+	vd_mapping_sequential(w->fd, w->file_off, w->len);
 	return VD_OK;
 }
 
@@ -1124,8 +1125,6 @@ static int hash_mapped(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off
 
 	if (clean)
 		was = vd_mapping_residency(file_base(w), at, n, ps, &first);
-	else
-		vd_mapping_prefetch(w->fd, w->file_off, w->len, off, &w->prefetched);
 	rc = vd_hasher_update(h, w->bytes + off, n);
 	if (was != NULL) {
 		vd_mapping_evict_new(w->fd, ps, first, was, at, n);
@@ -1161,9 +1160,6 @@ static vd_code hash_data(verify_ctx *c, vd_hasher *h, size_t i, uint64_t at, uin
 	uint64_t off = w->sf.data_start + t->begin + at, left = t->end - t->begin - at;
 	vd_code rc;
 
-	/* Going on mid-file: read ahead from here, not from the start. */
-	if (at > 0 && w->prefetched < off)
-		w->prefetched = off;
 	while (left > 0) {
 		size_t n = left > VD_HASH_CHUNK ? VD_HASH_CHUNK : (size_t)left;
 		if (c->src->hash(c, h, w, off, n) < 0)

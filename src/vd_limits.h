@@ -26,10 +26,6 @@
 #define VD_ST_MAX_HEADER_DEFAULT 100000000ULL
 #define VD_ST_MAX_RANK 64              /* dimensions of one tensor */
 #define VD_JSON_MAX_DEPTH_DEFAULT 64   /* nesting; the parser recurses per level */
-/* Reading the weight bytes: how far ahead of the hash position the disk
- * is asked for, in steps of a few MiB so that the advice is taken early. */
-#define VD_PREFETCH_WINDOW (64u << 20)
-#define VD_PREFETCH_STEP (8u << 20)
 #define VD_DIGEST_STEP (1u << 20)      /* resident per hasher in a range digest */
 #define VD_HASH_CHUNK (1u << 20)       /* bytes hashed between progress calls: the
                                         * granularity of cancellation */

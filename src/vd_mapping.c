@@ -129,23 +129,15 @@ void vd_bus_guard_pop(vd_bus_guard *prev)
 
 /* ---- page-cache advice ---------------------------------------------------- */
 
-/* Keep the disk busy while SHA-256 runs: ask for the window ahead of the
- * hash position asynchronously, so a cold read overlaps hashing instead
- * of faulting page by page. */
-void vd_mapping_prefetch(int fd, uint64_t file_off, uint64_t len, uint64_t off,
-    uint64_t *prefetched)
+/* Read-ahead is left to the kernel's sequential read-ahead, doubled for
+ * the file: it fills the page cache with large folios, which later
+ * mappings of the file fault in a few hundred KiB at a time. Explicit
+ * WILLNEED windows (posix_fadvise, madvise) fill it with 4 KiB pages
+ * instead, whose faults and TLB misses slowed every later hash of the
+ * file by a fifth, and did their I/O submission on the hashing thread. */
+void vd_mapping_sequential(int fd, uint64_t file_off, uint64_t len)
 {
-	uint64_t want = off + VD_PREFETCH_WINDOW;
-
-	if (want > len)
-		want = len;
-	while (*prefetched < want) {
-		uint64_t n = want - *prefetched < VD_PREFETCH_STEP ? want - *prefetched :
-		    VD_PREFETCH_STEP;
-		posix_fadvise(fd, (off_t)(file_off + *prefetched), (off_t)n,
-		    POSIX_FADV_WILLNEED);
-		*prefetched += n;
-	}
+	posix_fadvise(fd, (off_t)file_off, (off_t)len, POSIX_FADV_SEQUENTIAL);
 }
 
 unsigned char *vd_mapping_residency(const uint8_t *base, uint64_t off, size_t n,

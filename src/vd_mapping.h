@@ -48,10 +48,10 @@ int vd_bus_in_range(const void *addr, const void *p, size_t n);
  * handler set since replaced it. 0 or -1 (errno). */
 int vd_artifact_guard_sigbus(void);
 
-/* Ask for the window ahead of off in a file of len bytes that starts at
- * file_off in fd; *prefetched is how far it was asked for already. */
-void vd_mapping_prefetch(int fd, uint64_t file_off, uint64_t len, uint64_t off,
-    uint64_t *prefetched);
+/* Tell the kernel that fd's [file_off, file_off + len) is read in order:
+ * its own read-ahead (a larger window, large folios) keeps ahead of the
+ * hash. */
+void vd_mapping_sequential(int fd, uint64_t file_off, uint64_t len);
 
 /* Which pages of [off, off + n) of the mapping base (a whole file, from
  * its start) are in the page cache, one byte each, from page *first_page
