@@ -31,6 +31,14 @@
                                         * granularity of cancellation */
 #define VD_LOAD_READ_STEP (64u << 20)  /* bytes per read() when loading into memory:
                                         * below Linux's per-call limit of 2 GiB */
+/* Loading into memory (vd_load_verified): the files are read on a thread
+ * of their own while the hash runs, in pieces this large (each one
+ * published to the hash as it arrives: small enough that the hash waits
+ * little at the start, large enough that the lock is taken rarely), when
+ * there are this many bytes to read (a thread costs tens of
+ * microseconds). */
+#define VD_LOAD_READ_PIECE (1u << 20)
+#define VD_LOAD_THREAD_MIN (8u << 20)
 /* Parse memory: blocks this large and more are mapped on their own
  * (vd_mem_alloc), so that freeing them gives them back to the system;
  * glibc's initial mmap threshold. */
