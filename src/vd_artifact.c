@@ -43,6 +43,10 @@ typedef struct weight_file {
 	                             * safetensors header); the rest comes with
 	                             * the reader, job `job` */
 	size_t job;
+	/* Mapping source: the faults of the first bytes hashed in place, and
+	 * whether the rest is read instead (hash_mapped). */
+	uint64_t probed, probe_faults;
+	int by_read;
 	vd_st_file sf;
 } weight_file;
 
@@ -129,6 +133,8 @@ struct verify_ctx {
 	int sink_started;
 	vd_meta_digests meta;
 	uint64_t page;              /* the page size, for madvise and mincore */
+	uint8_t *read_buf;          /* VD_READ_BUFFER bytes, for files read, not
+	                             * hashed in place */
 	/* A verification in parts: where this part goes on from (NULL: the
 	 * start), and where it paused. */
 	const vd_resume *from;
@@ -1239,24 +1245,86 @@ static uint8_t *file_base(const weight_file *w)
 	return w->bytes - w->file_off;
 }
 
-/* Hash one mapped chunk; drop it from this mapping afterwards so that
- * resident memory stays flat however large the artifact (the page cache
- * keeps it). Never for read buffers: MADV_DONTNEED would zero them. */
+/* Hash one mapped chunk in place; drop it from this mapping afterwards so
+ * that resident memory stays flat however large the artifact (the page
+ * cache keeps it). Never for read buffers: MADV_DONTNEED would zero them. */
+static int hash_in_place(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off, size_t n)
+{
+	int rc = vd_hasher_update(h, w->bytes + off, n);
+
+	vd_mapping_drop(file_base(w), w->file_off + off, n, c->page);
+	return rc;
+}
+
+/* The same bytes through read() into one small buffer, hashed from the
+ * cache it stays in. A file that shrinks fails as under the mapping. */
+static int hash_by_read(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off, size_t n)
+{
+	size_t done = 0, want;
+	ssize_t got;
+
+	if (c->read_buf == NULL && (c->read_buf = malloc(VD_READ_BUFFER)) == NULL) {
+		vd_fail(&c->err, VD_IO_ERROR, "out of memory");
+		return -1;
+	}
+	while (done < n) {
+		want = n - done < VD_READ_BUFFER ? n - done : VD_READ_BUFFER;
+		got = pread(w->fd, c->read_buf, want, (off_t)(w->file_off + off + done));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			if (got == 0)
+				vd_fail(&c->err, VD_CHECKPOINT_INTEGRITY,
+				    "a weight file shrank while it was being read");
+			else
+				vd_fail(&c->err, VD_IO_ERROR, "cannot read it: %s", strerror(errno));
+			name_failure(c, w);
+			return -1;
+		}
+		if (vd_hasher_update(h, c->read_buf, (size_t)got) < 0)
+			return -1;
+		done += (size_t)got;
+	}
+	return 0;
+}
+
+/* A mapping of a page cache held in 4 KiB pages faults every few pages
+ * and misses the TLB on every one: hashed in place, SHA-256 ran at 0.78x
+ * of its rate in memory, through read() at 0.88x. Large folios fault a
+ * few hundred KiB at a time and hash in place at 0.96x to 1.0x, where
+ * read() would add its copy. Which one a file's cache is shows in the
+ * faults of VD_PAGE_PROBE bytes hashed in place, decided once; past the
+ * first VD_PAGE_PROBE_SKIP, which read-ahead fills with small folios
+ * while its window grows. */
+static void probe_pages(weight_file *w, size_t n, uint64_t faults)
+{
+	w->probed += n;
+	if (w->probed <= VD_PAGE_PROBE_SKIP)
+		return;
+	w->probe_faults += faults;
+	if (w->probed >= VD_PAGE_PROBE_SKIP + VD_PAGE_PROBE)
+		w->by_read = w->probe_faults * (1u << 20) >
+		    VD_SMALL_PAGE_FAULTS * (w->probed - VD_PAGE_PROBE_SKIP);
+}
+
 static int hash_mapped(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off, size_t n)
 {
 	int clean = c->opt && (c->opt->flags & VD_VERIFY_KEEP_CACHE_CLEAN);
+	int probe = !w->by_read && w->probed < VD_PAGE_PROBE_SKIP + VD_PAGE_PROBE;
 	unsigned char *was = NULL;
 	uint64_t first = 0, ps = c->page, at = w->file_off + off;
+	uint64_t f0 = probe ? vd_thread_minor_faults() : 0;
 	int rc;
 
 	if (clean)
 		was = vd_mapping_residency(file_base(w), at, n, ps, &first);
-	rc = vd_hasher_update(h, w->bytes + off, n);
+	rc = w->by_read ? hash_by_read(c, h, w, off, n) : hash_in_place(c, h, w, off, n);
+	if (probe)
+		probe_pages(w, n, vd_thread_minor_faults() - f0);
 	if (was != NULL) {
 		vd_mapping_evict_new(w->fd, ps, first, was, at, n);
 		free(was);
 	}
-	vd_mapping_drop(file_base(w), at, n, ps);
 	return rc;
 }
 
@@ -1448,6 +1516,7 @@ static void release(verify_ctx *c)
 	free(c->files);
 	vd_budget_free(&c->budget, c->sorted, c->sorted_size);
 	vd_hasher_free(c->hasher);
+	free(c->read_buf);
 	vd_buf_free(&c->header_bytes);
 	if (c->have_hdr)
 		vd_header_free(&c->hdr);

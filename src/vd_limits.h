@@ -27,6 +27,17 @@
 #define VD_ST_MAX_RANK 64              /* dimensions of one tensor */
 #define VD_JSON_MAX_DEPTH_DEFAULT 64   /* nesting; the parser recurses per level */
 #define VD_DIGEST_STEP (1u << 20)      /* resident per hasher in a range digest */
+/* The canonical pass hashes a mapped file in place while the page cache
+ * maps it in large folios. When VD_PAGE_PROBE bytes hashed past the first
+ * VD_PAGE_PROBE_SKIP (which read-ahead fills with small folios while its
+ * window grows, however large the rest) took more than
+ * VD_SMALL_PAGE_FAULTS minor faults per MiB (4 KiB pages fault about 16
+ * times per MiB, large folios 4 or fewer), the rest is read into a buffer
+ * of VD_READ_BUFFER bytes per verification (hashed while in L2). */
+#define VD_PAGE_PROBE_SKIP (8u << 20)
+#define VD_PAGE_PROBE (8u << 20)
+#define VD_SMALL_PAGE_FAULTS 8u
+#define VD_READ_BUFFER (256u * 1024)
 #define VD_HASH_CHUNK (1u << 20)       /* bytes hashed between progress calls: the
                                         * granularity of cancellation */
 #define VD_LOAD_READ_STEP (64u << 20)  /* bytes per read() when loading into memory:

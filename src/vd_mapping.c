@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -138,6 +139,15 @@ void vd_bus_guard_pop(vd_bus_guard *prev)
 void vd_mapping_sequential(int fd, uint64_t file_off, uint64_t len)
 {
 	posix_fadvise(fd, (off_t)file_off, (off_t)len, POSIX_FADV_SEQUENTIAL);
+}
+
+uint64_t vd_thread_minor_faults(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) < 0)
+		return 0;
+	return (uint64_t)ru.ru_minflt;
 }
 
 unsigned char *vd_mapping_residency(const uint8_t *base, uint64_t off, size_t n,

@@ -53,6 +53,11 @@ int vd_artifact_guard_sigbus(void);
  * hash. */
 void vd_mapping_sequential(int fd, uint64_t file_off, uint64_t len);
 
+/* Minor page faults the calling thread has taken (0 when that cannot be
+ * told): how the page cache of a mapping it reads is laid out shows in
+ * how often it faults. */
+uint64_t vd_thread_minor_faults(void);
+
 /* Which pages of [off, off + n) of the mapping base (a whole file, from
  * its start) are in the page cache, one byte each, from page *first_page
  * on; NULL when that cannot be told. ps is the page size. Freed with free. */
