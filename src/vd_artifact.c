@@ -43,10 +43,11 @@ typedef struct weight_file {
 	                             * safetensors header); the rest comes with
 	                             * the reader, job `job` */
 	size_t job;
-	/* Mapping source: the faults of the first bytes hashed in place, and
-	 * whether the rest is read instead (hash_mapped). */
-	uint64_t probed, probe_faults;
-	int by_read;
+	/* Mapping source (hash_mapped): bytes hashed, where the next probe
+	 * begins, the bytes and faults of the one under way, and whether the
+	 * file is read rather than hashed in place until the next. */
+	uint64_t hashed, next_probe, probe_bytes, probe_faults;
+	int probing, by_read;
 	vd_st_file sf;
 } weight_file;
 
@@ -1292,25 +1293,37 @@ static int hash_by_read(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t of
  * and misses the TLB on every one: hashed in place, SHA-256 ran at 0.78x
  * of its rate in memory, through read() at 0.88x. Large folios fault a
  * few hundred KiB at a time and hash in place at 0.96x to 1.0x, where
- * read() would add its copy. Which one a file's cache is shows in the
- * faults of VD_PAGE_PROBE bytes hashed in place, decided once; past the
- * first VD_PAGE_PROBE_SKIP, which read-ahead fills with small folios
- * while its window grows. */
+ * read() would add its copy. One file holds both (read-ahead starts with
+ * small folios and grows them), so every VD_PAGE_PROBE_EVERY bytes the
+ * next VD_PAGE_PROBE are hashed in place, faults counted, and decide
+ * until the next probe; only over pages already cached (a file read in by
+ * this pass is laid out by its own read-ahead, which that measures
+ * instead). */
+static int probing(verify_ctx *c, weight_file *w, uint64_t off)
+{
+	if (w->probing || w->hashed < w->next_probe)
+		return w->probing;
+	w->next_probe += VD_PAGE_PROBE_EVERY;
+	w->probing = w->len - off >= VD_PAGE_PROBE &&
+	    vd_mapping_resident(file_base(w), w->file_off + off, VD_PAGE_PROBE, c->page);
+	w->probe_bytes = w->probe_faults = 0;
+	return w->probing;
+}
+
 static void probe_pages(weight_file *w, size_t n, uint64_t faults)
 {
-	w->probed += n;
-	if (w->probed <= VD_PAGE_PROBE_SKIP)
-		return;
+	w->probe_bytes += n;
 	w->probe_faults += faults;
-	if (w->probed >= VD_PAGE_PROBE_SKIP + VD_PAGE_PROBE)
-		w->by_read = w->probe_faults * (1u << 20) >
-		    VD_SMALL_PAGE_FAULTS * (w->probed - VD_PAGE_PROBE_SKIP);
+	if (w->probe_bytes < VD_PAGE_PROBE)
+		return;
+	w->by_read = w->probe_faults * (1u << 20) > VD_SMALL_PAGE_FAULTS * w->probe_bytes;
+	w->probing = 0;
 }
 
 static int hash_mapped(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off, size_t n)
 {
 	int clean = c->opt && (c->opt->flags & VD_VERIFY_KEEP_CACHE_CLEAN);
-	int probe = !w->by_read && w->probed < VD_PAGE_PROBE_SKIP + VD_PAGE_PROBE;
+	int probe = probing(c, w, off);
 	unsigned char *was = NULL;
 	uint64_t first = 0, ps = c->page, at = w->file_off + off;
 	uint64_t f0 = probe ? vd_thread_minor_faults() : 0;
@@ -1318,9 +1331,11 @@ static int hash_mapped(verify_ctx *c, vd_hasher *h, weight_file *w, uint64_t off
 
 	if (clean)
 		was = vd_mapping_residency(file_base(w), at, n, ps, &first);
-	rc = w->by_read ? hash_by_read(c, h, w, off, n) : hash_in_place(c, h, w, off, n);
+	rc = w->by_read && !probe ? hash_by_read(c, h, w, off, n) :
+	    hash_in_place(c, h, w, off, n);
 	if (probe)
 		probe_pages(w, n, vd_thread_minor_faults() - f0);
+	w->hashed += n;
 	if (was != NULL) {
 		vd_mapping_evict_new(w->fd, ps, first, was, at, n);
 		free(was);

@@ -28,14 +28,14 @@
 #define VD_JSON_MAX_DEPTH_DEFAULT 64   /* nesting; the parser recurses per level */
 #define VD_DIGEST_STEP (1u << 20)      /* resident per hasher in a range digest */
 /* The canonical pass hashes a mapped file in place while the page cache
- * maps it in large folios. When VD_PAGE_PROBE bytes hashed past the first
- * VD_PAGE_PROBE_SKIP (which read-ahead fills with small folios while its
- * window grows, however large the rest) took more than
- * VD_SMALL_PAGE_FAULTS minor faults per MiB (4 KiB pages fault about 16
- * times per MiB, large folios 4 or fewer), the rest is read into a buffer
- * of VD_READ_BUFFER bytes per verification (hashed while in L2). */
-#define VD_PAGE_PROBE_SKIP (8u << 20)
-#define VD_PAGE_PROBE (8u << 20)
+ * maps it in large folios. Every VD_PAGE_PROBE_EVERY bytes of a file it
+ * hashes the next VD_PAGE_PROBE in place, if cached, counting its minor
+ * faults: above VD_SMALL_PAGE_FAULTS per MiB (4 KiB pages fault about 16
+ * times per MiB, large folios 4 or fewer) it reads until the next probe,
+ * into a buffer of VD_READ_BUFFER bytes per verification (hashed while in
+ * L2). A probe costs a few percent of its bytes' hashing at worst. */
+#define VD_PAGE_PROBE_EVERY (32u << 20)
+#define VD_PAGE_PROBE (2u << 20)
 #define VD_SMALL_PAGE_FAULTS 8u
 #define VD_READ_BUFFER (256u * 1024)
 #define VD_HASH_CHUNK (1u << 20)       /* bytes hashed between progress calls: the
@@ -89,6 +89,12 @@
 #define VD_BACKGROUND_QUEUED 1024u
 /* The sink: digests of a canonical pass's chunks, taken by idle workers. */
 #define VD_SINK_FINISH_BYTES (64u << 20)   /* the owner digests a remainder this small */
+/* An explicit job (someone waits for it) does not finish its map itself:
+ * spare workers must digest every chunk while its pass hashes the same
+ * bytes, which one spare core, hashing as fast as the pass, does not do
+ * in time; its digests were then thrown away, and on a busy machine they
+ * took the pass's CPU meanwhile. */
+#define VD_SINK_EXPLICIT_MIN_IDLE 2u
 
 /* ---- the store's scan and chunk maps ------------------------------ */
 #define VD_SCAN_MAX_ARTIFACTS 100000

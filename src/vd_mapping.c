@@ -165,6 +165,18 @@ unsigned char *vd_mapping_residency(const uint8_t *base, uint64_t off, size_t n,
 	return vec;
 }
 
+int vd_mapping_resident(const uint8_t *base, uint64_t off, size_t n, uint64_t ps)
+{
+	uint64_t first, i, pages = (off + n + ps - 1) / ps - off / ps;
+	unsigned char *vec = vd_mapping_residency(base, off, n, ps, &first);
+	int all = vec != NULL;
+
+	for (i = 0; all && i < pages; i++)
+		all = vec[i] & 1;
+	free(vec);
+	return all;
+}
+
 /* In runs; pages that were cached before (a model someone is loading)
  * stay. */
 void vd_mapping_evict_new(int fd, uint64_t ps, uint64_t first_page,

@@ -64,6 +64,10 @@ uint64_t vd_thread_minor_faults(void);
 unsigned char *vd_mapping_residency(const uint8_t *base, uint64_t off, size_t n,
     uint64_t ps, uint64_t *first_page);
 
+/* Every page of [off, off + n) of the mapping base is in the page cache
+ * (0 also when that cannot be told). */
+int vd_mapping_resident(const uint8_t *base, uint64_t off, size_t n, uint64_t ps);
+
 /* Evict from the page cache the pages of fd's [off, off + n) that were
  * not resident before (was, from vd_mapping_residency). */
 void vd_mapping_evict_new(int fd, uint64_t ps, uint64_t first_page,
