@@ -26,15 +26,30 @@
 #define VD_ST_MAX_HEADER_DEFAULT 100000000ULL
 #define VD_ST_MAX_RANK 64              /* dimensions of one tensor */
 #define VD_JSON_MAX_DEPTH_DEFAULT 64   /* nesting; the parser recurses per level */
-/* Reading the weight bytes: how far ahead of the hash position the disk
- * is asked for, in steps of a few MiB so that the advice is taken early. */
-#define VD_PREFETCH_WINDOW (64u << 20)
-#define VD_PREFETCH_STEP (8u << 20)
 #define VD_DIGEST_STEP (1u << 20)      /* resident per hasher in a range digest */
+/* The canonical pass hashes a mapped file in place while the page cache
+ * maps it in large folios. Every VD_PAGE_PROBE_EVERY bytes of a file it
+ * hashes the next VD_PAGE_PROBE in place, if cached, counting its minor
+ * faults: above VD_SMALL_PAGE_FAULTS per MiB (4 KiB pages fault about 16
+ * times per MiB, large folios 4 or fewer) it reads until the next probe,
+ * into a buffer of VD_READ_BUFFER bytes per verification (hashed while in
+ * L2). A probe costs a few percent of its bytes' hashing at worst. */
+#define VD_PAGE_PROBE_EVERY (32u << 20)
+#define VD_PAGE_PROBE (2u << 20)
+#define VD_SMALL_PAGE_FAULTS 8u
+#define VD_READ_BUFFER (256u * 1024)
 #define VD_HASH_CHUNK (1u << 20)       /* bytes hashed between progress calls: the
                                         * granularity of cancellation */
 #define VD_LOAD_READ_STEP (64u << 20)  /* bytes per read() when loading into memory:
                                         * below Linux's per-call limit of 2 GiB */
+/* Loading into memory (vd_load_verified): the files are read on a thread
+ * of their own while the hash runs, in pieces this large (each one
+ * published to the hash as it arrives: small enough that the hash waits
+ * little at the start, large enough that the lock is taken rarely), when
+ * there are this many bytes to read (a thread costs tens of
+ * microseconds). */
+#define VD_LOAD_READ_PIECE (1u << 20)
+#define VD_LOAD_THREAD_MIN (8u << 20)
 /* Parse memory: blocks this large and more are mapped on their own
  * (vd_mem_alloc), so that freeing them gives them back to the system;
  * glibc's initial mmap threshold. */
@@ -74,6 +89,12 @@
 #define VD_BACKGROUND_QUEUED 1024u
 /* The sink: digests of a canonical pass's chunks, taken by idle workers. */
 #define VD_SINK_FINISH_BYTES (64u << 20)   /* the owner digests a remainder this small */
+/* An explicit job (someone waits for it) does not finish its map itself:
+ * spare workers must digest every chunk while its pass hashes the same
+ * bytes, which one spare core, hashing as fast as the pass, does not do
+ * in time; its digests were then thrown away, and on a busy machine they
+ * took the pass's CPU meanwhile. */
+#define VD_SINK_EXPLICIT_MIN_IDLE 2u
 
 /* ---- the store's scan and chunk maps ------------------------------ */
 #define VD_SCAN_MAX_ARTIFACTS 100000

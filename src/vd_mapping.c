@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -129,23 +130,24 @@ void vd_bus_guard_pop(vd_bus_guard *prev)
 
 /* ---- page-cache advice ---------------------------------------------------- */
 
-/* Keep the disk busy while SHA-256 runs: ask for the window ahead of the
- * hash position asynchronously, so a cold read overlaps hashing instead
- * of faulting page by page. */
-void vd_mapping_prefetch(int fd, uint64_t file_off, uint64_t len, uint64_t off,
-    uint64_t *prefetched)
+/* Read-ahead is left to the kernel's sequential read-ahead, doubled for
+ * the file: it fills the page cache with large folios, which later
+ * mappings of the file fault in a few hundred KiB at a time. Explicit
+ * WILLNEED windows (posix_fadvise, madvise) fill it with 4 KiB pages
+ * instead, whose faults and TLB misses slowed every later hash of the
+ * file by a fifth, and did their I/O submission on the hashing thread. */
+void vd_mapping_sequential(int fd, uint64_t file_off, uint64_t len)
 {
-	uint64_t want = off + VD_PREFETCH_WINDOW;
+	posix_fadvise(fd, (off_t)file_off, (off_t)len, POSIX_FADV_SEQUENTIAL);
+}
 
-	if (want > len)
-		want = len;
-	while (*prefetched < want) {
-		uint64_t n = want - *prefetched < VD_PREFETCH_STEP ? want - *prefetched :
-		    VD_PREFETCH_STEP;
-		posix_fadvise(fd, (off_t)(file_off + *prefetched), (off_t)n,
-		    POSIX_FADV_WILLNEED);
-		*prefetched += n;
-	}
+uint64_t vd_thread_minor_faults(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) < 0)
+		return 0;
+	return (uint64_t)ru.ru_minflt;
 }
 
 unsigned char *vd_mapping_residency(const uint8_t *base, uint64_t off, size_t n,
@@ -161,6 +163,18 @@ unsigned char *vd_mapping_residency(const uint8_t *base, uint64_t off, size_t n,
 	}
 	*first_page = start / ps;
 	return vec;
+}
+
+int vd_mapping_resident(const uint8_t *base, uint64_t off, size_t n, uint64_t ps)
+{
+	uint64_t first, i, pages = (off + n + ps - 1) / ps - off / ps;
+	unsigned char *vec = vd_mapping_residency(base, off, n, ps, &first);
+	int all = vec != NULL;
+
+	for (i = 0; all && i < pages; i++)
+		all = vec[i] & 1;
+	free(vec);
+	return all;
 }
 
 /* In runs; pages that were cached before (a model someone is loading)

@@ -48,16 +48,25 @@ int vd_bus_in_range(const void *addr, const void *p, size_t n);
  * handler set since replaced it. 0 or -1 (errno). */
 int vd_artifact_guard_sigbus(void);
 
-/* Ask for the window ahead of off in a file of len bytes that starts at
- * file_off in fd; *prefetched is how far it was asked for already. */
-void vd_mapping_prefetch(int fd, uint64_t file_off, uint64_t len, uint64_t off,
-    uint64_t *prefetched);
+/* Tell the kernel that fd's [file_off, file_off + len) is read in order:
+ * its own read-ahead (a larger window, large folios) keeps ahead of the
+ * hash. */
+void vd_mapping_sequential(int fd, uint64_t file_off, uint64_t len);
+
+/* Minor page faults the calling thread has taken (0 when that cannot be
+ * told): how the page cache of a mapping it reads is laid out shows in
+ * how often it faults. */
+uint64_t vd_thread_minor_faults(void);
 
 /* Which pages of [off, off + n) of the mapping base (a whole file, from
  * its start) are in the page cache, one byte each, from page *first_page
  * on; NULL when that cannot be told. ps is the page size. Freed with free. */
 unsigned char *vd_mapping_residency(const uint8_t *base, uint64_t off, size_t n,
     uint64_t ps, uint64_t *first_page);
+
+/* Every page of [off, off + n) of the mapping base is in the page cache
+ * (0 also when that cannot be told). */
+int vd_mapping_resident(const uint8_t *base, uint64_t off, size_t n, uint64_t ps);
 
 /* Evict from the page cache the pages of fd's [off, off + n) that were
  * not resident before (was, from vd_mapping_residency). */

@@ -360,8 +360,11 @@ static void sink_start(void *arg, const vd_mapped_file *files, size_t n)
 	size_t i;
 
 	/* Digests are taken only with a worker to spare: when every worker
-	 * verifies, they would cost a verification its core. */
-	if (vd_queue_idle(sc->q) == 0)
+	 * verifies, they would cost a verification its core. An explicit job
+	 * keeps its map only if the others digest every chunk before its pass
+	 * ends (sink_finish): not with fewer spare cores than that takes. */
+	if (vd_queue_idle(sc->q) <
+	    (sc->job->kind == VD_JOB_EXPLICIT ? VD_SINK_EXPLICIT_MIN_IDLE : 1))
 		return;
 	if ((sc->job->chunks = vd_chunkmap_new(files, n, VD_CHUNK_SIZE)) == NULL)
 		return;

@@ -35,6 +35,8 @@ struct vd_queue {
 	vd_queue_item *done_head, *done_tail;
 	vd_task *task_head;
 	unsigned queued, busy;
+	unsigned cpus;             /* the process may run on */
+	unsigned tasks_busy;       /* tasks running on threads of their own */
 	uint64_t seq;              /* items inserted so far */
 	int stopping;
 	atomic_int cancel;          /* running items give up */
@@ -140,6 +142,14 @@ static vd_task *pop_task(vd_queue *q, const vd_taskset *only)
 	return NULL;
 }
 
+/* q->mu held: a core no item or task is using. A task splits an item's
+ * work off to run beside it: on a core of its own it saves time, on a core
+ * shared with the item (with any item) it only slows that one down. */
+static int core_to_spare(const vd_queue *q)
+{
+	return q->busy + q->tasks_busy < q->cpus;
+}
+
 /* q->mu held: a task is done; wake whoever waits for its set. */
 static void task_done(vd_queue *q, vd_task *t)
 {
@@ -235,6 +245,8 @@ static void run_item(vd_queue *q, vd_queue_item *it, int reserved)
 	pthread_mutex_lock(&q->mu);
 	q->busy--;
 	q->shared_busy -= !reserved;
+	if (q->task_head != NULL)
+		pthread_cond_broadcast(&q->cv);   /* a core for a waiting task */
 	/* Yielded: back in its lane, past the bound (it was admitted once).
 	 * Stopping, it goes to the loop, which discards it. */
 	if (again == VD_QUEUE_AGAIN && !q->stopping) {
@@ -261,7 +273,7 @@ static void *worker(void *arg)
 		/* Items first; tasks only when no item waits, and never on a
 		 * reserved thread (a task may take as long as an item). */
 		while (!q->stopping && (it = pop(q, reserved)) == NULL &&
-		    (reserved || (t = pop_task(q, NULL)) == NULL))
+		    (reserved || !core_to_spare(q) || (t = pop_task(q, NULL)) == NULL))
 			pthread_cond_wait(&q->cv, &q->mu);
 		if (q->stopping)
 			break;
@@ -269,9 +281,11 @@ static void *worker(void *arg)
 			run_item(q, it, reserved);
 			continue;
 		}
+		q->tasks_busy++;
 		pthread_mutex_unlock(&q->mu);
 		t->set->run(t);
 		pthread_mutex_lock(&q->mu);
+		q->tasks_busy--;
 		task_done(q, t);
 	}
 	/* Stopping: the last thread out wakes the loop, which joins them all. */
@@ -398,6 +412,17 @@ static int start_threads(vd_queue *q, unsigned threads)
 	return rc;
 }
 
+static unsigned usable_cpus(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
 int vd_queue_new(uv_loop_t *loop, unsigned threads, unsigned reserved,
     const vd_queue_ops *ops, void *arg, vd_queue **out)
 {
@@ -410,6 +435,7 @@ int vd_queue_new(uv_loop_t *loop, unsigned threads, unsigned reserved,
 	q->ops = *ops;
 	q->arg = arg;
 	q->reserved = reserved;
+	q->cpus = usable_cpus();
 	threads += reserved;
 	if ((q->threads = calloc(threads, sizeof(*q->threads))) == NULL)
 		goto fail_alloc;
@@ -535,6 +561,10 @@ unsigned vd_queue_idle(vd_queue *q)
 
 	pthread_mutex_lock(&q->mu);
 	n = shared_threads(q) - q->shared_busy;
+	if (!core_to_spare(q))
+		n = 0;
+	else if (n > q->cpus - q->busy - q->tasks_busy)
+		n = q->cpus - q->busy - q->tasks_busy;
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }

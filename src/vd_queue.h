@@ -7,7 +7,8 @@
  * through a uv_async_t, or, when it yields, back into its lane to go on
  * later: a long item takes turns with the rest instead of holding its
  * thread. Idle workers also take
- * tasks: small pieces of work a running item splits off and waits for.
+ * tasks: small pieces of work a running item splits off and waits for,
+ * while a core is left that no item or task uses.
  * Reserved threads take urgent items only, so that one never waits for
  * the rest, however long it runs.
  */
@@ -76,7 +77,8 @@ unsigned vd_queue_queued(vd_queue *q);
 unsigned vd_queue_busy(vd_queue *q);
 /* Threads that take anything (the reserved ones are not counted). */
 unsigned vd_queue_threads(vd_queue *q);
-/* Of those, threads not running an item. */
+/* Of those, threads not running an item, as many as there are cores no
+ * item or task is using: what tasks posted now would run on. */
 unsigned vd_queue_idle(vd_queue *q);
 /* Set once the grace of a stop is over: running items should give up. */
 int vd_queue_cancelled(const vd_queue *q);

@@ -435,6 +435,144 @@ static void test_at_and_ownership(void **state)
 	close(fd);
 }
 
+/* ---- large files: read on a thread of their own while hashed ---------- */
+
+#define LARGE_BYTES (24u << 20)   /* above the size read on a second thread */
+/* Files large enough that the mapped verifier looks at how their page
+ * cache is held (about 21 MiB each), and decides. */
+#define PROBED_BYTES (64u << 20)
+
+/* A real-data artifact of three weight files made by vd-mkartifact. */
+static void make_large(char *dir, size_t size, unsigned bytes)
+{
+	const char *top = getenv("top_builddir");
+	char cmd[2 * PATH_LEN];
+
+	make_tmpdir(dir, size);
+	snprintf(cmd, sizeof(cmd),
+	    "'%s/tools/vd-mkartifact' --bytes %u --tensors 6 --shards 3 '%s/a' >/dev/null",
+	    top ? top : ".", bytes, dir);
+	assert_int_equal(system(cmd), 0);
+	strncat(dir, "/a", size - strlen(dir) - 1);
+}
+
+/* Loaded while read: the verdict a mapping gives, and every file whole. */
+static void test_large_files(void **state)
+{
+	char dir[PATH_LEN], path[PATH_LEN];
+	vd_verdict v, mapped;
+	vd_loaded l;
+	uint8_t *disk;
+	size_t i, len;
+
+	make_large(dir, sizeof(dir), LARGE_BYTES);
+	assert_int_equal(vd_load_verified(dir, NULL, 0, &l, &v), VD_OK);
+	assert_int_equal(vd_verify_artifact(dir, NULL, &mapped), VD_OK);
+	assert_same_verdict(&mapped, &v);
+	assert_int_equal(l.n_files, 3);
+	for (i = 0; i < l.n_files; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, l.files[i].name);
+		disk = slurp(path, &len);
+		assert_int_equal(l.files[i].len, len);
+		assert_memory_equal(l.files[i].data, disk, len);
+		free(disk);
+	}
+	vd_loaded_free(&l);
+	rm_tree(dir);
+}
+
+typedef struct cutter {
+	const char *path;
+	int cut;
+	off_t off;                  /* bytes cut off the end; 0: half the file */
+} cutter;
+
+/* Cuts the file once hashing has begun. */
+static int cut_once(uint64_t done, uint64_t total, void *arg)
+{
+	cutter *c = arg;
+	struct stat st;
+
+	if (!c->cut && done > 0 && stat(c->path, &st) == 0) {
+		assert_int_equal(truncate(c->path, c->off ? st.st_size - c->off : st.st_size / 2), 0);
+		c->cut = 1;
+	}
+	return 0;
+}
+
+/* A file cut while loaded fails, whether the read meets the end first or
+ * the identity check after the hash sees the change, and hands nothing
+ * over. */
+static void test_large_cut(void **state)
+{
+	char dir[PATH_LEN], path[PATH_LEN];
+	vd_options opt = { 0 };
+	vd_verdict v;
+	vd_loaded l;
+	cutter c;
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		make_large(dir, sizeof(dir), LARGE_BYTES);
+		snprintf(path, sizeof(path), "%s/weights-%05zu-of-00003.safetensors", dir, i);
+		c = (cutter){ path, 0, 0 };
+		opt.progress = cut_once;
+		opt.progress_arg = &c;
+		assert_int_not_equal(vd_load_verified(dir, &opt, 0, &l, &v), VD_OK);
+		assert_true(c.cut);
+		print_message("cut %s: %s\n", path + strlen(dir) + 1, v.detail);
+		assert_true(strstr(v.detail, "shrank") != NULL || strstr(v.detail, "changed") != NULL);
+		assert_empty(&l);
+		rm_tree(dir);
+	}
+}
+
+/* Each weight file's page cache refilled by WILLNEED advice, which on
+ * Linux fills it with 4 KiB pages: the mapped verifier then reads the
+ * files instead of hashing them in place, and must come to the same. */
+static void small_pages(const char *dir)
+{
+	char path[PATH_LEN];
+	size_t i;
+	int fd;
+
+	for (i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/weights-%05zu-of-00003.safetensors", dir, i);
+		fd = open(path, O_RDONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(fdatasync(fd), 0);
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+		close(fd);
+	}
+}
+
+static void test_mapped_small_pages(void **state)
+{
+	char dir[PATH_LEN], path[PATH_LEN];
+	vd_options opt = { 0 };
+	vd_verdict v, loaded_v;
+	vd_loaded l;
+	cutter c;
+
+	make_large(dir, sizeof(dir), PROBED_BYTES);
+	assert_int_equal(vd_load_verified(dir, NULL, 0, &l, &loaded_v), VD_OK);
+	vd_loaded_free(&l);
+	small_pages(dir);
+	assert_int_equal(vd_verify_artifact(dir, NULL, &v), VD_OK);
+	assert_same_verdict(&loaded_v, &v);
+
+	small_pages(dir);
+	snprintf(path, sizeof(path), "%s/weights-00001-of-00003.safetensors", dir);
+	/* Past what is hashed in place: the read meets the end. */
+	c = (cutter){ path, 0, 1 << 20 };
+	opt.progress = cut_once;
+	opt.progress_arg = &c;
+	assert_int_equal(vd_verify_artifact(dir, &opt, &v), VD_CHECKPOINT_INTEGRITY);
+	assert_non_null(strstr(v.detail, "shrank"));
+	rm_tree(dir);
+}
+
 /* A program built before vd_verdict grew calls the plain names with the
  * smaller struct: it gets its fields, and nothing past them is written. */
 #undef vd_verify_artifact
@@ -486,6 +624,9 @@ int main(void)
 		cmocka_unit_test(test_short_files),
 		cmocka_unit_test(test_at_and_ownership),
 		cmocka_unit_test(test_first_layout),
+		cmocka_unit_test(test_large_files),
+		cmocka_unit_test(test_large_cut),
+		cmocka_unit_test(test_mapped_small_pages),
 	};
 
 	return cmocka_run_group_tests_name("loaded", tests, NULL, NULL);
