@@ -10,6 +10,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <openssl/crypto.h>
+
 #include "vd_api.h"
 #include "vd_attest.h"
 #include "vd_dsse.h"
@@ -457,6 +459,9 @@ static void oms_work(uv_work_t *w)
 	job->changed = !vd_fingerprint_eq(&before, &job->want) ||
 	    !vd_fingerprint_eq(&after, &job->want);
 	free(res);
+	/* A thread of libuv's pool is never joined before the process ends:
+	 * what OpenSSL keeps per thread for the signature goes now. */
+	OPENSSL_thread_stop();
 }
 
 static void oms_unlink(oms_job *job)
