@@ -219,7 +219,8 @@ struct hasher {
 
 static size_t shard_count(const struct model *m, uint64_t size)
 {
-	return m->shard == UINT64_MAX ? 1 : (size_t)((size + m->shard - 1) / m->shard);
+	/* Not (size + shard - 1) / shard: a bundle's shard size may be huge. */
+	return m->shard == UINT64_MAX ? 1 : (size_t)(size / m->shard + (size % m->shard != 0));
 }
 
 /* The pending file a task belongs to. */
