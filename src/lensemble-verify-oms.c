@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +31,9 @@ const char oms_usage_text[] =
 "OpenSSF Model Signing (OMS v1.0 bundles, as model_signing writes them):\n"
 "  lensemble-verify verify-oms (--key PUB.pem | --ca-cert CA.pem)\n"
 "                   [--signature FILE] [--ignore-path P]...\n"
-"                   [--ignore-unsigned-files] [--json] PATH\n"
+"                   [--ignore-unsigned-files] [--json] [--jobs N] PATH\n"
 "  lensemble-verify sign-oms --key PRIV.pem [--signature FILE]\n"
-"                   [--ignore-path P]... [--shards BYTES] PATH\n"
+"                   [--ignore-path P]... [--shards BYTES] [--jobs N] PATH\n"
 "\n"
 "  verify-oms  exit 0 when the bundle (default PATH/model.sig) is signed by\n"
 "              the ECDSA key in PUB.pem, or by a certificate chaining to\n"
@@ -43,8 +44,9 @@ const char oms_usage_text[] =
 "              in BYTES-long shards\n"
 "\n"
 "PATH is a model directory or a single file (then --signature is needed).\n"
-"--ignore-path is relative to PATH. Exit status: 0 verified or signed,\n"
-"1 not verified, 2 usage error or unreadable input.\n";
+"--ignore-path is relative to PATH. --jobs N hashes files (or shards) on N\n"
+"threads; the default is one per CPU this process may run on. Exit status:\n"
+"0 verified or signed, 1 not verified, 2 usage error or unreadable input.\n";
 
 struct oms_args {
 	const char *key, *ca, *signature, *path;
@@ -53,6 +55,7 @@ struct oms_args {
 	size_t n_ignore;
 	int ignore_unsigned, json;
 	uint64_t shards;
+	uint64_t jobs;          /* 0: one thread per CPU */
 };
 
 static int usage(const char *cmd, const char *msg)
@@ -117,6 +120,7 @@ static int parse_args(const char *cmd, int argc, char **argv, int sign, struct o
 		{ "ignore-unsigned-files", no_argument, NULL, 'u' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "shards", required_argument, NULL, 'S' },
+		{ "jobs", required_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -132,6 +136,11 @@ static int parse_args(const char *cmd, int argc, char **argv, int sign, struct o
 		case 'u': bad |= sign; a->ignore_unsigned = 1; break;
 		case 'j': bad |= sign; a->json = 1; break;
 		case 'S': bad |= !sign || a->shards || parse_size(optarg, &a->shards) < 0; break;
+		case 'J':
+			if (a->jobs || parse_size(optarg, &a->jobs) < 0 || a->jobs > VD_OMS_JOBS_MAX)
+				return usage(cmd, "--jobs takes a number of threads, 1 to "
+				    VD_XSTR(VD_OMS_JOBS_MAX));
+			break;
 		case 'i':
 			if (add_ignore(a, optarg) < 0)
 				return usage(cmd, "--ignore-path takes a path relative to PATH, without "
@@ -152,6 +161,19 @@ static int parse_args(const char *cmd, int argc, char **argv, int sign, struct o
 		return usage(cmd, sign ? "--key PRIV.pem is required" :
 		    "give either --key PUB.pem or --ca-cert CA.pem");
 	return -1;
+}
+
+/* The CPUs this process may run on (taskset, cgroup cpusets), which
+ * sysconf's count of online ones ignores. */
+static unsigned jobs_for(const struct oms_args *a)
+{
+	cpu_set_t set;
+	int n;
+
+	if (a->jobs)
+		return (unsigned)a->jobs;
+	n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+	return n < 1 ? 1 : n > VD_OMS_JOBS_MAX ? VD_OMS_JOBS_MAX : (unsigned)n;
 }
 
 static int exit_for(vd_oms_code c)
@@ -237,6 +259,7 @@ int cmd_verify_oms(int argc, char **argv)
 	o.ignore = a->ignore;
 	o.n_ignore = a->n_ignore;
 	o.ignore_unsigned = a->ignore_unsigned;
+	o.jobs = jobs_for(a);
 	vd_oms_verify(a->path, &o, r);
 	if (a->json)
 		report_json(a->path, r);
@@ -295,6 +318,7 @@ static int sign_with(const struct oms_args *a, const vd_key *k, const char *sig)
 	o.ignore = a->ignore;
 	o.n_ignore = a->n_ignore;
 	o.shard_size = a->shards;
+	o.jobs = jobs_for(a);
 	vd_buf_init(&b);
 	if (vd_oms_sign(a->path, &o, &b, r) != VD_OMS_OK)
 		fprintf(stderr, "lensemble-verify sign-oms: %s\n", r->detail);

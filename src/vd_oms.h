@@ -13,6 +13,7 @@
 #ifndef VD_OMS_H
 #define VD_OMS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -127,6 +128,8 @@ typedef struct vd_oms_verify_opts {
 	size_t n_ignore;
 	int ignore_unsigned;         /* files the manifest does not list are fine */
 	time_t now;                  /* certificates' validity; 0: time(NULL) */
+	unsigned jobs;               /* threads hashing files or shards, the caller's
+	                              * included; 0: the caller's alone */
 } vd_oms_verify_opts;
 
 typedef struct vd_oms_result {
@@ -157,6 +160,7 @@ typedef struct vd_oms_sign_opts {
 	const char *const *ignore;
 	size_t n_ignore;
 	uint64_t shard_size;         /* 0: "files" serialization */
+	unsigned jobs;               /* as vd_oms_verify_opts.jobs */
 } vd_oms_sign_opts;
 
 /* The daemon's check of an artifact's bundle: the signer is looked for
@@ -175,6 +179,10 @@ typedef struct vd_oms_signers {
 
 vd_oms_code vd_oms_check(const char *path, const char *signature, const vd_oms_signers *t,
     vd_oms_result *r, int *differ);
+/* The same on the caller's thread alone, giving up (VD_OMS_UNREADABLE,
+ * within one read step) once *cancel is set from another thread. */
+vd_oms_code vd_oms_check_until(const char *path, const char *signature,
+    const vd_oms_signers *t, const atomic_int *cancel, vd_oms_result *r, int *differ);
 
 /* A key-method bundle over path into b (JSON and a newline): resources
  * sorted by code point, the root digest as subject, the default ignore

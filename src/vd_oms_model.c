@@ -10,7 +10,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,6 @@
 #include "vd_utf8.h"
 #include "vd_x509.h"
 
-#define READ_STEP (1u << 20)
 #define QUOTE_MAX 160
 
 /* OMS 6.2: excluded whatever the bundle says, matched at the top level. */
@@ -38,7 +39,7 @@ struct entry {
 	uint64_t size;
 	uint8_t *digests;      /* one per shard (one for files), digest_len each */
 	size_t n_digests;
-	int hashed;
+	int fd;                /* open while its digests are under way; else -1 */
 };
 
 struct model {
@@ -54,6 +55,10 @@ struct model {
 	vd_oms_resource **ix;  /* resources by (path, start) */
 	struct entry *e;
 	size_t n, cap;
+	size_t pend[VD_OMS_HASH_OPEN_MAX];   /* entries open, not yet hashed */
+	size_t n_pend;
+	unsigned jobs;                       /* threads hashing, the caller's included */
+	const atomic_int *cancel;            /* set: give up (NULL: never) */
 	vd_oms_result *r;
 };
 
@@ -118,6 +123,8 @@ static void model_free(struct model *m)
 	for (i = 0; i < m->n; i++) {
 		free(m->e[i].name);
 		free(m->e[i].digests);
+		if (m->e[i].fd >= 0)
+			close(m->e[i].fd);
 	}
 	free(m->e);
 	for (i = 0; i < m->n_ignore; i++)
@@ -162,7 +169,18 @@ static int ignores_init(struct model *m, char *const *a, size_t na,
 	return sig_rel != NULL && *sig_rel ? add_ignore(m, sig_rel) : 0;
 }
 
-/* ---- hashing ------------------------------------------------------------- */
+/* ---- hashing --------------------------------------------------------------
+ *
+ * The walk opens each file and leaves it pending; once VD_OMS_HASH_OPEN_MAX
+ * wait, or the walk ends, the batch is hashed by m->jobs threads taking
+ * tasks in turn: a whole file (files), or one shard (shards), read with
+ * pread into a buffer of their own so that tasks share no file offset.
+ * Digests land in their own slots, so the result does not depend on which
+ * thread ran what; of the tasks that fail, the first in walk order is the
+ * one reported, as one thread reading the files in turn would report it.
+ * A failure of the walk itself (a link refused, a file that will not
+ * open) stops it before its pending files are read.
+ */
 
 /* NULL when this OpenSSL's providers lack the digest (BLAKE2b is not in
  * the FIPS provider). */
@@ -183,79 +201,213 @@ static const char *hash_name(vd_oms_hash h)
 	return h == VD_OMS_BLAKE2B ? "blake2b" : "sha256";
 }
 
-static int shard_done(EVP_MD_CTX *ctx, const EVP_MD *md, struct entry *e, size_t dlen)
-{
-	unsigned int n;
+struct batch {
+	struct model *m;
+	size_t first[VD_OMS_HASH_OPEN_MAX + 1];  /* pending file i: tasks [first[i], first[i + 1]) */
+	size_t n_tasks;
+	atomic_size_t next;        /* the next task to take */
+	atomic_size_t failed;      /* the first task that failed; n_tasks when none */
+	int err;                   /* its -errno, under lock */
+	pthread_mutex_t lock;
+	atomic_uint_least64_t bytes;
+};
 
-	if (EVP_DigestFinal_ex(ctx, e->digests + e->n_digests * dlen, &n) != 1 || n != dlen)
-		return -1;
-	e->n_digests++;
-	return EVP_DigestInit_ex(ctx, md, NULL) == 1 ? 0 : -1;
+struct hasher {
+	EVP_MD_CTX *ctx;
+	uint8_t *buf;
+};
+
+static size_t shard_count(const struct model *m, uint64_t size)
+{
+	/* Not (size + shard - 1) / shard: a bundle's shard size may be huge. */
+	return m->shard == UINT64_MAX ? 1 : (size_t)(size / m->shard + (size % m->shard != 0));
 }
 
-/* The file's digests, one per shard (files: m->shard is UINT64_MAX), read
- * once from start to end. 0, or -errno. */
-static int hash_fd(struct model *m, int fd, struct entry *e)
+/* The pending file a task belongs to. */
+static size_t task_file(const struct batch *b, size_t t)
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	uint8_t *buf = malloc(READ_STEP);
-	uint64_t in_shard = 0, shards;
-	struct stat st;
+	size_t lo = 0, hi = b->m->n_pend, mid;
+
+	while (hi - lo > 1) {
+		mid = lo + (hi - lo) / 2;
+		if (b->first[mid] <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int cancelled(const struct model *m)
+{
+	return m->cancel != NULL && atomic_load(m->cancel);
+}
+
+/* Bytes [off, off + len) of fd into ctx; a file shorter than that changed
+ * meanwhile, unless len is UINT64_MAX (to the end, files). The bytes
+ * read, or -errno. */
+static int64_t hash_range(const struct model *m, struct hasher *h, int fd, uint64_t off,
+    uint64_t len)
+{
+	uint64_t done = 0;
 	ssize_t got;
-	int rc = -ENOMEM;
 
-	if (ctx == NULL || buf == NULL || EVP_DigestInit_ex(ctx, m->md, NULL) != 1)
-		goto cleanup;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		rc = -EINVAL;
-		goto cleanup;
-	}
-	/* One shard of slack: a file that grows past it is refused below. */
-	shards = m->shard == UINT64_MAX ? 1 : (uint64_t)st.st_size / m->shard + 2;
-	if ((e->digests = malloc(shards * m->digest_len)) == NULL)
-		goto cleanup;
-	for (;;) {
-		size_t want = READ_STEP;
+	while (done < len) {
+		size_t want = len - done < VD_OMS_READ_STEP ? (size_t)(len - done) : VD_OMS_READ_STEP;
 
-		if (m->shard - in_shard < want)
-			want = (size_t)(m->shard - in_shard);
-		if ((got = read(fd, buf, want)) < 0 && errno == EINTR)
+		if (cancelled(m))
+			return -ECANCELED;
+		if ((got = pread(fd, h->buf, want, (off_t)(off + done))) < 0 && errno == EINTR)
 			continue;
-		if (got < 0) {
-			rc = -errno;
-			goto cleanup;
-		}
+		if (got < 0)
+			return -errno;
 		if (got == 0)
-			break;
-		if (EVP_DigestUpdate(ctx, buf, (size_t)got) != 1)
-			goto cleanup;
-		e->size += (uint64_t)got;
-		m->r->bytes += (uint64_t)got;
-		if ((in_shard += (uint64_t)got) == m->shard) {
-			if (e->n_digests >= shards)
-				goto grew;
-			if (shard_done(ctx, m->md, e, m->digest_len) < 0)
-				goto cleanup;
-			in_shard = 0;
-		}
+			return len == UINT64_MAX ? (int64_t)done : -EAGAIN;
+		if (EVP_DigestUpdate(h->ctx, h->buf, (size_t)got) != 1)
+			return -ENOMEM;
+		done += (uint64_t)got;
 	}
-	/* files: always one digest; shards: the last partial one, none for
-	 * an empty file (OMS 6.3.2). */
-	if (m->shard == UINT64_MAX || in_shard > 0) {
-		if (e->n_digests >= shards)
-			goto grew;
-		if (shard_done(ctx, m->md, e, m->digest_len) < 0)
-			goto cleanup;
+	return (int64_t)done;
+}
+
+/* Task t: its digest into its slot. 0, or -errno (-EAGAIN: the file
+ * changed while it was read). */
+static int run_task(struct batch *b, struct hasher *h, size_t t)
+{
+	struct model *m = b->m;
+	size_t f = task_file(b, t), k = t - b->first[f];
+	struct entry *e = &m->e[m->pend[f]];
+	uint64_t start = m->shard == UINT64_MAX ? 0 : k * m->shard;
+	uint64_t len = m->shard == UINT64_MAX ? UINT64_MAX :
+	    e->size - start < m->shard ? e->size - start : m->shard;
+	unsigned int n;
+	int64_t got;
+
+	if (EVP_DigestInit_ex(h->ctx, m->md, NULL) != 1)
+		return -ENOMEM;
+	if ((got = hash_range(m, h, e->fd, start, len)) < 0)
+		return (int)got;
+	atomic_fetch_add(&b->bytes, (uint64_t)got);
+	if (m->shard == UINT64_MAX)
+		e->size = (uint64_t)got;        /* this task's alone */
+	else if (t + 1 == b->first[f + 1] && (got = pread(e->fd, h->buf, 1,
+	    (off_t)(start + len))) != 0)
+		return got < 0 ? -errno : -EAGAIN;    /* it grew past its last shard */
+	/* An empty file has no shard (OMS 6.3.2): its task only checks that. */
+	if (m->shard != UINT64_MAX && e->size == 0)
+		return 0;
+	return EVP_DigestFinal_ex(h->ctx, e->digests + k * m->digest_len, &n) == 1 &&
+	    n == m->digest_len ? 0 : -ENOMEM;
+}
+
+static void task_failed(struct batch *b, size_t t, int err)
+{
+	pthread_mutex_lock(&b->lock);
+	if (t < atomic_load(&b->failed)) {
+		atomic_store(&b->failed, t);
+		b->err = err;
 	}
-	e->hashed = 1;
-	rc = 0;
-	goto cleanup;
-grew:
-	rc = -EAGAIN;       /* the file grew while it was read */
-cleanup:
-	EVP_MD_CTX_free(ctx);
-	free(buf);
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* Tasks in turn until none is left. One that cannot start a hasher still
+ * takes tasks, to fail them: every task ends done or failed. */
+static void *hash_tasks(void *arg)
+{
+	struct batch *b = arg;
+	struct hasher h = { EVP_MD_CTX_new(), malloc(VD_OMS_READ_STEP) };
+	size_t t;
+	int rc;
+
+	while ((t = atomic_fetch_add(&b->next, 1)) < b->n_tasks) {
+		if (t > atomic_load(&b->failed))
+			continue;           /* a failure before it is reported anyway */
+		rc = h.ctx == NULL || h.buf == NULL ? -ENOMEM : run_task(b, &h, t);
+		if (rc < 0)
+			task_failed(b, t, rc);
+	}
+	EVP_MD_CTX_free(h.ctx);
+	free(h.buf);
+	return NULL;
+}
+
+/* The caller's thread and up to jobs - 1 more, as many as there are
+ * tasks for; fewer when a thread cannot start. */
+static void run_batch(struct batch *b, unsigned jobs)
+{
+	pthread_t tid[VD_OMS_JOBS_MAX];
+	size_t n = 0, i, want = jobs < b->n_tasks ? jobs : b->n_tasks;
+
+	while (n + 1 < want && pthread_create(&tid[n], NULL, hash_tasks, b) == 0)
+		n++;
+	hash_tasks(b);
+	for (i = 0; i < n; i++)
+		pthread_join(tid[i], NULL);
+}
+
+static int read_failed(struct model *m, const char *rel, int err)
+{
+	return failn(m->r, VD_OMS_UNREADABLE, err == -EAGAIN ? "\"%.*s\" changed while it was read" :
+	    "cannot read \"%.*s\": %s", q(rel), rel, strerror(-err));
+}
+
+/* The pending files hashed and closed. 0, or -1 with the first failure. */
+static int flush_pending(struct model *m)
+{
+	struct batch *b;
+	size_t i;
+	int rc = 0;
+
+	if (m->n_pend == 0)
+		return 0;
+	if ((b = calloc(1, sizeof(*b))) == NULL || pthread_mutex_init(&b->lock, NULL) != 0) {
+		free(b);
+		return failn(m->r, VD_OMS_UNREADABLE, "out of memory");
+	}
+	b->m = m;
+	for (i = 0; i < m->n_pend; i++) {
+		const struct entry *e = &m->e[m->pend[i]];
+
+		/* An empty file still has a task: whether it grew. */
+		b->first[i + 1] = b->first[i] + (e->size == 0 ? 1 : shard_count(m, e->size));
+	}
+	b->n_tasks = b->first[m->n_pend];
+	atomic_init(&b->next, 0);
+	atomic_init(&b->failed, b->n_tasks);
+	atomic_init(&b->bytes, 0);
+	run_batch(b, m->jobs);
+	m->r->bytes += atomic_load(&b->bytes);
+	if ((i = atomic_load(&b->failed)) < b->n_tasks)
+		rc = read_failed(m, m->e[m->pend[task_file(b, i)]].name, b->err);
+	for (i = 0; i < m->n_pend; i++) {
+		close(m->e[m->pend[i]].fd);
+		m->e[m->pend[i]].fd = -1;
+	}
+	m->n_pend = 0;
+	pthread_mutex_destroy(&b->lock);
+	free(b);
 	return rc;
+}
+
+/* fd (which this takes) waits with the pending files; a full batch is
+ * hashed. Its size is fixed now: shards are cut from it. */
+static int pend_file(struct model *m, struct entry *e, int fd, const char *rel)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return read_failed(m, rel, -EINVAL);
+	}
+	e->size = (uint64_t)st.st_size;
+	e->n_digests = m->shard == UINT64_MAX ? 1 : shard_count(m, e->size);
+	if ((e->digests = malloc(e->n_digests * m->digest_len + 1)) == NULL) {
+		close(fd);
+		return failn(m->r, VD_OMS_UNREADABLE, "out of memory");
+	}
+	e->fd = fd;
+	m->pend[m->n_pend++] = (size_t)(e - m->e);
+	return m->n_pend == VD_OMS_HASH_OPEN_MAX ? flush_pending(m) : 0;
 }
 
 /* ---- the walk ------------------------------------------------------------ */
@@ -301,6 +453,7 @@ static struct entry *add_entry(struct model *m, const char *rel)
 	}
 	e = &m->e[m->n];
 	memset(e, 0, sizeof(*e));
+	e->fd = -1;
 	if ((e->name = strdup(rel)) == NULL)
 		goto oom;
 	m->n++;
@@ -310,23 +463,22 @@ oom:
 	return NULL;
 }
 
+/* fd is the entry's from here: pending, or closed. */
 static int hash_entry(struct model *m, int fd, const char *rel)
 {
 	struct entry *e = add_entry(m, rel);
-	int rc;
 
-	if (e == NULL)
-		return -1;
-	/* An unlisted file needs no digest: it differs whatever its bytes
-	 * (or, with --ignore-unsigned-files, does not count). */
-	if (m->listed != NULL && strcmp(rel, ".") != 0 && find_path(m, rel) < 0)
-		return 0;
-	if ((rc = hash_fd(m, fd, e)) < 0) {
-		fail(m->r, VD_OMS_UNREADABLE, rc == -EAGAIN ? "\"%.*s\" changed while it was read" :
-		    "cannot read \"%.*s\": %s", q(rel), rel, strerror(-rc));
+	if (e == NULL) {
+		close(fd);
 		return -1;
 	}
-	return 0;
+	/* An unlisted file needs no digest: it differs whatever its bytes
+	 * (or, with --ignore-unsigned-files, does not count). */
+	if (m->listed != NULL && strcmp(rel, ".") != 0 && find_path(m, rel) < 0) {
+		close(fd);
+		return 0;
+	}
+	return pend_file(m, e, fd, rel);
 }
 
 /* A symbolic link the bundle allows: followed to a regular file inside
@@ -335,7 +487,7 @@ static int follow_link(struct model *m, const char *rel)
 {
 	char full[PATH_MAX * 2], real[PATH_MAX];
 	size_t rl = strlen(m->root_real);
-	int fd, rc;
+	int fd;
 
 	snprintf(full, sizeof(full), "%s/%s", m->root_real, rel);
 	if (realpath(full, real) == NULL)
@@ -346,9 +498,7 @@ static int follow_link(struct model *m, const char *rel)
 	if ((fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)) < 0)
 		return failn(m->r, VD_OMS_MISMATCH, "symbolic link \"%.*s\" does not lead to a "
 		    "regular file", q(rel), rel);
-	rc = hash_entry(m, fd, rel);
-	close(fd);
-	return rc;
+	return hash_entry(m, fd, rel);
 }
 
 static int walk_dir(struct model *m, int dfd, const char *prefix, unsigned depth);
@@ -356,7 +506,7 @@ static int walk_dir(struct model *m, int dfd, const char *prefix, unsigned depth
 static int walk_one(struct model *m, int dfd, const char *name, const char *rel, unsigned depth)
 {
 	struct stat st;
-	int fd, rc;
+	int fd;
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return failn(m->r, VD_OMS_UNREADABLE, "cannot read \"%.*s\": %s", q(rel), rel,
@@ -377,9 +527,7 @@ static int walk_one(struct model *m, int dfd, const char *name, const char *rel,
 		    strerror(errno));
 	if (S_ISDIR(st.st_mode))
 		return walk_dir(m, fd, rel, depth + 1);     /* walk_dir closes fd */
-	rc = hash_entry(m, fd, rel);
-	close(fd);
-	return rc;
+	return hash_entry(m, fd, rel);
 }
 
 /* The regular files below dfd (which this closes), in no order. */
@@ -442,12 +590,9 @@ static int walk_model(struct model *m, const char *path, int *is_dir)
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (*is_dir ? O_DIRECTORY : 0));
 	if (fd < 0)
 		return failn(m->r, VD_OMS_UNREADABLE, "cannot open %s: %s", path, strerror(errno));
-	if (*is_dir) {
-		rc = walk_dir(m, fd, "", 0);
-	} else {
-		rc = hash_entry(m, fd, ".");
-		close(fd);
-	}
+	rc = *is_dir ? walk_dir(m, fd, "", 0) : hash_entry(m, fd, ".");
+	if (rc == 0)
+		rc = flush_pending(m);
 	if (rc == 0 && m->n > 1)
 		qsort(m->e, m->n, sizeof(*m->e), entry_cmp);
 	m->r->files = m->n;
@@ -778,10 +923,16 @@ static void name_single(struct model *m, const vd_oms_statement *s, const char *
 	m->e[0].name = dup;
 }
 
-static vd_oms_code check_manifest(const char *path, const vd_oms_statement *s,
-    const vd_oms_verify_opts *o, const char *sig, vd_oms_result *r)
+/* Threads for a caller's jobs: 0 is one, the caller's. */
+static unsigned jobs_of(unsigned jobs)
 {
-	struct model m = { .r = r };
+	return jobs == 0 ? 1 : jobs > VD_OMS_JOBS_MAX ? VD_OMS_JOBS_MAX : jobs;
+}
+
+static vd_oms_code check_manifest(const char *path, const vd_oms_statement *s,
+    const vd_oms_verify_opts *o, const char *sig, const atomic_int *cancel, vd_oms_result *r)
+{
+	struct model m = { .r = r, .jobs = jobs_of(o->jobs), .cancel = cancel };
 	char sig_rel[PATH_MAX];
 	vd_oms_code c = VD_OMS_UNREADABLE;
 	int is_dir = 0;
@@ -838,7 +989,7 @@ static vd_oms_code verify_bundle(const char *path, const vd_oms_bundle *b,
 		goto cleanup;
 	}
 	describe(r, &s);
-	c = check_manifest(path, &s, o, sig, r);
+	c = check_manifest(path, &s, o, sig, NULL, r);
 	vd_oms_statement_free(&s);
 cleanup:
 	vd_key_free(leaf);
@@ -957,7 +1108,7 @@ static vd_oms_code trusted_signer(const vd_oms_bundle *b, const vd_oms_signers *
 
 /* The manifest against the files, the signature not yet considered. */
 static vd_oms_code check_files(const char *path, const char *sig, const vd_oms_bundle *b,
-    vd_oms_result *r)
+    const atomic_int *cancel, vd_oms_result *r)
 {
 	vd_oms_verify_opts none = { 0 };
 	char why[VD_DETAIL_MAX];
@@ -968,13 +1119,19 @@ static vd_oms_code check_files(const char *path, const char *sig, const vd_oms_b
 	    VD_OMS_OK)
 		return fail(r, c, "%s", why);
 	describe(r, &s);
-	c = check_manifest(path, &s, &none, sig, r);
+	c = check_manifest(path, &s, &none, sig, cancel, r);
 	vd_oms_statement_free(&s);
 	return c;
 }
 
 vd_oms_code vd_oms_check(const char *path, const char *signature, const vd_oms_signers *t,
     vd_oms_result *r, int *differ)
+{
+	return vd_oms_check_until(path, signature, t, NULL, r, differ);
+}
+
+vd_oms_code vd_oms_check_until(const char *path, const char *signature, const vd_oms_signers *t,
+    const atomic_int *cancel, vd_oms_result *r, int *differ)
 {
 	char detail[VD_DETAIL_MAX];
 	vd_oms_bundle b;
@@ -984,7 +1141,7 @@ vd_oms_code vd_oms_check(const char *path, const char *signature, const vd_oms_s
 	*differ = 0;
 	if ((c = read_bundle(signature, &b, r)) != VD_OMS_OK)
 		return c;
-	files = check_files(path, signature, &b, r);
+	files = check_files(path, signature, &b, cancel, r);
 	*differ = files == VD_OMS_MISMATCH;
 	snprintf(detail, sizeof(detail), "%s", r->detail);
 	c = trusted_signer(&b, t, r);
@@ -1171,7 +1328,7 @@ static vd_oms_code sign_model(struct model *m, const char *path, const vd_oms_si
 vd_oms_code vd_oms_sign(const char *path, const vd_oms_sign_opts *o, vd_buf *out,
     vd_oms_result *r)
 {
-	struct model m = { .r = r };
+	struct model m = { .r = r, .jobs = jobs_of(o->jobs) };
 	char sig[PATH_MAX], sig_rel[PATH_MAX];
 	vd_oms_code c = VD_OMS_UNREADABLE;
 	int is_dir;

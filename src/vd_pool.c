@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -71,6 +73,8 @@ vd_job *vd_job_new(vd_job_kind kind, const char *relpath)
 	return j;
 }
 
+static void oms_join(vd_job *j, int keep);
+
 void vd_job_free(vd_job *j)
 {
 	if (j == NULL)
@@ -79,6 +83,7 @@ void vd_job_free(vd_job *j)
 	vd_chunkmap_free(j->chunks);
 	vd_hdrinfo_free(&j->hdr);
 	vd_resume_free(j->resume);
+	oms_join(j, 0);
 	vd_omskeys_unref(j->oms_keys);
 	free(j->run);
 	free(j->relpath);
@@ -719,39 +724,164 @@ static void note_after(vd_job *j, int fd, int parent)
 	vd_hdrinfo_read_tar(fd, &j->bounds, &j->hdr);
 }
 
-/* The bundle beside the files: model.sig in a directory, NAME.tar.sig
- * beside a tar. Checked right after the canonical pass, so that the
- * files are read again from the page cache, not from storage. */
-static void check_oms(const vd_pool *p, vd_job *j, int fd, int parent)
-{
+/* ---- the OMS bundle beside the files ----------------------------------
+ *
+ * model.sig in a directory, NAME.tar.sig beside a tar. Its files' digests
+ * are not in the canonical stream (tensor by tensor in name order), so the
+ * files are read a second time: on a thread of their own while the worker
+ * does the canonical pass when a CPU is free for it, the two reading the
+ * same pages so that storage is read once; else right after the pass,
+ * from the page cache. */
+struct vd_oms_helper {
+	pthread_t tid;
 	char path[PATH_MAX], sig[PATH_MAX + 8];
-	const vd_oms_run *keys = vd_omskeys_run(j->oms_keys, j->run ? j->run : "");
-	vd_oms_signers t;
-	vd_oms_result *r;
+	vd_oms_signers t;          /* the job's run keys, held by the job */
+	atomic_int cancel;
+	vd_oms_code code;
+	int differ;
+	vd_oms_result r;
+};
+
+/* Helpers running, all pools together: each holds a CPU. */
+static atomic_uint oms_helpers;
+
+/* The bundle's path and the model's, when there is a bundle: 0, or -1. */
+static int oms_paths(const vd_pool *p, const vd_job *j, int fd, int parent, char *path,
+    size_t pn, char *sig, size_t sn)
+{
 	struct stat st;
 
 	if ((j->artifact == VD_KIND_DIR ?
 	    fstatat(fd, VD_OMS_SIGNATURE_NAME, &st, AT_SYMLINK_NOFOLLOW) :
 	    (vd_tar_sig_stat(parent, base_name(j->relpath), &st) ? 0 : -1)) < 0)
-		return;
+		return -1;
+	snprintf(path, pn, "%s/%s", p->root, j->relpath);
+	snprintf(sig, sn, j->artifact == VD_KIND_DIR ? "%s/" VD_OMS_SIGNATURE_NAME :
+	    "%s" VD_TAR_SIG_SUFFIX, path);
+	return 0;
+}
+
+static void oms_present(vd_job *j)
+{
+	const vd_oms_run *keys = vd_omskeys_run(j->oms_keys, j->run ? j->run : "");
+
 	j->oms_present = 1;
 	snprintf(j->oms.trust, sizeof(j->oms.trust), "%s", keys ? keys->digest : "");
-	snprintf(path, sizeof(path), "%s/%s", p->root, j->relpath);
-	snprintf(sig, sizeof(sig), j->artifact == VD_KIND_DIR ? "%s/" VD_OMS_SIGNATURE_NAME :
-	    "%s" VD_TAR_SIG_SUFFIX, path);
+}
+
+static void oms_note(vd_job *j, vd_oms_code c, int differ, const vd_oms_result *r)
+{
+	oms_present(j);
+	j->oms.code = c;
+	j->oms.differ = differ;
+	j->oms.verified = c == VD_OMS_OK;
+	snprintf(j->oms.method, sizeof(j->oms.method), "%s", r->method);
+	memcpy(j->oms.key_id, r->key_id, sizeof(j->oms.key_id));
+	snprintf(j->oms.detail, sizeof(j->oms.detail), "%s", r->detail);
+}
+
+/* Right after the canonical pass, on the worker's thread. */
+static void check_oms(const vd_pool *p, vd_job *j, int fd, int parent)
+{
+	char path[PATH_MAX], sig[PATH_MAX + 8];
+	vd_oms_signers t;
+	vd_oms_result *r;
+	int differ = 0;
+	vd_oms_code c;
+
+	if (oms_paths(p, j, fd, parent, path, sizeof(path), sig, sizeof(sig)) < 0)
+		return;
 	/* On the heap: the result is too large for a hasher's stack. */
-	if ((r = malloc(sizeof(*r))) == NULL) {
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		oms_present(j);
 		j->oms.code = VD_OMS_UNREADABLE;
 		snprintf(j->oms.detail, sizeof(j->oms.detail), "out of memory");
 		return;
 	}
-	vd_omskeys_signers(keys, &t);
-	j->oms.code = vd_oms_check(path, sig, &t, r, &j->oms.differ);
-	j->oms.verified = j->oms.code == VD_OMS_OK;
-	snprintf(j->oms.method, sizeof(j->oms.method), "%s", r->method);
-	memcpy(j->oms.key_id, r->key_id, sizeof(j->oms.key_id));
-	snprintf(j->oms.detail, sizeof(j->oms.detail), "%s", r->detail);
+	vd_omskeys_signers(vd_omskeys_run(j->oms_keys, j->run ? j->run : ""), &t);
+	c = vd_oms_check(path, sig, &t, r, &differ);
+	oms_note(j, c, differ, r);
 	free(r);
+}
+
+static void *oms_helper_main(void *arg)
+{
+	struct vd_oms_helper *h = arg;
+
+	h->code = vd_oms_check_until(h->path, h->sig, &h->t, &h->cancel, &h->r, &h->differ);
+	atomic_fetch_sub(&oms_helpers, 1);
+	return NULL;
+}
+
+/* The CPUs this process may run on. */
+static unsigned cpus_usable(void)
+{
+	cpu_set_t set;
+	int n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+
+	return n < 1 ? 1 : (unsigned)n;
+}
+
+/* A CPU no worker and no helper holds. Claims it when there is one. */
+static int oms_claim_cpu(const vd_pool *p)
+{
+	unsigned cpus = cpus_usable(), busy = vd_queue_busy(p->q);
+	unsigned h = atomic_load(&oms_helpers);
+
+	do {
+		if (busy + h >= cpus)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&oms_helpers, &h, h + 1));
+	return 1;
+}
+
+/* At a job's start: the bundle's check on a helper thread, when there is
+ * a bundle and a free CPU. A throttled scrub keeps it after the pass: a
+ * helper reading at full speed would undo the throttle. */
+static void oms_begin(const vd_pool *p, vd_job *j, int fd, int parent)
+{
+	struct vd_oms_helper *h;
+
+	if (j->rate != 0 || j->oms_helper != NULL || !oms_claim_cpu(p))
+		return;
+	if ((h = calloc(1, sizeof(*h))) == NULL)
+		goto unclaim;
+	if (oms_paths(p, j, fd, parent, h->path, sizeof(h->path), h->sig, sizeof(h->sig)) < 0)
+		goto unclaim;
+	vd_omskeys_signers(vd_omskeys_run(j->oms_keys, j->run ? j->run : ""), &h->t);
+	atomic_init(&h->cancel, 0);
+	if (pthread_create(&h->tid, NULL, oms_helper_main, h) != 0)
+		goto unclaim;
+	j->oms_helper = h;
+	return;
+unclaim:
+	atomic_fetch_sub(&oms_helpers, 1);
+	free(h);
+}
+
+/* The helper's end: its result when keep, else it gives up. */
+static void oms_join(vd_job *j, int keep)
+{
+	struct vd_oms_helper *h = j->oms_helper;
+
+	if (h == NULL)
+		return;
+	if (!keep)
+		atomic_store(&h->cancel, 1);
+	pthread_join(h->tid, NULL);
+	if (keep)
+		oms_note(j, h->code, h->differ, &h->r);
+	free(h);
+	j->oms_helper = NULL;
+}
+
+/* Once the pass is done: the helper's result, or the check now. */
+static void oms_end(const vd_pool *p, vd_job *j, int fd, int parent, int keep)
+{
+	if (j->oms_helper != NULL)
+		oms_join(j, keep);
+	else if (keep)
+		check_oms(p, j, fd, parent);
 }
 
 /* The artifact for this slice, opened again by name each time; after
@@ -828,10 +958,10 @@ static int run_job(vd_queue *q, vd_queue_item *item, void *arg)
 		fingerprint_fd(j, fd, parent, &j->fp_before);
 		j->dev = st.st_dev;
 		j->ino = st.st_ino;
+		oms_begin(p, j, fd, parent);
 	}
 	if (!(paused = verify_slice(q, j, fd, &pc))) {
-		if (j->abandoned == VD_ABANDON_NONE && !vd_queue_cancelled(q))
-			check_oms(p, j, fd, parent);
+		oms_end(p, j, fd, parent, j->abandoned == VD_ABANDON_NONE && !vd_queue_cancelled(q));
 		note_after(j, fd, parent);
 	}
 	close(fd);

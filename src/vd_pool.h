@@ -78,6 +78,7 @@ struct vd_job {
 	char *run;
 	int oms_present;
 	vd_oms_status oms;
+	struct vd_oms_helper *oms_helper;  /* its check under way beside the pass */
 };
 
 typedef struct vd_pool vd_pool;
