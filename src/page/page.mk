@@ -14,4 +14,7 @@ src/vd_page_assets.c: $(vd_page_files) $(srcdir)/src/page/embed.sh
 	$(SHELL) $(srcdir)/src/page/embed.sh $(vd_page_files) > $@.tmp && mv $@.tmp $@
 
 CLEANFILES += src/vd_page_assets.c src/vd_page_assets.c.tmp
+# The browser test's screenshots, kept beside its log until make clean.
+CLEANFILES += tests/integration/it_page-screenshot.png \
+	tests/integration/it_page-screenshot-details.png
 EXTRA_DIST += $(vd_page_files) src/page/embed.sh src/page/page.mk
