@@ -75,7 +75,7 @@ uninstall-local:
 
 # --- checks -------------------------------------------------------------------
 # The shipped configuration must pass the daemon's own check and list every
-# key of the table in src/vd_config.c, so that adding a key without
+# key of the table in src/daemon/vd_config.c, so that adding a key without
 # documenting it fails "make check". The check looks at the state directory
 # as the daemon's account would: a scratch one stands in for the installed
 # one, and as root the daemon's account is nobody (--user is ignored
@@ -86,7 +86,7 @@ check-local: lensemble-verifyd$(EXEEXT)
 	./lensemble-verifyd$(EXEEXT) -t -c $(srcdir)/etc/$(vd_conf) --state-dir "$$state" \
 	  --user nobody >/dev/null; rc=$$?; rm -rf "$$state"; test $$rc = 0 || exit 1; \
 	missing=; \
-	for k in `sed -n 's/^[	 ]*{ "\([a-z_]*\)", K_.*/\1/p' $(srcdir)/src/vd_config.c`; do \
+	for k in `sed -n 's/^[	 ]*{ "\([a-z_]*\)", K_.*/\1/p' $(srcdir)/src/daemon/vd_config.c`; do \
 	  grep "^#$$k = " $(srcdir)/etc/$(vd_conf) >/dev/null || missing="$$missing $$k"; \
 	  grep "^\.BI \"$$k = " $(srcdir)/man/lensemble-verifyd.conf.5 >/dev/null || missing="$$missing $$k(man)"; \
 	done; \

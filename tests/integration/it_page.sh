@@ -81,7 +81,7 @@ for a in "/ text/html index.html" "/status.css text/css status.css" "/status.js 
 	*) not_ok "GET $p: Content-Security-Policy: default-src 'self' (got '$(hdr Content-Security-Policy)')" ;;
 	esac
 	check "GET $p: nosniff" nosniff "$(hdr X-Content-Type-Options)"
-	check "GET $p: src/page/$3 as built in" "$(cksum < "$top_srcdir/src/page/$3")" "$(cksum < "$WORK/body")"
+	check "GET $p: src/daemon/page/$3 as built in" "$(cksum < "$top_srcdir/src/daemon/page/$3")" "$(cksum < "$WORK/body")"
 done
 get / > "$WORK/index.html"
 check "the page has no inline script, style or handler" 0 \

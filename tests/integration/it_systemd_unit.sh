@@ -153,7 +153,7 @@ fi
 
 allowed() { grep -qx "$1" "$SET"; }
 
-# What lower_priority() in src/vd_pool.c calls.
+# What lower_priority() in src/daemon/vd_pool.c calls.
 for c in setpriority sched_setscheduler gettid; do
 	if allowed "$c"; then ok "$c is allowed"; else not_ok "$c is allowed"; fi
 done

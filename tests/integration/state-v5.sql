@@ -1,6 +1,6 @@
 -- A state database at schema 5, as lensemble-verifyd before the alert
 -- episodes and the audit of commitments wrote it (the migrations of
--- src/vd_state.c up to 4 -> 5), without rows: a test adds its own.
+-- src/daemon/vd_state.c up to 4 -> 5), without rows: a test adds its own.
 CREATE TABLE commitments (
   run TEXT NOT NULL, round_index INTEGER NOT NULL,
   global_model_hash TEXT NOT NULL, schema_version INTEGER NOT NULL,

@@ -1,4 +1,4 @@
-"""Strict JSON, as the C verifier parses it (src/vd_json.c).
+"""Strict JSON, as the C verifier parses it (src/lib/vd_json.c).
 
 Python's json module is more lenient than the verifier in a few ways that
 matter for a security check: it takes the last of two duplicate keys,

@@ -1,6 +1,6 @@
 """OpenSSF Model Signing (OMS v1.0): a model directory (or one file)
 checked against its detached bundle (``model.sig``) and an ECDSA public
-key, by the rules of the C verifier (src/vd_oms.c, src/vd_oms_model.c,
+key, by the rules of the C verifier (src/lib/vd_oms.c, src/lib/vd_oms_model.c,
 docs/OMS.md): the key method only, ``files`` and ``shards``
 serialization, ignore paths as OMS 6.2, symbolic links refused."""
 
@@ -22,7 +22,7 @@ PREDICATE_V01 = "https://model_signing/Digests/v0.1"
 SIGNATURE_NAME = "model.sig"
 DEFAULT_IGNORES = (".git", ".gitattributes", ".github", ".gitignore")
 
-# The bounds of src/vd_limits.h (VD_OMS_*).
+# The bounds of src/lib/vd_limits.h (VD_OMS_*).
 MAX_BUNDLE = 16 << 20
 MAX_DEPTH = 16             # JSON nesting in a bundle and its statement
 MAX_RESOURCES = 200000

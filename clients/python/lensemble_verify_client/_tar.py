@@ -1,5 +1,5 @@
 """An artifact packed as an uncompressed tar, read in place: the rules,
-limits and sentences of the C verifier's src/vd_tar.c.
+limits and sentences of the C verifier's src/lib/vd_tar.c.
 
 parse() reads the archive's headers only (ustar, pax 'x' and 'g', GNU long
 names and base-256 sizes), never a member's data, and returns where each

@@ -1,9 +1,9 @@
-"""The artifact verifier: the checks of the C verifier (src/vd_artifact.c,
-src/vd_header.c, src/vd_safetensors.c), in its order and with its codes,
+"""The artifact verifier: the checks of the C verifier (src/lib/vd_artifact.c,
+src/lib/vd_header.c, src/lib/vd_safetensors.c), in its order and with its codes,
 over bytes read once into memory.
 
 An artifact is a directory, or a regular file read as an uncompressed tar
-of one (src/vd_tar.c, here _tar.py): its headers give each member's data
+of one (src/lib/vd_tar.c, here _tar.py): its headers give each member's data
 range, and each weight file is read from there, in place, never extracted.
 
 Every file is read exactly once. header.json and weights.index.json are
@@ -63,7 +63,7 @@ _O_TAR = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0
 _U64_MAX = (1 << 64) - 1
 _NOT_ST = "not a safetensors artifact: "
 
-# (name, kind, since, required), as src/vd_header.c lists them.
+# (name, kind, since, required), as src/lib/vd_header.c lists them.
 _FIELDS = (
     ("schema_version", "int", 1, True),
     ("content_hash", "hex64", 1, True),
@@ -125,7 +125,7 @@ def _days_in_month(year, month):
 
 
 def rfc3339_utc(s):
-    """YYYY-MM-DDTHH:MM:SS[.frac](Z|+00:00), as src/vd_header.c reads it."""
+    """YYYY-MM-DDTHH:MM:SS[.frac](Z|+00:00), as src/lib/vd_header.c reads it."""
     p = s.encode("utf-8")
 
     def digits(i, n):

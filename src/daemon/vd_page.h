@@ -1,7 +1,7 @@
 /*
  * The status page: GET / (HTML), GET /status.css, /status.js and
  * /status.svg (its icon, which spares the browser a GET /favicon.ico), built
- * into the daemon from src/page/, and GET /summary, the little the page
+ * into the daemon from src/daemon/page/, and GET /summary, the little the page
  * needs that no other route says (version, policies, key ids, readiness,
  * the alerts raised now). The page itself reads /chain, /chain?run=,
  * /artifact/<hash> and /events like any client: read-only, no token.

@@ -8,7 +8,7 @@
 #include "vd_page.h"
 #include "vd_views.h"
 
-/* The files of src/page/, embedded at build time (src/page/embed.sh). */
+/* The files of src/daemon/page/, embedded at build time (src/daemon/page/embed.sh). */
 extern const unsigned char vd_page_index_html[], vd_page_status_css[], vd_page_status_js[],
     vd_page_status_svg[];
 extern const size_t vd_page_index_html_len, vd_page_status_css_len, vd_page_status_js_len,
