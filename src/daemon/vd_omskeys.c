@@ -155,11 +155,11 @@ static int load_run(vd_oms_run *r, const vd_run_token *t, vd_keyring_bad_fn bad,
 	r->keys = calloc(VD_KEYRING_MAX, sizeof(*r->keys));
 	r->cas = calloc(VD_OMS_RUN_CAS_MAX, sizeof(*r->cas));
 	if ((names == NULL && e != 0) || h == NULL || r->keys == NULL || r->cas == NULL) {
-		snprintf(err, errlen, "run_oms_keys: cannot read %s: %s", t->file,
-		    strerror(e ? e : ENOMEM));
+		e = e ? e : ENOMEM;
+		snprintf(err, errlen, "run_oms_keys: cannot read %s: %s", t->file, strerror(e));
 		names_free(names, n);
 		vd_hasher_free(h);
-		return -1;
+		return -e;
 	}
 	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "%s/%s", t->file, names[i]);
