@@ -141,6 +141,8 @@ static void add_ca(vd_oms_run *r, const char *path, const char *name, vd_hasher 
 	r->cas[r->n_cas++] = a;
 }
 
+/* One run's directory into r: 0, or a negative errno with a sentence (a
+ * bad file is reported through bad, and skipped). */
 static int load_run(vd_oms_run *r, const vd_run_token *t, vd_keyring_bad_fn bad, void *arg,
     char *err, size_t errlen)
 {
@@ -175,7 +177,7 @@ static int load_run(vd_oms_run *r, const vd_run_token *t, vd_keyring_bad_fn bad,
 	vd_hasher_free(h);
 	if (e < 0)
 		snprintf(err, errlen, "run_oms_keys: out of memory");
-	return e < 0 ? -1 : 0;
+	return e < 0 ? -ENOMEM : 0;
 }
 
 vd_omskeys *vd_omskeys_load(const vd_config *cfg, vd_keyring_bad_fn bad, void *arg,
