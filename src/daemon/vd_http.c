@@ -742,7 +742,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		if (t != NULL)
 			t->head_deadline_ms = t->head_pending = 0;
 		if (refuse_on_head(h, r, t, method, version) ||
-		    (h->early != NULL && (h->early(r, h->early_arg) || r->status != 0))) {
+		    (h->early != NULL && (h->early(r, h->early_arg) != VD_HTTP_PROCEED ||
+		    r->status != 0))) {
 			r->dispatched = 1;
 			return MHD_YES;
 		}

@@ -74,12 +74,18 @@ typedef struct vd_req {
 /* The application's router: answers (vd_http_respond*) or suspends. */
 typedef void (*vd_http_handler)(vd_req *r, void *arg);
 
+/* What a check on the headers decided. */
+enum vd_http_early {
+	VD_HTTP_PROCEED = 0,      /* read the body and call the handler */
+	VD_HTTP_REFUSED = 1       /* answered (vd_http_error) on the headers alone */
+};
+
 /* Called once a request's line and headers are in and have passed the
  * checks of this layer, before any of its body is read: it may refuse the
- * request on what it has (vd_http_error) and then returns 1, or returns 0
- * to have the body read and the handler called. A request refused here
- * never has its body read (so a wrong token is 401 whatever the
- * Content-Length), and its connection is closed after the answer. */
+ * request on what it has (vd_http_error) and then returns VD_HTTP_REFUSED,
+ * or returns VD_HTTP_PROCEED. A request refused here never has its body
+ * read (so a wrong token is 401 whatever the Content-Length), and its
+ * connection is closed after the answer. */
 typedef int (*vd_http_early_fn)(vd_req *r, void *arg);
 
 /* 0, or with a sentence -EINVAL (listen is not an address, or the TLS files
