@@ -254,7 +254,7 @@ void vd_api_load_token(vd_api *api)
  * for another. 1, or 0 with the 401 or 403 sent. */
 static int authorized_for(vd_api *api, vd_req *r, const char *run)
 {
-	char why[VD_CONFIG_PATH_MAX + 128];
+	char why[VD_AUTH_WHY_MAX];
 
 	switch (vd_auth_check(&api->auth, vd_req_header(r, "Authorization"), run, why, sizeof(why))) {
 	case VD_AUTH_OPERATOR:

@@ -29,7 +29,7 @@ static void token_why(const vd_token *t, char *out, size_t n)
  * characters. An unreadable file keeps the token read before. */
 static void read_token(const char *path, vd_token *t)
 {
-	char buf[VD_TOKEN_MAX + 2], why[VD_CONFIG_PATH_MAX + 128];
+	char buf[VD_TOKEN_MAX + 2], why[VD_AUTH_WHY_MAX];
 	size_t n = 0, i;
 	FILE *f;
 

@@ -14,6 +14,9 @@
 #include "vd_limits.h"
 
 
+/* The sentence vd_auth_check gives: a token file's path and why. */
+#define VD_AUTH_WHY_MAX (VD_CONFIG_PATH_MAX + 128)
+
 /* A token as read from its file. */
 typedef struct vd_token {
 	char run[VD_PIN_RUN_MAX];  /* the run it commits for; unused for token_file */
