@@ -358,7 +358,7 @@ static void stream_unlink(vd_http *h, vd_req *r)
 
 /* Read the body ourselves, refusing at the limit: a declared length over
  * the limit is refused before any of it is read. */
-static int take_body(vd_req *r, const char *data, size_t *size)
+static void take_body(vd_req *r, const char *data, size_t *size)
 {
 	const char *cl;
 	unsigned long long declared;
@@ -374,13 +374,12 @@ static int take_body(vd_req *r, const char *data, size_t *size)
 		}
 	}
 	if (*size == 0)
-		return 0;
+		return;
 	if (!r->body_too_large && r->body.len + *size > r->http->cfg->max_body_bytes)
 		r->body_too_large = 1;
 	if (!r->body_too_large)
 		vd_buf_put(&r->body, data, *size);
 	*size = 0;
-	return 1;
 }
 
 static conn_track *track_of(struct MHD_Connection *conn)
