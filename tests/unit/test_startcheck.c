@@ -39,6 +39,8 @@ static void write_file(const char *path, const char *text, mode_t mode)
 	assert_int_equal(chmod(path, mode), 0);
 }
 
+#define UNKNOWN_USER "user \"vd-no-such-user-x9\" does not exist"
+
 /* Started as root, the account is named, exists and is not root. */
 static void test_account(void **state)
 {
@@ -64,7 +66,7 @@ static void test_account(void **state)
 	snprintf(c.user, sizeof(c.user), "vd-no-such-user-x9");
 	/* Some name services say why (errno set), most do not. */
 	assert_int_equal(vd_account_of(&c, &a, err, sizeof(err)) < 0, 1);
-	assert_int_equal(strncmp(err, "user \"vd-no-such-user-x9\" does not exist", 39), 0);
+	assert_int_equal(strncmp(err, UNKNOWN_USER, strlen(UNKNOWN_USER)), 0);
 }
 
 /* Checked here (no switch): a state_dir that is a file is -ENOTDIR, a
