@@ -100,4 +100,4 @@ check-local: lensemble-verifyd$(EXEEXT)
 # anything included after this file appends with "+=".
 CLEANFILES = systemd/lensemble-verifyd.service systemd/lensemble-verifyd.service.tmp
 EXTRA_DIST += etc/$(vd_conf) systemd/lensemble-verifyd.service.in \
-	systemd/$(vd_sysusers).sysusers docs/SECURITY-systemd.md
+	systemd/$(vd_sysusers).sysusers docs/SECURITY-systemd.md docs/HACKING.md

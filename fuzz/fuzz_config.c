@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -252,7 +253,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	parse(text, size, &c, &rc, err);
 	if (rc == 0)
 		check_accepted(&c);
-	else if (rc == -1)
+	else if (rc == -EINVAL)
 		check_refused(&c, err, text, size);
 	else
 		abort();

@@ -20,6 +20,7 @@
 #include <json-c/json.h>
 
 #include "lensemble-verify-oms.h"
+#include "vd_exit.h"
 #include "vd_keys.h"
 #include "vd_oms.h"
 #include "vd_util.h"
@@ -62,35 +63,37 @@ static int usage(const char *cmd, const char *msg)
 {
 	fprintf(stderr, "lensemble-verify %s: %s\nTry 'lensemble-verify %s --help'.\n",
 	    cmd, msg, cmd);
-	return 2;
+	return VD_EXIT_USAGE;
 }
 
+/* An option given twice is -EEXIST. */
 static int once(const char **slot, const char *v)
 {
 	if (*slot != NULL)
-		return -1;
+		return -EEXIST;
 	*slot = v;
 	return 0;
 }
 
-/* "./a/b/" is a/b: how a shell completes it, not another path. */
+/* "./a/b/" is a/b: how a shell completes it, not another path. 0, or
+ * -E2BIG (too many), -ENAMETOOLONG or -EINVAL. */
 static int add_ignore(struct oms_args *a, const char *p)
 {
 	char *s;
 	size_t n;
 
 	if (a->n_ignore == VD_OMS_MAX_IGNORE)
-		return -1;
+		return -E2BIG;
 	s = a->ignore_buf[a->n_ignore];
 	while (p[0] == '.' && p[1] == '/')
 		p += 2;
 	if ((n = strlen(p)) > VD_OMS_MAX_NAME)
-		return -1;
+		return -ENAMETOOLONG;
 	memcpy(s, p, n + 1);
 	while (n > 1 && s[n - 1] == '/')
 		s[--n] = '\0';
 	if (!vd_oms_ignore_valid(s, n))
-		return -1;
+		return -EINVAL;
 	a->ignore[a->n_ignore++] = s;
 	return 0;
 }
@@ -101,16 +104,23 @@ static int parse_size(const char *s, uint64_t *out)
 	char *end;
 
 	if (*s < '1' || *s > '9')
-		return -1;
+		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno != 0 || *end != '\0' || v > INT64_MAX)
-		return -1;
+		return -EINVAL;
 	*out = v;
 	return 0;
 }
 
-static int parse_args(const char *cmd, int argc, char **argv, int sign, struct oms_args *a)
+/* Whether the command line leaves the command something to do. */
+enum oms_parsed {
+	OMS_PROCEED,        /* a is filled in */
+	OMS_DONE            /* help printed, or a usage error said: *status is the exit status */
+};
+
+static enum oms_parsed parse_args(const char *cmd, int argc, char **argv, int sign,
+    struct oms_args *a, int *status)
 {
 	static const struct option longopts[] = {
 		{ "key", required_argument, NULL, 'k' },
@@ -130,37 +140,52 @@ static int parse_args(const char *cmd, int argc, char **argv, int sign, struct o
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'k': bad |= once(&a->key, optarg); break;
-		case 'c': bad |= sign || once(&a->ca, optarg); break;
-		case 's': bad |= once(&a->signature, optarg); break;
+		case 'k': bad |= once(&a->key, optarg) < 0; break;
+		case 'c': bad |= sign || once(&a->ca, optarg) < 0; break;
+		case 's': bad |= once(&a->signature, optarg) < 0; break;
 		case 'u': bad |= sign; a->ignore_unsigned = 1; break;
 		case 'j': bad |= sign; a->json = 1; break;
 		case 'S': bad |= !sign || a->shards || parse_size(optarg, &a->shards) < 0; break;
 		case 'J':
-			if (a->jobs || parse_size(optarg, &a->jobs) < 0 || a->jobs > VD_OMS_JOBS_MAX)
-				return usage(cmd, "--jobs takes a number of threads, 1 to "
+			if (a->jobs || parse_size(optarg, &a->jobs) < 0 || a->jobs > VD_OMS_JOBS_MAX) {
+				*status = usage(cmd, "--jobs takes a number of threads, 1 to "
 				    VD_XSTR(VD_OMS_JOBS_MAX));
+				return OMS_DONE;
+			}
 			break;
 		case 'i':
-			if (add_ignore(a, optarg) < 0)
-				return usage(cmd, "--ignore-path takes a path relative to PATH, without "
-				    "'..', a leading '/' or glob characters");
+			if (add_ignore(a, optarg) < 0) {
+				*status = usage(cmd, "--ignore-path takes a path relative to PATH, "
+				    "without '..', a leading '/' or glob characters");
+				return OMS_DONE;
+			}
 			break;
-		case 'h': fputs(oms_usage_text + 1, stdout); return 0;
-		default: return usage(cmd, "unknown option or missing value");
+		case 'h':
+			fputs(oms_usage_text + 1, stdout);
+			*status = VD_EXIT_OK;
+			return OMS_DONE;
+		default:
+			*status = usage(cmd, "unknown option or missing value");
+			return OMS_DONE;
 		}
-		if (bad)
-			return usage(cmd, sign ? "an option given twice, not taken by sign-oms, or "
+		if (bad) {
+			*status = usage(cmd, sign ? "an option given twice, not taken by sign-oms, or "
 			    "--shards without a positive byte count" : "an option given twice or "
 			    "not taken by verify-oms");
+			return OMS_DONE;
+		}
 	}
-	if (optind != argc - 1)
-		return usage(cmd, "takes one PATH, the model directory or file");
+	if (optind != argc - 1) {
+		*status = usage(cmd, "takes one PATH, the model directory or file");
+		return OMS_DONE;
+	}
 	a->path = argv[optind];
-	if (sign ? a->key == NULL : (a->key == NULL) == (a->ca == NULL))
-		return usage(cmd, sign ? "--key PRIV.pem is required" :
+	if (sign ? a->key == NULL : (a->key == NULL) == (a->ca == NULL)) {
+		*status = usage(cmd, sign ? "--key PRIV.pem is required" :
 		    "give either --key PUB.pem or --ca-cert CA.pem");
-	return -1;
+		return OMS_DONE;
+	}
+	return OMS_PROCEED;
 }
 
 /* The CPUs this process may run on (taskset, cgroup cpusets), which
@@ -178,7 +203,7 @@ static unsigned jobs_for(const struct oms_args *a)
 
 static int exit_for(vd_oms_code c)
 {
-	return c == VD_OMS_OK ? 0 : c == VD_OMS_UNREADABLE ? 2 : 1;
+	return c == VD_OMS_OK ? VD_EXIT_OK : c == VD_OMS_UNREADABLE ? VD_EXIT_ERROR : VD_EXIT_FAIL;
 }
 
 static void add(json_object *o, const char *k, const char *v)
@@ -243,14 +268,14 @@ int cmd_verify_oms(int argc, char **argv)
 	int rc;
 
 	if (a == NULL || r == NULL) {
-		rc = 2;
+		rc = VD_EXIT_ERROR;
 		goto cleanup;
 	}
-	if ((rc = parse_args(cmd, argc, argv, 0, a)) >= 0)
+	if (parse_args(cmd, argc, argv, 0, a, &rc) == OMS_DONE)
 		goto cleanup;
 	if (a->key != NULL && vd_key_load_any(a->key, 0, 0, &k, err, sizeof(err)) < 0) {
 		fprintf(stderr, "lensemble-verify %s: %s\n", cmd, err);
-		rc = 2;
+		rc = VD_EXIT_ERROR;
 		goto cleanup;
 	}
 	o.key = k;
@@ -274,45 +299,48 @@ cleanup:
 }
 
 /* The bundle replaces path in one step: a reader sees the old one or the
- * new one, never part of one. */
+ * new one, never part of one. 0, or a negative errno with a sentence. */
 static int write_bundle(const char *path, const vd_buf *b, char *err, size_t n)
 {
 	char tmp[PATH_MAX];
 	ssize_t w;
 	size_t off = 0;
-	int fd;
+	int fd, e;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path) >= (int)sizeof(tmp)) {
 		snprintf(err, n, "%s: the path is too long", path);
-		return -1;
+		return -ENAMETOOLONG;
 	}
 	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
-		snprintf(err, n, "cannot create %s: %s", tmp, strerror(errno));
-		return -1;
+		e = errno;
+		snprintf(err, n, "cannot create %s: %s", tmp, strerror(e));
+		return -e;
 	}
 	while (off < b->len && ((w = write(fd, b->p + off, b->len - off)) > 0 || errno == EINTR))
 		off += w > 0 ? (size_t)w : 0;
 	if (off < b->len || fchmod(fd, BUNDLE_FILE_MODE) < 0 || fsync(fd) < 0 ||
 	    rename(tmp, path) < 0) {
-		snprintf(err, n, "cannot write %s: %s", path, strerror(errno));
+		e = errno;
+		snprintf(err, n, "cannot write %s: %s", path, strerror(e));
 		close(fd);
 		unlink(tmp);
-		return -1;
+		return e ? -e : -EIO;
 	}
 	close(fd);
 	return 0;
 }
 
+/* Sign a->path into sig: the exit status. */
 static int sign_with(const struct oms_args *a, const vd_key *k, const char *sig)
 {
 	vd_oms_sign_opts o = { 0 };
 	char err[PATH_MAX + 128];
 	vd_oms_result *r = calloc(1, sizeof(*r));
 	vd_buf b;
-	int rc = 2;
+	int rc = VD_EXIT_ERROR;
 
 	if (r == NULL)
-		return 2;
+		return VD_EXIT_ERROR;
 	o.key = k;
 	o.signature = sig;
 	o.ignore = a->ignore;
@@ -326,7 +354,7 @@ static int sign_with(const struct oms_args *a, const vd_key *k, const char *sig)
 		fprintf(stderr, "lensemble-verify sign-oms: %s\n", err);
 	else {
 		printf("%s: %zu resources of %s signed by %s\n", sig, r->resources, a->path, r->key_id);
-		rc = 0;
+		rc = VD_EXIT_OK;
 	}
 	vd_buf_free(&b);
 	free(r);
@@ -343,10 +371,10 @@ int cmd_sign_oms(int argc, char **argv)
 	int rc;
 
 	if (a == NULL)
-		return 2;
-	if ((rc = parse_args(cmd, argc, argv, 1, a)) >= 0)
+		return VD_EXIT_ERROR;
+	if (parse_args(cmd, argc, argv, 1, a, &rc) == OMS_DONE)
 		goto cleanup;
-	rc = 2;
+	rc = VD_EXIT_ERROR;
 	if (a->signature == NULL && (stat(a->path, &st) < 0 || !S_ISDIR(st.st_mode))) {
 		rc = usage(cmd, "PATH is not a directory: give --signature FILE");
 		goto cleanup;

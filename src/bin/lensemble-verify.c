@@ -19,6 +19,7 @@
 
 #include "lensemble/verify.h"
 #include "lensemble-verify-oms.h"
+#include "vd_exit.h"
 #include "vd_artifact.h"
 #include "vd_attest.h"
 #include "vd_dsse.h"
@@ -199,7 +200,7 @@ static int verify_one(const struct cli *cli, const char *path)
 		vd_verify_artifact(path, &opt, &v);
 	}
 	report_artifact(cli, path, &v, now() - t0);
-	return v.code == VD_OK ? 0 : 1;
+	return v.code == VD_OK ? VD_EXIT_OK : VD_EXIT_FAIL;
 }
 
 static void report_ledger(const struct cli *cli, const char *path,
@@ -257,18 +258,18 @@ static int verify_ledger(const struct cli *cli, const char *path)
 	if (read_ledger(path, &b, err, sizeof(err)) < 0) {
 		vd_buf_free(&b);
 		report_ledger(cli, path, &r, err);
-		return 1;
+		return VD_EXIT_FAIL;
 	}
 	vd_ledger_verify(b.p, b.len, NULL, NULL, &r);
 	vd_buf_free(&b);
 	report_ledger(cli, path, &r, NULL);
-	return r.brk == VD_LEDGER_INTACT ? 0 : 1;
+	return r.brk == VD_LEDGER_INTACT ? VD_EXIT_OK : VD_EXIT_FAIL;
 }
 
 static int usage_error(const char *msg)
 {
 	fprintf(stderr, "lensemble-verify: %s\nTry 'lensemble-verify --help'.\n", msg);
-	return 2;
+	return VD_EXIT_USAGE;
 }
 
 /* ---- signed commitments (trust.md section 7) ----------------------------- */
@@ -318,24 +319,25 @@ static const char sign_usage_text[] =
 "RUN is the run directory relative to the store root, \".\" for the root\n"
 "(the default). Exit status: 0 done, 1 failed, 2 usage error.\n";
 
+/* The subcommands say what went wrong and return their exit status. */
 static int cmd_usage(const char *cmd, const char *msg)
 {
 	fprintf(stderr, "lensemble-verify %s: %s\nTry 'lensemble-verify --help'.\n", cmd, msg);
-	return 2;
+	return VD_EXIT_USAGE;
 }
 
 static int cmd_fail(const char *cmd, const char *msg)
 {
 	fprintf(stderr, "lensemble-verify %s: %s\n", cmd, msg);
-	return 1;
+	return VD_EXIT_FAIL;
 }
 
-/* An option given twice is refused: which of two --hash values to sign
- * is not a guess to make. */
+/* An option given twice is refused (-EEXIST): which of two --hash values
+ * to sign is not a guess to make. */
 static int set_once(const char **slot, const char *value)
 {
 	if (*slot != NULL)
-		return -1;
+		return -EEXIST;
 	*slot = value;
 	return 0;
 }
@@ -347,15 +349,17 @@ static int parse_count(const char *s, int64_t min, int64_t *out)
 	char *end;
 
 	if (*s < '0' || *s > '9')
-		return -1;
+		return -EINVAL;
 	errno = 0;
 	v = strtoll(s, &end, 10);
 	if (errno != 0 || *end != '\0' || v < min)
-		return -1;
+		return -EINVAL;
 	*out = v;
 	return 0;
 }
 
+/* 0, or the negative errno of a failed write, errno set as well (EIO
+ * when nothing was written and nothing said why). */
 static int write_all(int fd, const uint8_t *p, size_t n)
 {
 	ssize_t w;
@@ -364,8 +368,10 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 		w = write(fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w == 0)
+			errno = EIO;
 		if (w <= 0)
-			return -1;
+			return -errno;
 		p += w;
 		n -= (size_t)w;
 	}
@@ -388,34 +394,37 @@ static void split_path(const char *path, char *dir, size_t dirlen, const char **
 /* path replaced in one step: a hidden temporary file in the same
  * directory, flushed, renamed over path, then the directory flushed. A
  * reader (the daemon scanning commitments/) sees the old file or the new
- * one, never part of one, and skips the temporary file: it is hidden. */
+ * one, never part of one, and skips the temporary file: it is hidden.
+ * 0, or a negative errno with a sentence. */
 static int write_atomic(const char *path, const vd_buf *b, mode_t mode,
     char *err, size_t n)
 {
 	char dir[PATH_MAX], tmp[PATH_MAX];
 	const char *base;
-	int fd, dfd, rc = -1;
+	int fd, dfd, rc = 0;
 
 	split_path(path, dir, sizeof(dir), &base);
 	if (*base == '\0' || snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-XXXXXX", dir, base) >=
 	    (int)sizeof(tmp)) {
 		snprintf(err, n, "%s: not a usable file name", path);
-		return -1;
+		return -EINVAL;
 	}
 	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
-		snprintf(err, n, "cannot create a file in %s: %s", dir, strerror(errno));
-		return -1;
+		rc = -errno;
+		snprintf(err, n, "cannot create a file in %s: %s", dir, strerror(-rc));
+		return rc;
 	}
-	if (fchmod(fd, mode) < 0 || write_all(fd, b->p, b->len) < 0 || fsync(fd) < 0)
-		snprintf(err, n, "cannot write %s: %s", tmp, strerror(errno));
-	else if (rename(tmp, path) < 0)
-		snprintf(err, n, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-	else
-		rc = 0;
+	if (fchmod(fd, mode) < 0 || write_all(fd, b->p, b->len) < 0 || fsync(fd) < 0) {
+		rc = -errno;
+		snprintf(err, n, "cannot write %s: %s", tmp, strerror(-rc));
+	} else if (rename(tmp, path) < 0) {
+		rc = -errno;
+		snprintf(err, n, "cannot rename %s to %s: %s", tmp, path, strerror(-rc));
+	}
 	close(fd);
 	if (rc < 0) {
 		unlink(tmp);
-		return -1;
+		return rc;
 	}
 	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
 		fsync(dfd);       /* the rename itself survives a crash */
@@ -425,82 +434,94 @@ static int write_atomic(const char *path, const vd_buf *b, mode_t mode,
 }
 
 /* A new file that must not exist yet, with exactly this mode (umask
- * aside); the fd, or -1 with a sentence. */
+ * aside); the fd, or a negative errno with a sentence. */
 static int create_new(const char *path, mode_t mode, char *err, size_t n)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode), e;
 
 	if (fd < 0) {
-		if (errno == EEXIST)
+		e = errno;
+		if (e == EEXIST)
 			snprintf(err, n, "%s already exists; a key file is never overwritten", path);
 		else
-			snprintf(err, n, "cannot create %s: %s", path, strerror(errno));
-		return -1;
+			snprintf(err, n, "cannot create %s: %s", path, strerror(e));
+		return -e;
 	}
 	if (fchmod(fd, mode) < 0) {
-		snprintf(err, n, "cannot set the mode of %s: %s", path, strerror(errno));
+		e = errno;
+		snprintf(err, n, "cannot set the mode of %s: %s", path, strerror(e));
 		close(fd);
 		unlink(path);
-		return -1;
+		return -e;
 	}
 	return fd;
 }
 
+/* 0, or a negative errno with a sentence: then neither file is left. */
 static int write_key_files(const char *key_path, const char *pub_path,
     const vd_buf *priv, const vd_buf *pub, char *err, size_t n)
 {
-	int kfd, pfd;
+	int kfd, pfd, rc;
 
 	if ((kfd = create_new(key_path, KEY_FILE_MODE, err, n)) < 0)
-		return -1;
+		return kfd;
 	if ((pfd = create_new(pub_path, PUB_FILE_MODE, err, n)) < 0) {
 		close(kfd);
 		unlink(key_path);
-		return -1;
+		return pfd;
 	}
 	if (write_all(kfd, priv->p, priv->len) < 0 || fsync(kfd) < 0 ||
 	    write_all(pfd, pub->p, pub->len) < 0 || fsync(pfd) < 0) {
-		snprintf(err, n, "cannot write the key files: %s", strerror(errno));
+		rc = -errno;
+		snprintf(err, n, "cannot write the key files: %s", strerror(-rc));
 		close(kfd);
 		close(pfd);
 		unlink(key_path);
 		unlink(pub_path);
-		return -1;
+		return rc;
 	}
 	close(kfd);
 	close(pfd);
 	return 0;
 }
 
+/* What key_directory found or did. */
+enum key_dir {
+	KEY_DIR_THERE,      /* already there (or a failure the key files' creation names) */
+	KEY_DIR_MADE
+};
+
 /* The directory PREFIX names, made (mode 0700: it holds a private key)
  * when it is missing and its own parent exists. Only that last component
- * is made, never a whole path a typing error could invent. 1 made, 0
- * already there (or a failure the key files' creation names), -1 with a
- * sentence. */
+ * is made, never a whole path a typing error could invent. A key_dir, or
+ * a negative errno with a sentence. */
 static int key_directory(const char *prefix, char *dir, size_t len, char *err, size_t n)
 {
 	char parent[PATH_MAX];
 	const char *base;
 	struct stat st;
+	int e;
 
 	split_path(prefix, dir, len, &base);
 	if (stat(dir, &st) == 0 || errno != ENOENT)
-		return 0;
+		return KEY_DIR_THERE;
 	if (mkdir(dir, KEY_DIR_MODE) == 0) {
 		fprintf(stderr, "lensemble-verify keygen: made the directory %s, mode 0700\n", dir);
-		return 1;
+		return KEY_DIR_MADE;
 	}
-	if (errno == ENOENT) {
+	e = errno;
+	if (e == ENOENT) {
 		split_path(dir, parent, sizeof(parent), &base);
 		snprintf(err, n, "cannot make the directory %s: %s does not exist either; "
 		    "make it first, e.g. mkdir -p -m 0700 %s", dir, parent, dir);
 	} else {
-		snprintf(err, n, "cannot make the directory %s: %s", dir, strerror(errno));
+		snprintf(err, n, "cannot make the directory %s: %s", dir, strerror(e));
 	}
-	return -1;
+	return -e;
 }
 
-/* keygen's --type: Ed25519 (the default) or an ECDSA curve for OMS. */
+/* keygen's --type: Ed25519 (the default) or an ECDSA curve for OMS;
+ * -EINVAL for another name. */
 static int key_type_arg(const char *name, vd_key_type *out)
 {
 	static const vd_key_type types[] = { VD_KEY_ED25519, VD_KEY_EC_P256, VD_KEY_EC_P384,
@@ -512,7 +533,7 @@ static int key_type_arg(const char *name, vd_key_type *out)
 			*out = types[i];
 			return 0;
 		}
-	return -1;
+	return -EINVAL;
 }
 
 static int cmd_keygen(int argc, char **argv)
@@ -525,7 +546,7 @@ static int cmd_keygen(int argc, char **argv)
 
 	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		fputs(sign_usage_text + 1, stdout);
-		return 0;
+		return VD_EXIT_OK;
 	}
 	if (argc == 4 && strcmp(argv[1], "--type") == 0) {
 		if (key_type_arg(argv[2], &type) < 0)
@@ -543,7 +564,7 @@ static int cmd_keygen(int argc, char **argv)
 	if ((made = key_directory(argv[1], dir, sizeof(dir), err, sizeof(err))) < 0)
 		return cmd_fail("keygen", err);
 	if (vd_key_generate_type(type, &k) < 0) {
-		if (made)
+		if (made == KEY_DIR_MADE)
 			rmdir(dir);
 		return cmd_fail("keygen", "cannot generate the key");
 	}
@@ -551,7 +572,7 @@ static int cmd_keygen(int argc, char **argv)
 	vd_buf_init(&pub);
 	if (vd_key_private_pem(k, &priv) < 0 || vd_key_public_pem(k, &pub) < 0) {
 		snprintf(err, sizeof(err), "cannot encode the key");
-		rc = -1;
+		rc = -ENOMEM;
 	} else {
 		rc = write_key_files(key_path, pub_path, &priv, &pub, err, sizeof(err));
 	}
@@ -561,29 +582,32 @@ static int cmd_keygen(int argc, char **argv)
 	vd_buf_free(&pub);
 	if (rc == 0)
 		printf("%s\n", vd_key_id(k));
-	else if (made)
+	else if (made == KEY_DIR_MADE)
 		rmdir(dir);
 	vd_key_free(k);
-	return rc == 0 ? 0 : cmd_fail("keygen", err);
+	return rc == 0 ? VD_EXIT_OK : cmd_fail("keygen", err);
 }
 
 /* Into something that exists and is not a regular file (a FIFO, a
- * device such as /dev/stdout): written in place, never renamed over. */
+ * device such as /dev/stdout): written in place, never renamed over. 0,
+ * or a negative errno with a sentence. */
 static int write_special(const char *path, const vd_buf *b, char *err, size_t n)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY), e;
 
 	if (fd < 0 || write_all(fd, b->p, b->len) < 0) {
-		snprintf(err, n, "cannot write %s: %s", path, strerror(errno));
+		e = errno;
+		snprintf(err, n, "cannot write %s: %s", path, strerror(e));
 		if (fd >= 0)
 			close(fd);
-		return -1;
+		return -e;
 	}
 	close(fd);
 	return 0;
 }
 
-/* The envelope to stdout ("-" or no -o) or into a file, replaced whole. */
+/* The envelope to stdout ("-" or no -o) or into a file, replaced whole:
+ * the exit status, the failure said. */
 static int emit_envelope(const char *cmd, const char *out, const vd_buf *env,
     const vd_key *k)
 {
@@ -593,33 +617,33 @@ static int emit_envelope(const char *cmd, const char *out, const vd_buf *env,
 	if (out == NULL || strcmp(out, "-") == 0) {
 		if (fwrite(env->p, 1, env->len, stdout) != env->len || fflush(stdout) != 0)
 			return cmd_fail(cmd, "cannot write to standard output");
-		return 0;
+		return VD_EXIT_OK;
 	}
 	if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
 		if (S_ISDIR(st.st_mode))
 			snprintf(err, sizeof(err), "%s is a directory", out);
 		if (S_ISDIR(st.st_mode) || write_special(out, env, err, sizeof(err)) < 0)
 			return cmd_fail(cmd, err);
-		return 0;
+		return VD_EXIT_OK;
 	}
 	if (write_atomic(out, env, ENVELOPE_FILE_MODE, err, sizeof(err)) < 0)
 		return cmd_fail(cmd, err);
 	printf("%s: signed by %s\n", out, vd_key_id(k));
-	return 0;
+	return VD_EXIT_OK;
 }
 
-/* The private key in key_path. Strict: a private key others can read is
- * no longer private. */
+/* The private key in key_path: the exit status (VD_EXIT_OK: *k is set).
+ * Strict: a private key others can read is no longer private. */
 static int load_signing_key(const char *cmd, const char *key_path, vd_key **k)
 {
 	char err[PATH_MAX + VD_DETAIL_MAX];
 
 	if (vd_key_load(key_path, 1, 1, k, err, sizeof(err)) < 0)
 		return cmd_fail(cmd, err);
-	return 0;
+	return VD_EXIT_OK;
 }
 
-/* Sign the statement with k and emit it. */
+/* Sign the statement with k and emit it: the exit status. */
 static int sign_with(const char *cmd, const vd_key *k, const char *type,
     const vd_statement *st, const char *out)
 {
@@ -645,7 +669,7 @@ static int sign_statement(const char *cmd, const char *key_path, const char *typ
 	vd_key *k;
 	int rc;
 
-	if ((rc = load_signing_key(cmd, key_path, &k)) != 0)
+	if ((rc = load_signing_key(cmd, key_path, &k)) != VD_EXIT_OK)
 		return rc;
 	rc = sign_with(cmd, k, type, st, out);
 	vd_key_free(k);
@@ -674,8 +698,8 @@ static void verify_quietly(const char *path, vd_verdict *v)
 }
 
 /* RoundClose t commits the artifact of round t + 1: the statement that
- * commits the artifact at path, which must verify. 0, or an exit status
- * with the reason said. */
+ * commits the artifact at path, which must verify. The exit status, the
+ * reason said when it is not VD_EXIT_OK. */
 static int roundclose_of_artifact(const char *cmd, const char *path, vd_statement *st)
 {
 	vd_verdict v;
@@ -701,7 +725,7 @@ static int roundclose_of_artifact(const char *cmd, const char *path, vd_statemen
 	fprintf(stderr, "lensemble-verify %s: %s is round %lld with content hash %s: "
 	    "signing RoundClose round %lld of run %s\n", cmd, path, (long long)v.round_index,
 	    v.content_hash, (long long)st->round_index, st->run);
-	return 0;
+	return VD_EXIT_OK;
 }
 
 /* --round and --hash given by hand, checked against the artifact at
@@ -738,9 +762,9 @@ static int sign_artifact_roundclose(const char *cmd, const char *key_path,
 	vd_key *k;
 	int rc;
 
-	if ((rc = load_signing_key(cmd, key_path, &k)) != 0)
+	if ((rc = load_signing_key(cmd, key_path, &k)) != VD_EXIT_OK)
 		return rc;
-	if ((rc = roundclose_of_artifact(cmd, path, st)) == 0)
+	if ((rc = roundclose_of_artifact(cmd, path, st)) == VD_EXIT_OK)
 		rc = sign_with(cmd, k, VD_PT_ROUNDCLOSE, st, out);
 	vd_key_free(k);
 	return rc;
@@ -794,13 +818,13 @@ static int cmd_sign_roundclose(int argc, char **argv)
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'k': dup |= set_once(&a.key, optarg); break;
-		case 'r': dup |= set_once(&a.run, optarg); break;
-		case 't': dup |= set_once(&a.round, optarg); break;
-		case 'H': dup |= set_once(&a.hash, optarg); break;
-		case 'a': dup |= set_once(&a.artifact, optarg); break;
-		case 'o': dup |= set_once(&a.out, optarg); break;
-		case 'h': fputs(sign_usage_text + 1, stdout); return 0;
+		case 'k': dup |= set_once(&a.key, optarg) < 0; break;
+		case 'r': dup |= set_once(&a.run, optarg) < 0; break;
+		case 't': dup |= set_once(&a.round, optarg) < 0; break;
+		case 'H': dup |= set_once(&a.hash, optarg) < 0; break;
+		case 'a': dup |= set_once(&a.artifact, optarg) < 0; break;
+		case 'o': dup |= set_once(&a.out, optarg) < 0; break;
+		case 'h': fputs(sign_usage_text + 1, stdout); return VD_EXIT_OK;
 		default: return cmd_usage(cmd, "unknown option or missing value");
 		}
 	}
@@ -862,29 +886,32 @@ static int read_ledger(const char *path, vd_buf *b, char *err, size_t n)
 		snprintf(err, n, "%s is larger than %u bytes", path, VD_LEDGER_MAX_BYTES);
 	else if (rc < 0)
 		snprintf(err, n, "cannot read %s: %s", path, strerror(-rc));
-	return rc < 0 ? -1 : 0;
+	return rc;
 }
 
 /* Records 1..*records of the ledger at path, checked: their chain intact
  * and starting at round 0 with no previous record. *records 0 means all
- * of them, and then the whole file must be intact. */
+ * of them, and then the whole file must be intact. 0, or with a sentence
+ * the negative errno of reading it, or -EINVAL when those records are not
+ * what may be signed. */
 static int ledger_head(const char *path, size_t *records, char hash[VD_HASH_HEX_LEN + 1],
     char *err, size_t n)
 {
 	struct ledger_walk w = { .want = *records };
 	vd_ledger_result res;
 	vd_buf b;
+	int rc;
 
 	vd_buf_init(&b);
-	if (read_ledger(path, &b, err, n) < 0) {
+	if ((rc = read_ledger(path, &b, err, n)) < 0) {
 		vd_buf_free(&b);
-		return -1;
+		return rc;
 	}
 	vd_ledger_verify(b.p, b.len, on_ledger_record, &w, &res);
 	vd_buf_free(&b);
 	if (res.records == 0) {
 		snprintf(err, n, "%s has no records", path);
-		return -1;
+		return -EINVAL;
 	}
 	if (*records == 0 && res.brk != VD_LEDGER_INTACT) {
 		if (res.trusted == 0)
@@ -894,7 +921,7 @@ static int ledger_head(const char *path, size_t *records, char hash[VD_HASH_HEX_
 			snprintf(err, n, "%s: the chain breaks at %s; records 1..%zu are "
 			    "intact (sign them with --records %zu)", path, res.break_detail,
 			    res.trusted, res.trusted);
-		return -1;
+		return -EINVAL;
 	}
 	if (*records > res.trusted) {
 		if (res.brk != VD_LEDGER_INTACT)
@@ -902,12 +929,12 @@ static int ledger_head(const char *path, size_t *records, char hash[VD_HASH_HEX_
 			    path, res.break_detail, *records);
 		else
 			snprintf(err, n, "%s has %zu records, not %zu", path, res.records, *records);
-		return -1;
+		return -EINVAL;
 	}
 	if (w.seen == 0 || w.first_round != 0) {
 		snprintf(err, n, "%s: the first record is round %lld, not round 0: the "
 		    "ledger does not start where its run started", path, (long long)w.first_round);
-		return -1;
+		return -EINVAL;
 	}
 	memcpy(hash, w.want ? w.want_hash : w.last_hash, VD_HASH_HEX_LEN + 1);
 	if (*records == 0)
@@ -916,29 +943,31 @@ static int ledger_head(const char *path, size_t *records, char hash[VD_HASH_HEX_
 }
 
 /* <directory of the ledger>/commitments/, created when missing; a
- * symbolic link there is refused, as the daemon would not follow it. */
+ * symbolic link there is refused, as the daemon would not follow it. 0,
+ * or a negative errno with a sentence. */
 static int commitments_dir(const char *ledger, char *dir, size_t len, char *err, size_t n)
 {
 	char parent[PATH_MAX];
 	const char *base;
 	struct stat st;
+	int e;
 
 	split_path(ledger, parent, sizeof(parent), &base);
 	if (snprintf(dir, len, "%s/%s", parent, COMMITMENTS_DIR) >= (int)len) {
 		snprintf(err, n, "the path of %s is too long", ledger);
-		return -1;
+		return -ENAMETOOLONG;
 	}
 	if (mkdir(dir, COMMITMENTS_DIR_MODE) == 0) {
 		chmod(dir, COMMITMENTS_DIR_MODE);       /* whatever the umask */
 		return 0;
 	}
-	if (errno != EEXIST) {
-		snprintf(err, n, "cannot create %s: %s", dir, strerror(errno));
-		return -1;
+	if ((e = errno) != EEXIST) {
+		snprintf(err, n, "cannot create %s: %s", dir, strerror(e));
+		return -e;
 	}
 	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		snprintf(err, n, "%s is not a directory", dir);
-		return -1;
+		return -ENOTDIR;
 	}
 	return 0;
 }
@@ -965,11 +994,11 @@ static int cmd_sign_ledger(int argc, char **argv)
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'k': dup |= set_once(&key, optarg); break;
-		case 'r': dup |= set_once(&run, optarg); break;
-		case 'n': dup |= set_once(&records, optarg); break;
-		case 'o': dup |= set_once(&out, optarg); break;
-		case 'h': fputs(sign_usage_text + 1, stdout); return 0;
+		case 'k': dup |= set_once(&key, optarg) < 0; break;
+		case 'r': dup |= set_once(&run, optarg) < 0; break;
+		case 'n': dup |= set_once(&records, optarg) < 0; break;
+		case 'o': dup |= set_once(&out, optarg) < 0; break;
+		case 'h': fputs(sign_usage_text + 1, stdout); return VD_EXIT_OK;
 		default: return cmd_usage(cmd, "unknown option or missing value");
 		}
 	}
@@ -1001,6 +1030,8 @@ static int cmd_sign_ledger(int argc, char **argv)
 	return sign_statement(cmd, key, VD_PT_CHECKPOINT, &st, out);
 }
 
+/* The envelope at path ("-": standard input) into b: 0, or a negative
+ * errno with a sentence. */
 static int read_envelope(const char *path, vd_buf *b, char *err, size_t n)
 {
 	struct stat st;
@@ -1009,13 +1040,14 @@ static int read_envelope(const char *path, vd_buf *b, char *err, size_t n)
 	int rc;
 
 	if (fd < 0) {
-		snprintf(err, n, "cannot open %s: %s", path, strerror(errno));
-		return -1;
+		rc = -errno;
+		snprintf(err, n, "cannot open %s: %s", path, strerror(-rc));
+		return rc;
 	}
 	if (fd != STDIN_FILENO && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
 		snprintf(err, n, "%s is not a regular file", path);
 		close(fd);
-		return -1;
+		return -EINVAL;
 	}
 	rc = vd_read_all(fd, VD_DSSE_MAX_BYTES, b);
 	if (fd != STDIN_FILENO)
@@ -1025,11 +1057,12 @@ static int read_envelope(const char *path, vd_buf *b, char *err, size_t n)
 		    path, VD_DSSE_MAX_BYTES);
 	else if (rc < 0)
 		snprintf(err, n, "cannot read %s: %s", path, strerror(-rc));
-	return rc < 0 ? -1 : 0;
+	return rc < 0 ? rc : 0;
 }
 
 /* The verified payload as one line: a statement as its canonical JSON,
- * any other JSON payload compact with sorted keys. */
+ * any other JSON payload compact with sorted keys. 0, or -EINVAL with a
+ * sentence, or -ENOMEM. */
 static int payload_line(const vd_dsse *e, vd_buf *line, char *why, size_t n)
 {
 	vd_statement st;
@@ -1042,18 +1075,18 @@ static int payload_line(const vd_dsse *e, vd_buf *line, char *why, size_t n)
 	    strcmp(e->payload_type, VD_PT_CHECKPOINT) == 0) {
 		r = vd_statement_parse(e->payload_type, e->payload, e->payload_len, &st, why, n);
 		if (r != VD_ENV_OK)
-			return -1;
-		return vd_statement_write(&st, line);
+			return -EINVAL;
+		return vd_statement_write(&st, line) < 0 ? -ENOMEM : 0;
 	}
 	if (vd_json_parse(e->payload, e->payload_len, NULL, &doc, msg, sizeof(msg)) < 0) {
 		snprintf(why, n, "the payload is not JSON: %s", msg);
-		return -1;
+		return -EINVAL;
 	}
 	rc = vd_jw_value(line, doc.root, VD_JW_UTF8);
 	vd_jdoc_free(&doc);
 	if (rc < 0)
 		snprintf(why, n, "the payload cannot be printed as one line");
-	return rc;
+	return rc < 0 ? -EINVAL : 0;
 }
 
 static const char *verify_sentence(vd_env_reason r)
@@ -1081,14 +1114,14 @@ static int cmd_verify_envelope(int argc, char **argv)
 	vd_buf b, line;
 	vd_key *k;
 	vd_dsse e;
-	int ch, dup = 0, rc = 1;
+	int ch, dup = 0, rc = VD_EXIT_FAIL;
 
 	optind = 1;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'k': dup |= set_once(&keyfile, optarg); break;
-		case 'h': fputs(sign_usage_text + 1, stdout); return 0;
+		case 'k': dup |= set_once(&keyfile, optarg) < 0; break;
+		case 'h': fputs(sign_usage_text + 1, stdout); return VD_EXIT_OK;
 		default: return cmd_usage(cmd, "unknown option or missing value");
 		}
 	}
@@ -1121,7 +1154,7 @@ static int cmd_verify_envelope(int argc, char **argv)
 		cmd_fail(cmd, err);
 	} else {
 		printf("%s\n", (char *)line.p);
-		rc = 0;
+		rc = VD_EXIT_OK;
 	}
 	vd_dsse_free(&e);
 out:
@@ -1210,7 +1243,8 @@ static int quotable(const vd_jval *v, size_t max)
 }
 
 /* The subjects: a non-empty array of objects, each with a string name
- * when it has one and a digest.sha256 of 64 lowercase hex, all the same. */
+ * when it has one and a digest.sha256 of 64 lowercase hex, all the same.
+ * 0, or -EINVAL with why. */
 static int check_subjects(const vd_jval *root, struct verdict *out, char *why, size_t n)
 {
 	const vd_jval *list = jmember(root, "subject", VD_JARR), *s, *name, *sha;
@@ -1218,7 +1252,7 @@ static int check_subjects(const vd_jval *root, struct verdict *out, char *why, s
 
 	if (list == NULL || list->count == 0) {
 		snprintf(why, n, "the statement has no subject array with at least one subject");
-		return -1;
+		return -EINVAL;
 	}
 	for (s = list->child; s != NULL; s = s->next) {
 		i++;
@@ -1226,19 +1260,19 @@ static int check_subjects(const vd_jval *root, struct verdict *out, char *why, s
 		sha = jmember(jmember(s, "digest", VD_JOBJ), "sha256", VD_JSTR);
 		if (s->type != VD_JOBJ || (name != NULL && name->type != VD_JSTR)) {
 			snprintf(why, n, "subject %zu is not an object with a string name", i);
-			return -1;
+			return -EINVAL;
 		}
 		if (sha == NULL || !vd_is_hex64(sha->str)) {
 			snprintf(why, n, "subject %zu has no digest.sha256 of 64 lowercase hex "
 			    "characters", i);
-			return -1;
+			return -EINVAL;
 		}
 		if (i == 1) {
 			memcpy(out->hash, sha->str.p, VD_HASH_HEX_LEN + 1);
 		} else if (memcmp(out->hash, sha->str.p, VD_HASH_HEX_LEN) != 0) {
 			snprintf(why, n, "the subjects name different digests: subject 1 is %s, "
 			    "subject %zu %s", out->hash, i, sha->str.p);
-			return -1;
+			return -EINVAL;
 		}
 	}
 	return 0;
@@ -1246,7 +1280,7 @@ static int check_subjects(const vd_jval *root, struct verdict *out, char *why, s
 
 /* 0 when the payload is an in-toto Statement v1 carrying a trusted
  * lensemble-verifyd verdict about one content hash (expect, when not
- * NULL), with out filled; -1 with the check that failed in why. */
+ * NULL), with out filled; -EINVAL with the check that failed in why. */
 static int check_verdict(const uint8_t *p, size_t len, const char *expect,
     struct verdict *out, char *why, size_t n)
 {
@@ -1254,15 +1288,15 @@ static int check_verdict(const uint8_t *p, size_t len, const char *expect,
 	const vd_jval *pred, *trusted, *state, *vat, *iat;
 	char msg[128];
 	vd_jdoc doc;
-	int rc = -1;
+	int rc = -EINVAL;
 
 	if (len > ATTEST_PAYLOAD_MAX_BYTES) {
 		snprintf(why, n, "the statement is larger than %u bytes", ATTEST_PAYLOAD_MAX_BYTES);
-		return -1;
+		return -EINVAL;
 	}
 	if (vd_json_parse(p, len, &opts, &doc, msg, sizeof(msg)) < 0) {
 		snprintf(why, n, "the statement is not strict JSON: %s", msg);
-		return -1;
+		return -EINVAL;
 	}
 	pred = jmember(doc.root, "predicate", VD_JOBJ);
 	trusted = jmember(pred, "trusted", VD_JBOOL);
@@ -1319,15 +1353,15 @@ static int cmd_verify_attestation(int argc, char **argv)
 	vd_buf b;
 	vd_key *k;
 	vd_dsse e;
-	int ch, dup = 0, rc = 1;
+	int ch, dup = 0, rc = VD_EXIT_FAIL;
 
 	optind = 1;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'k': dup |= set_once(&keyfile, optarg); break;
-		case 'e': dup |= set_once(&expect, optarg); break;
-		case 'h': fputs(sign_usage_text + 1, stdout); return 0;
+		case 'k': dup |= set_once(&keyfile, optarg) < 0; break;
+		case 'e': dup |= set_once(&expect, optarg) < 0; break;
+		case 'h': fputs(sign_usage_text + 1, stdout); return VD_EXIT_OK;
 		default: return cmd_usage(cmd, "unknown option or missing value");
 		}
 	}
@@ -1372,7 +1406,7 @@ static int cmd_verify_attestation(int argc, char **argv)
 	} else {
 		printf("trusted %s (verified_at %s, issued_at %s, key %s)\n", v.hash,
 		    v.verified_at, v.issued_at, vd_key_id(signer));
-		rc = fflush(stdout) == 0 ? 0 : cmd_fail(cmd, "cannot write to standard output");
+		rc = fflush(stdout) == 0 ? VD_EXIT_OK : cmd_fail(cmd, "cannot write to standard output");
 	}
 	vd_dsse_free(&e);
 out:
@@ -1381,8 +1415,8 @@ out:
 	return rc;
 }
 
-/* The exit status of a subcommand named by argv[0], or -1 when argv[0]
- * names none (the arguments are artifacts). */
+/* The exit status of a subcommand named by argv[0], or -ENOENT when
+ * argv[0] names none (the arguments are artifacts). */
 static int subcommand(int argc, char **argv)
 {
 	static const struct {
@@ -1402,7 +1436,7 @@ static int subcommand(int argc, char **argv)
 	for (i = 0; i < VD_ARRAY_LEN(cmds); i++)
 		if (strcmp(argv[0], cmds[i].name) == 0)
 			return cmds[i].fn(argc, argv);
-	return -1;
+	return -ENOENT;
 }
 
 int main(int argc, char **argv)
@@ -1434,8 +1468,8 @@ int main(int argc, char **argv)
 			fputs(usage_text, stdout);
 			fputs(sign_usage_text, stdout);
 			fputs(oms_usage_text, stdout);
-			return 0;
-		case 'V': printf("lensemble-verify %s\n", PACKAGE_VERSION); return 0;
+			return VD_EXIT_OK;
+		case 'V': printf("lensemble-verify %s\n", PACKAGE_VERSION); return VD_EXIT_OK;
 		default: return usage_error("unknown option");
 		}
 	}
@@ -1447,6 +1481,7 @@ int main(int argc, char **argv)
 	if (cli.expect && cli.ledger)
 		return usage_error("--expect applies to artifacts, not ledgers");
 	for (i = optind; i < argc; i++)
-		failed |= cli.ledger ? verify_ledger(&cli, argv[i]) : verify_one(&cli, argv[i]);
-	return failed ? 1 : 0;
+		failed |= (cli.ledger ? verify_ledger(&cli, argv[i]) : verify_one(&cli, argv[i])) !=
+		    VD_EXIT_OK;
+	return failed ? VD_EXIT_FAIL : VD_EXIT_OK;
 }

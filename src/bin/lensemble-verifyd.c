@@ -33,6 +33,7 @@
 #include "vd_startcheck.h"
 #include "vd_state.h"
 #include "vd_store.h"
+#include "vd_exit.h"
 #include "vd_util.h"
 
 #ifndef SYSCONFDIR
@@ -99,6 +100,7 @@ static const char usage_text[] =
 "Signals: SIGTERM/SIGINT stop; SIGHUP re-reads the configuration (a bad\n"
 "one is refused and the running one kept).\n";
 
+/* 0, or -EINVAL (-E2BIG: too many overrides) for a bad command line. */
 static int parse_args(int argc, char **argv, daemon_opts *o)
 {
 	static const struct option longopts[] = {
@@ -126,19 +128,19 @@ static int parse_args(int argc, char **argv, daemon_opts *o)
 		case 'f': o->foreground = 1; break;
 		case 't': o->check = 1; break;
 		case 'c': o->config = optarg; o->config_given = 1; break;
-		case 'h': fputs(usage_text, stdout); exit(0);
-		case 'V': printf("lensemble-verifyd %s\n", PACKAGE_VERSION); exit(0);
+		case 'h': fputs(usage_text, stdout); exit(VD_EXIT_OK);
+		case 'V': printf("lensemble-verifyd %s\n", PACKAGE_VERSION); exit(VD_EXIT_OK);
 		case 1: case 2: case 3: case 4: case 5: case 6: case 7:
 			if (o->n == MAX_OVERRIDES)
-				return -1;
+				return -E2BIG;
 			o->keys[o->n] = keys[ch];
 			o->values[o->n++] = optarg;
 			break;
 		default:
-			return -1;
+			return -EINVAL;
 		}
 	}
-	return optind == argc ? 0 : -1;
+	return optind == argc ? 0 : -EINVAL;
 }
 
 /* Defaults, then the file, then the command line. */
@@ -359,12 +361,13 @@ static void start_error(const char *msg)
 static int drop_privileges(const vd_account *a)
 {
 	char err[256];
+	int rc;
 
 	if (!a->switch_to)
 		return 0;
-	if (vd_account_switch(a, err, sizeof(err)) < 0) {
+	if ((rc = vd_account_switch(a, err, sizeof(err))) < 0) {
 		log_error("%s", err);
-		return -1;
+		return rc;
 	}
 	prctl(PR_SET_DUMPABLE, 1);
 	log_info("running as user %s", a->name);
@@ -435,7 +438,7 @@ static int start_http(vd_daemon *d)
 	rc = vd_http_start(&d->http, &d->loop, d->cfg, vd_api_handle, &d->api, err, sizeof(err));
 	if (rc < 0) {
 		start_error(err);
-		return -1;
+		return rc;
 	}
 	vd_http_on_done(d->http, vd_api_done, &d->api);
 	vd_http_on_headers(d->http, vd_api_early, &d->api);
@@ -452,6 +455,7 @@ static int start_http(vd_daemon *d)
 static int open_signing_key(vd_daemon *d, int before_drop)
 {
 	char path[VD_CONFIG_PATH_MAX + 32], err[512];
+	int rc;
 
 	if (d->api.signing_key != NULL || (before_drop && d->cfg->signing_key[0] == '\0'))
 		return 0;
@@ -459,11 +463,11 @@ static int open_signing_key(vd_daemon *d, int before_drop)
 		snprintf(path, sizeof(path), "%s", d->cfg->signing_key);
 	else
 		snprintf(path, sizeof(path), "%s/%s", d->cfg->state_dir, VD_SIGNING_KEY_FILE);
-	if (vd_attest_key_open(path, 1, &d->api.signing_key, err, sizeof(err)) < 0) {
+	if ((rc = vd_attest_key_open(path, 1, &d->api.signing_key, err, sizeof(err))) < 0) {
 		char msg[600];
 		snprintf(msg, sizeof(msg), "signing_key: %s", err);
 		start_error(msg);
-		return -1;
+		return rc;
 	}
 	log_info("verdicts are signed by key %s (%s)", vd_key_id(d->api.signing_key), path);
 	return 0;
@@ -473,6 +477,7 @@ static int open_signing_key(vd_daemon *d, int before_drop)
 static int open_oms_key(vd_daemon *d, int before_drop)
 {
 	char path[VD_CONFIG_PATH_MAX + 32], err[512], msg[600];
+	int rc;
 
 	if (d->api.oms_key != NULL || (before_drop && d->cfg->oms_signing_key[0] == '\0'))
 		return 0;
@@ -480,27 +485,33 @@ static int open_oms_key(vd_daemon *d, int before_drop)
 		snprintf(path, sizeof(path), "%s", d->cfg->oms_signing_key);
 	else
 		snprintf(path, sizeof(path), "%s/%s", d->cfg->state_dir, VD_OMS_SIGNING_KEY_FILE);
-	if (vd_attest_oms_key_open(path, 1, &d->api.oms_key, err, sizeof(err)) < 0) {
+	if ((rc = vd_attest_oms_key_open(path, 1, &d->api.oms_key, err, sizeof(err))) < 0) {
 		snprintf(msg, sizeof(msg), "oms_signing_key: %s", err);
 		start_error(msg);
-		return -1;
+		return rc;
 	}
 	log_info("OMS bundles are signed by key %s (%s)", vd_key_id(d->api.oms_key), path);
 	return 0;
 }
 
-/* fd's group and other permissions taken away: 1 when it had some, 0 when
- * not (or it is neither a file nor a directory), -1 when they stay. */
+/* What strip_others did when it did not fail. */
+enum strip_result {
+	STRIP_NONE,         /* nothing to take: no such access, or neither a file nor a directory */
+	STRIP_TAKEN         /* it had some, in *was, and lost it */
+};
+
+/* fd's group and other permissions taken away: a strip_result, or the
+ * negative errno of why they stay. */
 static int strip_others(int fd, mode_t *was)
 {
 	struct stat st;
 
 	if (fstat(fd, &st) < 0)
-		return -1;
+		return -errno;
 	if ((!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) || (st.st_mode & 077) == 0)
-		return 0;
+		return STRIP_NONE;
 	*was = st.st_mode & 07777;
-	return fchmod(fd, st.st_mode & 07700) < 0 ? -1 : 1;
+	return fchmod(fd, st.st_mode & 07700) < 0 ? -errno : STRIP_TAKEN;
 }
 
 /* The state directory holds the posted commitments, the verdicts and the
@@ -518,7 +529,7 @@ static int private_state(const char *dir)
 		VD_STATE_FILE "-shm" };
 	char fixed[256] = "";
 	size_t i, at = 0;
-	int dfd, fd, rc = 0, err = 0;
+	int dfd, fd, rc = STRIP_NONE;
 	mode_t was = 0;
 
 	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
@@ -529,21 +540,20 @@ static int private_state(const char *dir)
 		if (fd >= 0)
 			rc = strip_others(fd, &was);
 		else
-			rc = errno == ENOENT || errno == ELOOP ? 0 : -1;
-		err = errno;
+			rc = errno == ENOENT || errno == ELOOP ? STRIP_NONE : -errno;
 		if (fd >= 0 && fd != dfd)
 			close(fd);
 		if (rc < 0)
 			break;
-		if (rc > 0 && at < sizeof(fixed))
+		if (rc == STRIP_TAKEN && at < sizeof(fixed))
 			at += (size_t)snprintf(fixed + at, sizeof(fixed) - at, "%s%s %04o",
 			    at ? ", " : "", i == 0 ? "the directory" : names[i], (unsigned)was);
 	}
 	close(dfd);
 	if (rc < 0) {
 		log_error("state directory %s: cannot take other users' access away from %s: %s",
-		    dir, i == 0 ? "the directory" : names[i], strerror(err));
-		return -1;
+		    dir, i == 0 ? "the directory" : names[i], strerror(-rc));
+		return rc;
 	}
 	if (fixed[0] != '\0')
 		log_warn("state directory %s was open to other users (%s): now its owner's alone",
@@ -555,9 +565,10 @@ static int private_state(const char *dir)
 static int open_state(vd_daemon *d)
 {
 	char err[512];
+	int rc;
 
-	if (private_state(d->cfg->state_dir) < 0)
-		return -1;
+	if ((rc = private_state(d->cfg->state_dir)) < 0)
+		return rc;
 	if (vd_state_open(d->cfg->state_dir, &d->state, err, sizeof(err)) < 0) {
 		/* SQLite's errno is that of its last try: a file it could not
 		 * create is retried read-only and reported missing. The check
@@ -568,12 +579,14 @@ static int open_state(vd_daemon *d)
 			log_error("%s; %s", err, why);
 		else
 			start_error(err);
-		return -1;
+		return -EIO;
 	}
 	vd_state_set_alert_retention(d->state, d->cfg->alert_retention);
 	return 0;
 }
 
+/* 0 once stopped, or the negative errno of what kept it from starting
+ * (said in the log). */
 static int run(vd_daemon *d)
 {
 	vd_omskeys *oms;
@@ -592,26 +605,24 @@ static int run(vd_daemon *d)
 	d->metrics.last_reload_success = d->api.start_time;
 	start_signals(d);
 	start_stall_guard(d);
-	if (start_http(d) < 0)
-		return 1;
+	if ((rc = start_http(d)) < 0)
+		return rc;
 	/* Read as the starting user: the token file may be root's alone. */
 	vd_api_load_token(&d->api);
 	if ((keys = load_keys(d->cfg, 0, err, sizeof(err))) == NULL ||
 	    (oms = load_oms_keys(d->cfg, 0, err, sizeof(err))) == NULL) {
 		start_error(err);
-		return 1;
+		return -EINVAL;
 	}
-	if (open_signing_key(d, 1) < 0 || open_oms_key(d, 1) < 0)
-		return 1;
-	if (drop_privileges(&d->account) < 0)
-		return 1;
-	if (open_state(d) < 0 || open_signing_key(d, 0) < 0 || open_oms_key(d, 0) < 0)
-		return 1;
+	if ((rc = open_signing_key(d, 1)) < 0 || (rc = open_oms_key(d, 1)) < 0 ||
+	    (rc = drop_privileges(&d->account)) < 0 || (rc = open_state(d)) < 0 ||
+	    (rc = open_signing_key(d, 0)) < 0 || (rc = open_oms_key(d, 0)) < 0)
+		return rc;
 	if ((rc = vd_store_init(&d->store, &d->loop, d->cfg, &d->metrics)) < 0) {
 		snprintf(err, sizeof(err), "cannot start the store %s: %s (%s)", d->cfg->store,
 		    uv_strerror(rc), uv_err_name(rc));
 		start_error(err);
-		return 1;
+		return rc;
 	}
 	set_keys(d, keys);
 	set_oms_keys(d, oms);
@@ -619,7 +630,7 @@ static int run(vd_daemon *d)
 		snprintf(err, sizeof(err), "cannot load the state database in %s: %s", d->cfg->state_dir,
 		    vd_state_error(d->state));
 		start_error(err);
-		return 1;
+		return -EIO;
 	}
 	d->api.state_ready = 1;
 	start_timers(d);
@@ -646,12 +657,13 @@ static int check_key_file(const char *key, const char *path,
 	char msg[400];
 	struct stat st;
 	vd_key *k = NULL;
+	int rc;
 
 	if (path[0] == '\0' || (lstat(path, &st) < 0 && errno == ENOENT))
 		return 0;
-	if (open_fn(path, 0, &k, msg, sizeof(msg)) < 0) {
+	if ((rc = open_fn(path, 0, &k, msg, sizeof(msg))) < 0) {
 		snprintf(err, errlen, "%s: %s", key, msg);
-		return -1;
+		return rc;
 	}
 	vd_key_free(k);
 	return 0;
@@ -659,14 +671,15 @@ static int check_key_file(const char *key, const char *path,
 
 static int check_signing_key(const vd_config *c, char *err, size_t errlen)
 {
-	return check_key_file("signing_key", c->signing_key, vd_attest_key_open, err, errlen) < 0 ||
-	    check_key_file("oms_signing_key", c->oms_signing_key, vd_attest_oms_key_open, err,
-	    errlen) < 0 ? -1 : 0;
+	int rc = check_key_file("signing_key", c->signing_key, vd_attest_key_open, err, errlen);
+
+	return rc < 0 ? rc : check_key_file("oms_signing_key", c->oms_signing_key,
+	    vd_attest_oms_key_open, err, errlen);
 }
 
 /* -t: what a start would refuse, short of binding and switching user for
  * good. Checked for the user running it: under a unit that starts the
- * daemon unprivileged, run it as that account. */
+ * daemon unprivileged, run it as that account. The exit status. */
 static int check_config(vd_daemon *d, char *err, size_t errlen)
 {
 	vd_keyring *keys = load_keys(d->cfg, 1, err, errlen);
@@ -682,7 +695,7 @@ static int check_config(vd_daemon *d, char *err, size_t errlen)
 		if (keys != NULL && geteuid() == 0 && d->cfg->user[0] == '\0')
 			fprintf(stderr, "lensemble-verifyd: for a service manager that starts the daemon as its own account (the shipped systemd unit does), run the check as that account: runuser -u ACCOUNT -- lensemble-verifyd -t\n");
 		vd_keyring_unref(keys);
-		return 1;
+		return VD_EXIT_FAIL;
 	}
 	printf("commitment policy %s; %zu trusted key(s)\n",
 	    vd_policy_name(vd_config_policy(d->cfg)), keys->n);
@@ -690,7 +703,7 @@ static int check_config(vd_daemon *d, char *err, size_t errlen)
 	vd_keyring_unref(keys);
 	printf("configuration OK: %s\n", d->opts.config_given ||
 	    access(d->opts.config, F_OK) == 0 ? d->opts.config : "(defaults)");
-	return 0;
+	return VD_EXIT_OK;
 }
 
 int main(int argc, char **argv)
@@ -713,11 +726,11 @@ int main(int argc, char **argv)
 	umask(077);
 	if (parse_args(argc, argv, &d.opts) < 0) {
 		fprintf(stderr, "lensemble-verifyd: bad arguments\nTry 'lensemble-verifyd --help'.\n");
-		return 2;
+		return VD_EXIT_USAGE;
 	}
 	if ((d.cfg = load_config(&d.opts, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "lensemble-verifyd: %s\n", err);
-		return 1;
+		return VD_EXIT_FAIL;
 	}
 	if (d.opts.check) {
 		int rc = check_config(&d, err, sizeof(err));
@@ -727,7 +740,7 @@ int main(int argc, char **argv)
 	if (vd_account_of(d.cfg, &d.account, err, sizeof(err)) < 0) {
 		fprintf(stderr, "lensemble-verifyd: %s\n", err);
 		free(d.cfg);
-		return 1;
+		return VD_EXIT_FAIL;
 	}
 	vd_log_open("lensemble-verifyd", d.opts.foreground || getenv("JOURNAL_STREAM") != NULL);
 	vd_log_set_level(d.cfg->log_level);
@@ -736,10 +749,10 @@ int main(int argc, char **argv)
 	/* Initialise libcrypto here, not lazily in whichever hasher thread
 	 * hashes first: its global state then belongs to the main thread. */
 	OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL);
-	if (run(&d) != 0) {
+	if (run(&d) < 0) {
 		free(d.cfg);
-		return 1;
+		return VD_EXIT_FAIL;
 	}
 	free(d.cfg);
-	return 0;
+	return VD_EXIT_OK;
 }

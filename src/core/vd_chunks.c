@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,7 +66,7 @@ int vd_chunkmap_serialize(const vd_chunkmap *m, vd_buf *out)
 		vd_buf_put_u64le(out, m->files[i].size);
 		vd_buf_put(out, m->files[i].digests, m->files[i].n_chunks * 32);
 	}
-	return out->oom ? -1 : 0;
+	return out->oom ? -ENOMEM : 0;
 }
 
 typedef struct reader {
@@ -75,7 +76,7 @@ typedef struct reader {
 static int take(reader *r, void *out, size_t n)
 {
 	if ((size_t)(r->end - r->p) < n)
-		return -1;
+		return -EINVAL;
 	memcpy(out, r->p, n);
 	r->p += n;
 	return 0;
@@ -86,7 +87,7 @@ static int take_u32(reader *r, uint32_t *v)
 	uint8_t b[4];
 
 	if (take(r, b, 4) < 0)
-		return -1;
+		return -EINVAL;
 	*v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 	return 0;
 }
@@ -96,7 +97,7 @@ static int take_u64(reader *r, uint64_t *v)
 	uint32_t lo, hi;
 
 	if (take_u32(r, &lo) < 0 || take_u32(r, &hi) < 0)
-		return -1;
+		return -EINVAL;
 	*v = (uint64_t)hi << 32 | lo;
 	return 0;
 }
@@ -106,16 +107,18 @@ static int take_file(reader *r, vd_chunk_file *f, uint32_t chunk_size)
 	uint32_t len;
 
 	if (take_u32(r, &len) < 0 || len == 0 || len > 255 || (size_t)(r->end - r->p) < len)
-		return -1;
-	if ((f->name = calloc(1, (size_t)len + 1)) == NULL || take(r, f->name, len) < 0)
-		return -1;
+		return -EINVAL;
+	if ((f->name = calloc(1, (size_t)len + 1)) == NULL)
+		return -ENOMEM;
+	if (take(r, f->name, len) < 0)
+		return -EINVAL;
 	if (memchr(f->name, '\0', len) != NULL || take_u64(r, &f->size) < 0)
-		return -1;
+		return -EINVAL;
 	f->n_chunks = vd_chunk_count(f->size, chunk_size);
 	if ((size_t)(r->end - r->p) / 32 < f->n_chunks)
-		return -1;
+		return -EINVAL;
 	if ((f->digests = malloc(f->n_chunks ? f->n_chunks * 32 : 1)) == NULL)
-		return -1;
+		return -ENOMEM;
 	return take(r, f->digests, f->n_chunks * 32);
 }
 

@@ -254,9 +254,9 @@ void vd_api_load_token(vd_api *api)
  * for another. 1, or 0 with the 401 or 403 sent. */
 static int authorized_for(vd_api *api, vd_req *r, const char *run)
 {
-	const char *why = NULL;
+	char why[VD_AUTH_WHY_MAX];
 
-	switch (vd_auth_check(&api->auth, vd_req_header(r, "Authorization"), run, &why)) {
+	switch (vd_auth_check(&api->auth, vd_req_header(r, "Authorization"), run, why, sizeof(why))) {
 	case VD_AUTH_OPERATOR:
 	case VD_AUTH_RUN:
 		return 1;
@@ -280,7 +280,7 @@ static int authorized(vd_api *api, vd_req *r)
  * the run's own. Named, never echoed. */
 static const char *token_holder(vd_api *api, vd_req *r)
 {
-	if (vd_auth_check(&api->auth, vd_req_header(r, "Authorization"), NULL, NULL) == VD_AUTH_OPERATOR)
+	if (vd_auth_check(&api->auth, vd_req_header(r, "Authorization"), NULL, NULL, 0) == VD_AUTH_OPERATOR)
 		return VD_AUDIT_OPERATOR;
 	return VD_AUDIT_RUN_TOKEN;
 }

@@ -21,25 +21,34 @@ static int write_new_key(const char *path, vd_key_type type, vd_key **out, char 
 	char tmp[PATH_MAX + 8];
 	vd_key *k = NULL;
 	vd_buf pem;
-	int fd = -1, rc = -1;
+	size_t len;
+	int fd = -1, rc;
 
 	vd_buf_init(&pem);
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp) ||
-	    vd_key_generate_type(type, &k) < 0 || vd_key_private_pem(k, &pem) < 0) {
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		rc = -ENAMETOOLONG;
+	else if (vd_key_generate_type(type, &k) < 0 || vd_key_private_pem(k, &pem) < 0)
+		rc = -EIO;
+	else
+		rc = 0;
+	if (rc < 0) {
 		snprintf(err, errlen, "cannot generate a signing key");
 		goto out;
 	}
 	unlink(tmp);
+	errno = 0;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, pem.p, strlen((const char *)pem.p)) != (ssize_t)strlen((const char *)pem.p) ||
-	    fsync(fd) < 0 || rename(tmp, path) < 0) {
-		snprintf(err, errlen, "cannot write the signing key %s: %s", path, strerror(errno));
+	len = strlen((const char *)pem.p);
+	if (fd < 0 || write(fd, pem.p, len) != (ssize_t)len || fsync(fd) < 0 ||
+	    rename(tmp, path) < 0) {
+		/* A short write sets no errno: say EIO rather than a stale one. */
+		rc = errno ? -errno : -EIO;
+		snprintf(err, errlen, "cannot write the signing key %s: %s", path, strerror(-rc));
 		unlink(tmp);
 		goto out;
 	}
 	*out = k;
 	k = NULL;
-	rc = 0;
 out:
 	if (fd >= 0)
 		close(fd);
@@ -56,7 +65,7 @@ int vd_attest_key_open(const char *path, int create, vd_key **out, char *err, si
 
 	if (create && lstat(path, &st) < 0 && errno == ENOENT)
 		return write_new_key(path, VD_KEY_ED25519, out, err, errlen);
-	return vd_key_load(path, 1, 1, out, err, errlen);
+	return vd_key_load(path, 1, 1, out, err, errlen) < 0 ? -EINVAL : 0;
 }
 
 int vd_attest_oms_key_open(const char *path, int create, vd_key **out, char *err, size_t errlen)
@@ -66,13 +75,13 @@ int vd_attest_oms_key_open(const char *path, int create, vd_key **out, char *err
 	if (create && lstat(path, &st) < 0 && errno == ENOENT)
 		return write_new_key(path, VD_KEY_EC_P256, out, err, errlen);
 	if (vd_key_load_any(path, 1, 1, out, err, errlen) < 0)
-		return -1;
+		return -EINVAL;
 	if (vd_key_get_type(*out) == VD_KEY_ED25519) {
 		vd_key_free(*out);
 		*out = NULL;
 		snprintf(err, errlen, "%s is an Ed25519 key; OMS bundles are signed with an EC key "
 		    "(lensemble-verify keygen --type ec-p256)", path);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -186,14 +195,14 @@ int vd_attest_statement(json_object *status, double now, vd_buf *b)
 {
 	const char *hash = json_object_get_string(get(status, "content_hash")), *verified_at, *text;
 	json_object *st, *subj;
-	int bad = 0, rc = -1;
+	int bad = 0, rc = -ENOMEM;
 
 	if (hash == NULL)
-		return -1;
+		return -ENOENT;
 	subj = subjects(status, hash, &verified_at, &bad);
 	if (subj == NULL || json_object_array_length(subj) == 0 || verified_at == NULL) {
 		json_object_put(subj);
-		return -1;
+		return bad ? -ENOMEM : -ENOENT;
 	}
 	st = json_object_new_object();
 	put_string(st, "_type", VD_INTOTO_STATEMENT, &bad);
@@ -202,7 +211,7 @@ int vd_attest_statement(json_object *status, double now, vd_buf *b)
 	put_new(st, "predicate", predicate(status, verified_at, now, &bad), &bad);
 	if (st != NULL && !bad &&
 	    (text = json_object_to_json_string_ext(st, JSON_OUT)) != NULL)
-		rc = vd_buf_puts(b, text) < 0 || b->oom ? -1 : 0;
+		rc = vd_buf_puts(b, text) < 0 || b->oom ? -ENOMEM : 0;
 	json_object_put(st);
 	return rc;
 }

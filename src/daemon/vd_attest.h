@@ -17,7 +17,9 @@
 
 /* Load the PKCS#8 private key at path, refusing one that group or others
  * may read; with create, a missing file is generated (mode 0600, written
- * whole before it appears). 0, or -1 with a sentence. Never logs the key. */
+ * whole before it appears). 0, or with a sentence -EINVAL (the file is not
+ * such a key, or too open), or the -errno of writing a new one. Never logs
+ * the key. */
 int vd_attest_key_open(const char *path, int create, vd_key **out, char *err, size_t errlen);
 
 /* The same for the EC key that signs OMS bundles: a new one is P-256. */
@@ -25,8 +27,8 @@ int vd_attest_oms_key_open(const char *path, int create, vd_key **out, char *err
     size_t errlen);
 
 /* The in-toto Statement for a status object (vd_view_status), one subject
- * per verified copy, appended to b as compact JSON. -1 when no copy is
- * verified (nothing to attest) or out of memory. */
+ * per verified copy, appended to b as compact JSON. 0, -ENOENT when no
+ * copy is verified (nothing to attest), or -ENOMEM. */
 int vd_attest_statement(json_object *status, double now, vd_buf *b);
 
 #endif

@@ -14,19 +14,31 @@
 #define BEARER "Bearer "
 #define BEARER_LEN 7
 
+/* Why t's file gave no token, from what read_token kept of it. */
+static void token_why(const vd_token *t, char *out, size_t n)
+{
+	if (t->status == -EINVAL)
+		snprintf(out, n,
+		    "the token file %s must hold one token of %d to %d printable characters",
+		    t->file, VD_TOKEN_MIN, VD_TOKEN_MAX);
+	else
+		snprintf(out, n, "cannot read the token file %s: %s", t->file, strerror(-t->status));
+}
+
 /* One token file: a line of VD_TOKEN_MIN to VD_TOKEN_MAX printable
  * characters. An unreadable file keeps the token read before. */
 static void read_token(const char *path, vd_token *t)
 {
-	char buf[VD_TOKEN_MAX + 2];
+	char buf[VD_TOKEN_MAX + 2], why[VD_AUTH_WHY_MAX];
 	size_t n = 0, i;
 	FILE *f;
 
-	t->error[0] = '\0';
+	snprintf(t->file, sizeof(t->file), "%s", path);
+	t->status = 0;
 	if ((f = fopen(path, "re")) == NULL) {
-		snprintf(t->error, sizeof(t->error), "cannot read the token file %s: %s", path,
-		    strerror(errno));
-		log_error("%s; %s", t->error, t->len ? "keeping the token read before" :
+		t->status = -errno;
+		token_why(t, why, sizeof(why));
+		log_error("%s; %s", why, t->len ? "keeping the token read before" :
 		    "commitments with it are refused until it can be read");
 		return;
 	}
@@ -38,10 +50,9 @@ static void read_token(const char *path, vd_token *t)
 	for (i = 0; i < n && buf[i] > ' ' && buf[i] < 0x7f; i++)
 		;
 	if (n < VD_TOKEN_MIN || n > VD_TOKEN_MAX || i != n) {
-		snprintf(t->error, sizeof(t->error),
-		    "the token file %s must hold one token of %d to %d printable characters",
-		    path, VD_TOKEN_MIN, VD_TOKEN_MAX);
-		log_error("%s", t->error);
+		t->status = -EINVAL;
+		token_why(t, why, sizeof(why));
+		log_error("%s", why);
 		t->len = 0;
 	} else {
 		memcpy(t->value, buf, n + 1);
@@ -104,17 +115,22 @@ static const char *bearer(const char *authorization)
 }
 
 vd_auth_result vd_auth_check(const vd_auth *a, const char *authorization,
-    const char *run, const char **why)
+    const char *run, char *why, size_t whylen)
 {
 	const vd_token *rt = run_token(a, run);
 	const char *given = bearer(authorization);
 	size_t len;
 
 	if (a->operator_token.len == 0 && (rt == NULL || rt->len == 0)) {
-		if (why != NULL)
-			*why = rt && rt->error[0] ? rt->error : a->operator_token.error[0] ?
-			    a->operator_token.error :
-			    "no operator token is configured (token_file), so commitments cannot be posted";
+		if (why == NULL)
+			;
+		else if (rt != NULL && rt->status < 0)
+			token_why(rt, why, whylen);
+		else if (a->operator_token.status < 0)
+			token_why(&a->operator_token, why, whylen);
+		else
+			snprintf(why, whylen, "%s",
+			    "no operator token is configured (token_file), so commitments cannot be posted");
 		return VD_AUTH_UNCONFIGURED;
 	}
 	if (given == NULL)

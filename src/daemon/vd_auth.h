@@ -14,12 +14,17 @@
 #include "vd_limits.h"
 
 
+/* The sentence vd_auth_check gives: a token file's path and why. */
+#define VD_AUTH_WHY_MAX (VD_CONFIG_PATH_MAX + 128)
+
 /* A token as read from its file. */
 typedef struct vd_token {
 	char run[VD_PIN_RUN_MAX];  /* the run it commits for; unused for token_file */
 	char value[VD_TOKEN_MAX + 1];
 	size_t len;                /* 0: none usable */
-	char error[256];           /* why not, when a file is named */
+	char file[VD_CONFIG_PATH_MAX];  /* where it was last read from */
+	int status;                /* 0, or how that read failed: -EINVAL when the
+	                            * file holds no valid token, else its -errno */
 } vd_token;
 
 typedef struct vd_auth {
@@ -36,14 +41,15 @@ typedef enum vd_auth_result {
 } vd_auth_result;
 
 /* (Re)read cfg's token_file and run_token_file. A file that cannot be read
- * keeps the token read from it before, and says why in its error. */
+ * keeps the token read from it before; the failure is logged, and kept in
+ * its status for vd_auth_check to explain. */
 void vd_auth_load(vd_auth *a, const vd_config *cfg);
 
 /* Whom the Authorization header (NULL: none) speaks for: the operator, or
  * run's own token (run NULL: the operator's alone is asked for; "" is the
- * store root). With VD_AUTH_UNCONFIGURED, *why says why no token is
- * usable, in a sentence for the client. */
+ * store root). With VD_AUTH_UNCONFIGURED, why (NULL: not asked for) says
+ * why no token is usable, in a sentence for the client. */
 vd_auth_result vd_auth_check(const vd_auth *a, const char *authorization,
-    const char *run, const char **why);
+    const char *run, char *why, size_t whylen);
 
 #endif

@@ -165,10 +165,10 @@ static int parse_u64(const char *v, uint64_t *out)
 	char *end;
 
 	if (!isdigit((unsigned char)v[0]))
-		return -1;
+		return -EINVAL;
 	errno = 0;
 	*out = strtoull(v, &end, 10);
-	return errno || *end != '\0' ? -1 : 0;
+	return errno || *end != '\0' ? -EINVAL : 0;
 }
 
 /* "127.0.0.1:8420", "[::1]:8420", "0.0.0.0:0". */
@@ -180,25 +180,25 @@ static int parse_listen(vd_config *c, const char *v, char *err, size_t errlen)
 
 	if (colon == NULL || parse_u64(colon + 1, &port) < 0 || port > 65535) {
 		snprintf(err, errlen, "listen must be ADDR:PORT with a port from 0 to 65535");
-		return -1;
+		return -EINVAL;
 	}
 	hlen = (size_t)(colon - v);
 	c->listen_v6 = v[0] == '[';
 	if (c->listen_v6) {
 		if (hlen < 3 || v[hlen - 1] != ']') {
 			snprintf(err, errlen, "listen: an IPv6 address goes in brackets, as [::1]:8420");
-			return -1;
+			return -EINVAL;
 		}
 		v++;
 		hlen -= 2;
 	}
 	if (!c->listen_v6 && memchr(v, ':', hlen) != NULL) {
 		snprintf(err, errlen, "listen: an IPv6 address goes in brackets, as [::1]:8420");
-		return -1;
+		return -EINVAL;
 	}
 	if (hlen == 0 || hlen >= sizeof(c->listen_host)) {
 		snprintf(err, errlen, "listen: the address is empty or too long");
-		return -1;
+		return -EINVAL;
 	}
 	memcpy(c->listen_host, v, hlen);
 	c->listen_host[hlen] = '\0';
@@ -213,7 +213,7 @@ static int entry_run(const char *p, size_t n, char *out, char *err, size_t errle
 	if (n == 0 || n >= VD_PIN_RUN_MAX || memchr(p, ':', n) != NULL || !vd_run_name_valid(p, n)) {
 		snprintf(err, errlen, "%s: \"%.*s\" is not a run (\".\" or a directory path inside the store, at most %d characters)",
 		    key, (int)(n > 64 ? 64 : n), p, VD_PIN_RUN_MAX - 1);
-		return -1;
+		return -EINVAL;
 	}
 	if (n == 1 && p[0] == '.')
 		n = 0;
@@ -226,7 +226,7 @@ static int entry_hash(const char *p, size_t n, char *out, char *err, size_t errl
 {
 	if (!vd_is_hex64((vd_str){ p, n })) {
 		snprintf(err, errlen, "%s: a content hash is 64 lowercase hex characters", key);
-		return -1;
+		return -EINVAL;
 	}
 	memcpy(out, p, VD_HASH_HEX_LEN);
 	out[VD_HASH_HEX_LEN] = '\0';
@@ -245,26 +245,26 @@ static int parse_pin(const key_spec *k, const char *p, size_t n, vd_pin *pin, ch
 	if (colon == NULL || *colon != ':') {
 		if (k->type == K_ANCHORS) {
 			snprintf(err, errlen, "anchor entries are RUN:ROUND:HEX");
-			return -1;
+			return -EINVAL;
 		}
 		snprintf(pin->run, sizeof(pin->run), "*");
 		return entry_hash(p, n, pin->hash, err, errlen, k->name);
 	}
 	if (entry_hash(colon + 1, VD_HASH_HEX_LEN, pin->hash, err, errlen, k->name) < 0)
-		return -1;
+		return -EINVAL;
 	if (k->type == K_PINS)
 		return entry_run(p, (size_t)(colon - p), pin->run, err, errlen, k->name);
 	for (mid = colon; mid > p && mid[-1] != ':'; mid--)
 		;
 	if (mid == p || (size_t)(colon - mid) >= sizeof(num) || colon == mid) {
 		snprintf(err, errlen, "anchor entries are RUN:ROUND:HEX");
-		return -1;
+		return -EINVAL;
 	}
 	memcpy(num, mid, (size_t)(colon - mid));
 	num[colon - mid] = '\0';
 	if (parse_u64(num, &round) < 0 || round == 0 || round > INT64_MAX) {
 		snprintf(err, errlen, "anchor: the round must be a whole number above 0");
-		return -1;
+		return -EINVAL;
 	}
 	pin->round_index = (int64_t)round;
 	return entry_run(p, (size_t)(mid - 1 - p), pin->run, err, errlen, k->name);
@@ -280,7 +280,7 @@ static int parse_run_token(const key_spec *k, const char *p, size_t n, vd_run_to
 	if (colon == NULL || colon + 1 == p + n || colon[1] != '/' ||
 	    (size_t)(p + n - colon - 1) >= sizeof(t->file)) {
 		snprintf(err, errlen, "%s entries are RUN:%s with an absolute %s", k->name, what, what);
-		return -1;
+		return -EINVAL;
 	}
 	memcpy(t->file, colon + 1, (size_t)(p + n - colon - 1));
 	return entry_run(p, (size_t)(colon - p), t->run, err, errlen, k->name);
@@ -322,19 +322,19 @@ static int parse_list(const key_spec *k, vd_config *c, const char *v, char *err,
 			;
 		if (*n == cap) {
 			snprintf(err, errlen, "%s has more than %zu entries", k->name, cap);
-			return -1;
+			return -EINVAL;
 		}
 		if (runs)
 			rc = parse_run_token(k, p, len, &rt[*n], err, errlen);
 		else
 			rc = parse_pin(k, p, len, &(k->type == K_PINS ? c->genesis : c->anchors)[*n], err, errlen);
 		if (rc < 0)
-			return -1;
+			return -EINVAL;
 		run = runs ? rt[*n].run : (k->type == K_PINS ? c->genesis : c->anchors)[*n].run;
 		for (i = 0; i < *n && k->type != K_ANCHORS; i++)
 			if (strcmp(run, runs ? rt[i].run : c->genesis[i].run) == 0) {
 				snprintf(err, errlen, "%s names run %s twice", k->name, run[0] ? run : ".");
-				return -1;
+				return -EINVAL;
 			}
 		(*n)++;
 		p = end;
@@ -347,11 +347,11 @@ static int set_string(const key_spec *k, vd_config *c, const char *v, char *err,
 {
 	if (strlen(v) >= k->size) {
 		snprintf(err, errlen, "%s is longer than %zu characters", k->name, k->size - 1);
-		return -1;
+		return -EINVAL;
 	}
 	if (k->type == K_PATH && v[0] != '\0' && v[0] != '/') {
 		snprintf(err, errlen, "%s must be an absolute path", k->name);
-		return -1;
+		return -EINVAL;
 	}
 	memcpy((char *)c + k->off, v, strlen(v) + 1);
 	return 0;
@@ -365,7 +365,7 @@ static int set_number(const key_spec *k, vd_config *c, const char *v, char *err,
 	if (parse_u64(v, &n) < 0 || n < k->min || n > k->max) {
 		snprintf(err, errlen, "%s must be a whole number from %llu to %llu", k->name,
 		    (unsigned long long)k->min, (unsigned long long)k->max);
-		return -1;
+		return -EINVAL;
 	}
 	if (k->type == K_UINT)
 		*(unsigned *)(void *)((char *)c + k->off) = (unsigned)n;
@@ -387,16 +387,16 @@ int vd_config_parse_duration(const char *s, uint64_t *seconds)
 		for (i = 0; i < VD_ARRAY_LEN(units) && units[i].suffix != s[len - 1]; i++)
 			;
 		if (i == VD_ARRAY_LEN(units))
-			return -1;
+			return -EINVAL;
 		scale = units[i].scale;
 		len--;
 	}
 	if (len == 0 || len >= sizeof(digits))
-		return -1;
+		return -EINVAL;
 	memcpy(digits, s, len);
 	digits[len] = '\0';
 	if (parse_u64(digits, &n) < 0 || vd_mul_u64(n, scale, seconds) < 0)
-		return -1;
+		return -EINVAL;
 	return 0;
 }
 
@@ -409,7 +409,7 @@ static int set_duration(const key_spec *k, vd_config *c, const char *v, char *er
 	if (vd_config_parse_duration(v, &n) < 0 || n < k->min || n > k->max) {
 		snprintf(err, errlen, "%s must be a duration from %llu to %llud: seconds, or a whole number followed by m, h or d",
 		    k->name, (unsigned long long)k->min, (unsigned long long)(k->max / 86400));
-		return -1;
+		return -EINVAL;
 	}
 	*(unsigned *)(void *)((char *)c + k->off) = (unsigned)n;
 	return 0;
@@ -425,13 +425,13 @@ static int set_key(const key_spec *k, vd_config *c, const char *v, char *err,
 		return set_string(k, c, v, err, errlen);
 	case K_PINS: case K_ANCHORS: case K_RUN_TOKENS: case K_RUN_OMS:
 		if (set_string(k, c, v, err, errlen) < 0)
-			return -1;
+			return -EINVAL;
 		return parse_list(k, c, v, err, errlen);
 	case K_UINT: case K_U64:
 		return set_number(k, c, v, err, errlen);
 	case K_LISTEN:
 		if (set_string(k, c, v, err, errlen) < 0)
-			return -1;
+			return -EINVAL;
 		return parse_listen(c, v, err, errlen);
 	case K_POLICY:
 		if (strcmp(v, "signed") == 0)
@@ -442,7 +442,7 @@ static int set_key(const key_spec *k, vd_config *c, const char *v, char *err,
 			c->commitment_policy = VD_POLICY_DEFAULT;
 		else {
 			snprintf(err, errlen, "commitment_policy must be signed or ledger");
-			return -1;
+			return -EINVAL;
 		}
 		return 0;
 	case K_DURATION:
@@ -454,25 +454,25 @@ static int set_key(const key_spec *k, vd_config *c, const char *v, char *err,
 			c->legacy_policy = VD_LEGACY_UNTRUSTED;
 		else {
 			snprintf(err, errlen, "legacy_policy must be accept or untrusted");
-			return -1;
+			return -EINVAL;
 		}
 		return 0;
 	case K_LOGFMT:
 		if ((level = vd_log_format_parse(v)) < 0) {
 			snprintf(err, errlen, "log_format must be text or json");
-			return -1;
+			return -EINVAL;
 		}
 		c->log_format = level;
 		return 0;
 	case K_LEVEL:
 		if ((level = vd_log_level_parse(v)) < 0) {
 			snprintf(err, errlen, "log_level must be error, warning, info or debug");
-			return -1;
+			return -EINVAL;
 		}
 		c->log_level = level;
 		return 0;
 	}
-	return -1;
+	return -EINVAL;
 }
 
 int vd_config_policy(const vd_config *c)
@@ -510,7 +510,7 @@ int vd_config_set(vd_config *c, const char *key, const char *value, char *err,
 
 	if (k == NULL) {
 		snprintf(err, errlen, "unknown key \"%s\"", key);
-		return -1;
+		return -EINVAL;
 	}
 	return set_key(k, c, value, err, errlen);
 }
@@ -527,17 +527,17 @@ static int parse_line(const char *p, const char *end, vd_config *c, char *seen,
 
 	if (eq == NULL) {
 		snprintf(err, errlen, "expected \"key = value\"");
-		return -1;
+		return -EINVAL;
 	}
 	for (k_end = eq; k_end > p && isspace((unsigned char)k_end[-1]); k_end--)
 		;
 	if ((k = find_key(p, (size_t)(k_end - p))) == NULL) {
 		snprintf(err, errlen, "unknown key \"%.*s\"", (int)(k_end - p > 64 ? 64 : k_end - p), p);
-		return -1;
+		return -EINVAL;
 	}
 	if (seen[k - keys]++) {
 		snprintf(err, errlen, "%s is set twice", k->name);
-		return -1;
+		return -EINVAL;
 	}
 	for (v = eq + 1; v < end && isspace((unsigned char)*v); v++)
 		;
@@ -548,11 +548,11 @@ static int parse_line(const char *p, const char *end, vd_config *c, char *seen,
 	}
 	if (memchr(v, '"', vlen) != NULL) {
 		snprintf(err, errlen, "%s: unbalanced quote", k->name);
-		return -1;
+		return -EINVAL;
 	}
 	if (vlen >= sizeof(value) || memchr(v, '\0', vlen) != NULL) {
 		snprintf(err, errlen, "%s: the value is too long or holds a NUL byte", k->name);
-		return -1;
+		return -EINVAL;
 	}
 	memcpy(value, v, vlen);
 	value[vlen] = '\0';
@@ -603,13 +603,13 @@ int vd_config_parse(const char *text, size_t len, const char *filename,
 			/* The message quotes the file: keep it printable. */
 			printable(msg);
 			snprintf(err, errlen, "%s:%u: %s", filename, line, msg);
-			return -1;
+			return -EINVAL;
 		}
 		p = nl < end ? nl + 1 : end;
 	}
 	if (vd_config_check(c, msg, sizeof(msg)) < 0) {
 		snprintf(err, errlen, "%s: %s", filename, msg);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -654,15 +654,15 @@ int vd_config_check(const vd_config *c, char *err, size_t errlen)
 {
 	if ((c->tls_cert[0] == '\0') != (c->tls_key[0] == '\0')) {
 		snprintf(err, errlen, "tls_cert and tls_key go together: set both or neither");
-		return -1;
+		return -EINVAL;
 	}
 	if (c->store[0] == '\0') {
 		snprintf(err, errlen, "store must be set");
-		return -1;
+		return -EINVAL;
 	}
 	if (c->max_connections_per_ip > c->max_connections) {
 		snprintf(err, errlen, "max_connections_per_ip exceeds max_connections");
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -682,5 +682,5 @@ int vd_config_load(const char *path, vd_config *c, char *err, size_t errlen)
 	else
 		rc = vd_config_parse(b.p ? (const char *)b.p : "", b.len, path, c, err, errlen);
 	vd_buf_free(&b);
-	return rc < 0 ? -1 : rc;
+	return rc;
 }

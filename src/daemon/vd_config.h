@@ -102,13 +102,13 @@ const char *vd_policy_name(int policy);
 /* "accept" or "untrusted". */
 const char *vd_legacy_policy_name(int policy);
 
-/* Parse config text. On error returns -1 and writes "FILE:LINE: problem",
+/* Parse config text. On error returns -EINVAL and writes "FILE:LINE: problem",
  * or "FILE: problem" when keys conflict (vd_config_check) rather than a
  * line being wrong. */
 int vd_config_parse(const char *text, size_t len, const char *filename,
     vd_config *c, char *err, size_t errlen);
 
-/* Set one key (a command-line override). -1 with a sentence on error. */
+/* Set one key (a command-line override). 0, or -EINVAL with a sentence. */
 int vd_config_set(vd_config *c, const char *key, const char *value,
     char *err, size_t errlen);
 
@@ -117,15 +117,18 @@ int vd_config_set(vd_config *c, const char *key, const char *value,
 size_t vd_config_restart_changes(const vd_config *old, const vd_config *new, char *out,
     size_t outlen);
 
-/* Checks across keys (TLS cert without key, ...). */
+/* Checks across keys (TLS cert without key, ...). 0, or -EINVAL with a
+ * sentence. */
 int vd_config_check(const vd_config *c, char *err, size_t errlen);
 
-/* Read and parse a file on top of defaults. */
+/* Read and parse a file on top of defaults. 0, or with a sentence -EINVAL
+ * (not a regular file, or it does not parse), -EFBIG (over
+ * VD_CONFIG_MAX_BYTES) or the -errno of opening or reading it. */
 int vd_config_load(const char *path, vd_config *c, char *err, size_t errlen);
 
 /* A duration: a whole number of seconds, or of minutes, hours or days
- * with the suffix m, h or d ("90d"); "s" may follow seconds. 0, or -1
- * when malformed or beyond UINT64_MAX seconds. */
+ * with the suffix m, h or d ("90d"); "s" may follow seconds. 0, or
+ * -EINVAL when malformed or beyond UINT64_MAX seconds. */
 int vd_config_parse_duration(const char *s, uint64_t *seconds);
 
 /* Iterate the key table, for docs and `-t -v`. */

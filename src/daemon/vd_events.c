@@ -90,10 +90,10 @@ int vd_events_parse_id(const char *s, uint64_t *id)
 	size_t i;
 
 	if (s == NULL || s[0] == '\0')
-		return -1;
+		return -EINVAL;
 	for (i = 0; s[i] != '\0'; i++) {
 		if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
-			return -1;
+			return -EINVAL;
 		v = v * 10 + (uint64_t)(s[i] - '0');
 	}
 	*id = v;
@@ -103,9 +103,9 @@ int vd_events_parse_id(const char *s, uint64_t *id)
 int vd_events_frame(vd_buf *b, uint64_t id, const char *type, const char *data)
 {
 	if (strpbrk(data, "\r\n") != NULL || strpbrk(type, "\r\n") != NULL)
-		return -1;
+		return -EINVAL;
 	vd_buf_printf(b, "id: %" PRIu64 "\nevent: %s\ndata: %s\n\n", id, type, data);
-	return b->oom ? -1 : 0;
+	return b->oom ? -ENOMEM : 0;
 }
 
 uint64_t vd_events_resume_point(uint64_t after, uint64_t newest, uint64_t history, int *lost)
@@ -327,7 +327,7 @@ static ssize_t stream_fill(void *arg, char *buf, size_t max, int ending)
 	size_t n = 0;
 
 	if (s->dead)
-		return -1;
+		return -ECONNABORTED;
 	while (n < max && (!ending || mid_frame(s))) {
 		if (s->note_len > 0) {
 			s->note_off += put(buf, max, &n, s->note + s->note_off, s->note_len - s->note_off);
@@ -344,7 +344,7 @@ static ssize_t stream_fill(void *arg, char *buf, size_t max, int ending)
 			 * spliced onto another. The client resumes from its last
 			 * whole event. */
 			s->dead = 1;
-			return -1;
+			return -ECONNABORTED;
 		} else {
 			load_page(ev, s);
 		}
@@ -379,11 +379,14 @@ static void stream_gone(vd_req *r)
 int vd_events_open(vd_events *ev, vd_req *r, int resume, uint64_t after)
 {
 	stream *s;
-	int lost = 0;
+	int lost = 0, rc;
 
-	if (ev == NULL || ev->closed || ev->n_streams >= ev->max_streams ||
-	    (s = calloc(1, sizeof(*s))) == NULL)
-		return -1;
+	if (ev == NULL || ev->closed)
+		return -ESHUTDOWN;
+	if (ev->n_streams >= ev->max_streams)
+		return -EAGAIN;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return -ENOMEM;
 	s->ev = ev;
 	s->req = r;
 	s->last_write_ms = uv_now(ev->keepalive.loop);   /* the headers */
@@ -393,9 +396,9 @@ int vd_events_open(vd_events *ev, vd_req *r, int resume, uint64_t after)
 	if (lost)
 		set_lost(s, after, s->cursor + 1);
 	s->live = lag(ev, s) <= VD_EVENTS_STREAM_BUFFER;
-	if (vd_http_stream(r, "text/event-stream", stream_fill, s) < 0) {
+	if ((rc = vd_http_stream(r, "text/event-stream", stream_fill, s)) < 0) {
 		free(s);
-		return -1;
+		return rc;
 	}
 	s->next = ev->streams;
 	if (ev->streams)

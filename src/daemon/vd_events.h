@@ -53,8 +53,9 @@ void vd_events_lineage(vd_events *ev, const vd_lineage *l, const vd_model *m,
 
 /* Answer r with a stream: the events after the one numbered after when
  * resume is set (as far as the history goes), else those from now on.
- * -1 when no stream can be opened (max_event_streams, shutting down, out
- * of memory): nothing was sent. */
+ * When no stream can be opened nothing was sent, and it returns -EAGAIN
+ * (max_event_streams are open), -ESHUTDOWN (the daemon is stopping; ev
+ * NULL too) or -ENOMEM. */
 int vd_events_open(vd_events *ev, struct vd_req *r, int resume, uint64_t after);
 
 /* Diagnostics: how many runs ev remembers a head for, and how many (run,
@@ -65,10 +66,10 @@ void vd_events_tracked(const vd_events *ev, size_t *heads, size_t *commits);
 /* ---- pure parts -------------------------------------------------------- */
 
 /* An event id as Last-Event-ID gives it: decimal digits, no sign, at most
- * a uint64_t. 0, or -1 when malformed. */
+ * a uint64_t. 0, or -EINVAL when malformed. */
 int vd_events_parse_id(const char *s, uint64_t *id);
-/* "id: ID\nevent: TYPE\ndata: DATA\n\n" appended to b; -1 when data holds
- * a line break (it would end the field) or memory runs out. */
+/* "id: ID\nevent: TYPE\ndata: DATA\n\n" appended to b: 0, -EINVAL when
+ * type or data holds a line break (it would end the field), or -ENOMEM. */
 int vd_events_frame(vd_buf *b, uint64_t id, const char *type, const char *data);
 /* Where a stream resuming after the event numbered after starts, newest
  * being the last event published and history how many are kept: the id

@@ -283,7 +283,7 @@ int vd_http_stream(vd_req *r, const char *content_type, vd_http_fill_fn fill, vo
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, VD_HTTP_STREAM_BLOCK,
 	    stream_reader, r, NULL);
 	if (resp == NULL)
-		return -1;
+		return -ENOMEM;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -296,7 +296,7 @@ int vd_http_stream(vd_req *r, const char *content_type, vd_http_fill_fn fill, vo
 	r->answered_ns = now_ns();
 	if (MHD_queue_response(r->conn, 200, resp) != MHD_YES) {
 		MHD_destroy_response(resp);
-		return -1;
+		return -EIO;
 	}
 	MHD_destroy_response(resp);
 	r->snext = h->streams;
@@ -358,7 +358,7 @@ static void stream_unlink(vd_http *h, vd_req *r)
 
 /* Read the body ourselves, refusing at the limit: a declared length over
  * the limit is refused before any of it is read. */
-static int take_body(vd_req *r, const char *data, size_t *size)
+static void take_body(vd_req *r, const char *data, size_t *size)
 {
 	const char *cl;
 	unsigned long long declared;
@@ -374,13 +374,12 @@ static int take_body(vd_req *r, const char *data, size_t *size)
 		}
 	}
 	if (*size == 0)
-		return 0;
+		return;
 	if (!r->body_too_large && r->body.len + *size > r->http->cfg->max_body_bytes)
 		r->body_too_large = 1;
 	if (!r->body_too_large)
 		vd_buf_put(&r->body, data, *size);
 	*size = 0;
-	return 1;
 }
 
 static conn_track *track_of(struct MHD_Connection *conn)
@@ -608,7 +607,8 @@ static void http_date(char *out, size_t n)
 /* The JSON error written to the socket whole, in one call, and the write
  * side shut after it, so that nothing libmicrohttpd queues can follow.
  * Only where the connection's earlier answers are all sent (MHD reads a
- * request only then). 0 when written. */
+ * request only then). 0 when written whole, else -EAGAIN (the socket took
+ * part of it) or sendmsg's -errno. */
 static int write_error(int fd, unsigned status, const char *code, const char *detail)
 {
 	char head[512], date[40];
@@ -617,6 +617,7 @@ static int write_error(int fd, unsigned status, const char *code, const char *de
 	struct iovec iov[2];
 	struct msghdr msg;
 	ssize_t want, sent;
+	int rc;
 
 	body = error_text(code, detail, buf);
 	http_date(date, sizeof(date));
@@ -631,21 +632,23 @@ static int write_error(int fd, unsigned status, const char *code, const char *de
 	msg.msg_iovlen = 2;
 	want = (ssize_t)(iov[0].iov_len + iov[1].iov_len);
 	sent = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	rc = sent == want ? 0 : sent < 0 ? -errno : -EAGAIN;
 	shutdown(fd, SHUT_WR);
-	return sent == want ? 0 : -1;
+	return rc;
 }
 
 /* libmicrohttpd 0.9.75 queues no response while a body is arriving, so an
- * answer at that point is written to the socket here. Plain HTTP only;
- * 0 when written. */
+ * answer at that point is written to the socket here. Plain HTTP only
+ * (-ENOTSUP under TLS); 0 when written, else a negative errno. */
 static int send_error_now(vd_http *h, vd_req *r, unsigned status, const char *code,
     const char *detail)
 {
 	const union MHD_ConnectionInfo *ci;
 
-	if (h->tls_cert != NULL ||
-	    (ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD)) == NULL)
-		return -1;
+	if (h->tls_cert != NULL)
+		return -ENOTSUP;
+	if ((ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD)) == NULL)
+		return -EBADF;
 	r->status = status;
 	return write_error(ci->connect_fd, status, code, detail);
 }
@@ -738,7 +741,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		if (t != NULL)
 			t->head_deadline_ms = t->head_pending = 0;
 		if (refuse_on_head(h, r, t, method, version) ||
-		    (h->early != NULL && (h->early(r, h->early_arg) || r->status != 0))) {
+		    (h->early != NULL && (h->early(r, h->early_arg) != VD_HTTP_PROCEED ||
+		    r->status != 0))) {
 			r->dispatched = 1;
 			return MHD_YES;
 		}
@@ -1035,15 +1039,17 @@ static int resolve(const vd_config *cfg, struct sockaddr_storage *ss, char *err,
 	}
 	snprintf(err, errlen, "listen: \"%s\" is not a numeric IPv4 or IPv6 address",
 	    cfg->listen_host);
-	return -1;
+	return -EINVAL;
 }
 
-/* A PEM file, as a string. */
-static char *slurp(const char *path, char *err, size_t errlen)
+/* A PEM file, as a string into *out. 0, or a negative errno with a
+ * sentence. */
+static int slurp(const char *path, char **out, char *err, size_t errlen)
 {
 	vd_buf b;
 	int rc;
 
+	*out = NULL;
 	vd_buf_init(&b);
 	rc = vd_read_file(path, VD_TLS_FILE_MAX, &b);
 	if (rc == 0 && vd_buf_putc(&b, '\0') < 0)
@@ -1052,9 +1058,10 @@ static char *slurp(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read %s: %s", path, rc == -EINVAL ?
 		    "not a regular file" : strerror(-rc));
 		vd_buf_free(&b);
-		return NULL;
+		return rc;
 	}
-	return (char *)b.p;
+	*out = (char *)b.p;
+	return 0;
 }
 
 static void handle_closed(uv_handle_t *hd)
@@ -1073,13 +1080,14 @@ int vd_http_tls_check(const vd_config *cfg, char *err, size_t errlen)
 	X509 *cert = NULL;
 	EVP_PKEY *key = NULL;
 	FILE *f;
-	int rc = -1;
+	int rc = -EINVAL;
 
 	if (cfg->tls_cert[0] == '\0')
 		return 0;
 	if ((f = fopen(cfg->tls_cert, "re")) == NULL) {
-		snprintf(err, errlen, "cannot read tls_cert %s: %s", cfg->tls_cert, strerror(errno));
-		return -1;
+		rc = -errno;
+		snprintf(err, errlen, "cannot read tls_cert %s: %s", cfg->tls_cert, strerror(-rc));
+		return rc;
 	}
 	cert = PEM_read_X509(f, NULL, NULL, NULL);
 	fclose(f);
@@ -1088,7 +1096,8 @@ int vd_http_tls_check(const vd_config *cfg, char *err, size_t errlen)
 		goto out;
 	}
 	if ((f = fopen(cfg->tls_key, "re")) == NULL) {
-		snprintf(err, errlen, "cannot read tls_key %s: %s", cfg->tls_key, strerror(errno));
+		rc = -errno;
+		snprintf(err, errlen, "cannot read tls_key %s: %s", cfg->tls_key, strerror(-rc));
 		goto out;
 	}
 	key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
@@ -1109,13 +1118,14 @@ out:
 
 static int load_tls(vd_http *h, const vd_config *cfg, char *err, size_t errlen)
 {
+	int rc;
+
 	if (cfg->tls_cert[0] == '\0')
 		return 0;
-	if (vd_http_tls_check(cfg, err, errlen) < 0)
-		return -1;
-	if ((h->tls_cert = slurp(cfg->tls_cert, err, errlen)) == NULL ||
-	    (h->tls_key = slurp(cfg->tls_key, err, errlen)) == NULL)
-		return -1;
+	if ((rc = vd_http_tls_check(cfg, err, errlen)) < 0 ||
+	    (rc = slurp(cfg->tls_cert, &h->tls_cert, err, errlen)) < 0 ||
+	    (rc = slurp(cfg->tls_key, &h->tls_key, err, errlen)) < 0)
+		return rc;
 	return 0;
 }
 
@@ -1158,16 +1168,17 @@ int vd_http_start(vd_http **out, uv_loop_t *loop, const vd_config *cfg,
 	struct sockaddr_storage ss;
 	const union MHD_DaemonInfo *info;
 	vd_http *h;
+	int rc;
 
-	if (resolve(cfg, &ss, err, errlen) < 0)
-		return -EINVAL;
+	if ((rc = resolve(cfg, &ss, err, errlen)) < 0)
+		return rc;
 	if ((h = calloc(1, sizeof(*h))) == NULL)
 		return -ENOMEM;
 	h->loop = loop;
 	h->cfg = cfg;
 	h->handler = handler;
 	h->arg = arg;
-	if (load_tls(h, cfg, err, errlen) < 0)
+	if ((rc = load_tls(h, cfg, err, errlen)) < 0)
 		goto fail;
 	h->max_connections = (unsigned)cfg->max_connections;
 	h->reserved = (unsigned)cfg->reserved_connections;
@@ -1175,6 +1186,7 @@ int vd_http_start(vd_http **out, uv_loop_t *loop, const vd_config *cfg,
 	if (h->mhd == NULL) {
 		snprintf(err, errlen, "cannot listen on %s (address in use, or not permitted)",
 		    cfg->listen);
+		rc = -EADDRINUSE;
 		goto fail;
 	}
 	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
@@ -1183,6 +1195,7 @@ int vd_http_start(vd_http **out, uv_loop_t *loop, const vd_config *cfg,
 	if (info == NULL || uv_poll_init(loop, &h->poll, info->epoll_fd) < 0) {
 		snprintf(err, errlen, "cannot watch the HTTP server's epoll descriptor");
 		MHD_stop_daemon(h->mhd);
+		rc = -EIO;
 		goto fail;
 	}
 	uv_timer_init(loop, &h->timer);
@@ -1199,7 +1212,7 @@ fail:
 	free(h->tls_cert);
 	free(h->tls_key);
 	free(h);
-	return -EIO;
+	return rc;
 }
 
 void vd_http_set_config(vd_http *h, const vd_config *cfg)

@@ -38,8 +38,8 @@ typedef struct vd_http vd_http;
 
 /* Fills buf with up to max bytes of a streamed answer: returns how many,
  * 0 when there is nothing to send now (the stream then waits for
- * vd_http_stream_wake), or -1 to break it off (the connection is aborted, not
- * ended cleanly). While ending (the server
+ * vd_http_stream_wake), or a negative errno to break it off (the connection
+ * is aborted, not ended cleanly). While ending (the server
  * stops) it should only finish what it began, then return 0. */
 typedef ssize_t (*vd_http_fill_fn)(void *arg, char *buf, size_t max, int ending);
 
@@ -74,14 +74,23 @@ typedef struct vd_req {
 /* The application's router: answers (vd_http_respond*) or suspends. */
 typedef void (*vd_http_handler)(vd_req *r, void *arg);
 
+/* What a check on the headers decided. */
+enum vd_http_early {
+	VD_HTTP_PROCEED = 0,      /* read the body and call the handler */
+	VD_HTTP_REFUSED = 1       /* answered (vd_http_error) on the headers alone */
+};
+
 /* Called once a request's line and headers are in and have passed the
  * checks of this layer, before any of its body is read: it may refuse the
- * request on what it has (vd_http_error) and then returns 1, or returns 0
- * to have the body read and the handler called. A request refused here
- * never has its body read (so a wrong token is 401 whatever the
- * Content-Length), and its connection is closed after the answer. */
+ * request on what it has (vd_http_error) and then returns VD_HTTP_REFUSED,
+ * or returns VD_HTTP_PROCEED. A request refused here never has its body
+ * read (so a wrong token is 401 whatever the Content-Length), and its
+ * connection is closed after the answer. */
 typedef int (*vd_http_early_fn)(vd_req *r, void *arg);
 
+/* 0, or with a sentence -EINVAL (listen is not an address, or the TLS files
+ * are not a certificate and its key), -EADDRINUSE (cannot listen), -ENOMEM,
+ * -EIO, or the -errno of reading a TLS file. */
 int vd_http_start(vd_http **out, uv_loop_t *loop, const vd_config *cfg,
     vd_http_handler handler, void *arg, char *err, size_t errlen);
 void vd_http_set_config(vd_http *h, const vd_config *cfg);
@@ -89,7 +98,8 @@ uint16_t vd_http_port(vd_http *h);
 unsigned vd_http_connections(vd_http *h);   /* open now, this one included */
 unsigned vd_http_connection_limit(vd_http *h);
 
-/* The TLS certificate and key: readable, PEM, and belonging together. */
+/* The TLS certificate and key: readable, PEM, and belonging together. 0, or
+ * with a sentence the -errno of opening one, or -EINVAL. */
 int vd_http_tls_check(const vd_config *cfg, char *err, size_t errlen);
 void vd_http_stop(vd_http *h);   /* stop accepting; closes handles */
 
@@ -110,7 +120,8 @@ void vd_http_error(vd_req *r, unsigned status, const char *code,
 void vd_http_suspend(vd_req *r);
 
 /* Answer 200 with a body of unknown length pulled from fill (chunked, the
- * connection closed after it). 0, or -1 when out of memory (nothing sent). */
+ * connection closed after it). 0, or -ENOMEM, or -EIO when libmicrohttpd
+ * refuses it (nothing sent either way). */
 int vd_http_stream(vd_req *r, const char *content_type, vd_http_fill_fn fill, void *arg);
 /* A stream that waits for data has some: fill is called again soon. */
 void vd_http_stream_wake(vd_req *r);

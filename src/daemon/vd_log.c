@@ -107,7 +107,7 @@ static int name_index(const char *const *list, size_t n, const char *s)
 	for (i = 0; i < n; i++)
 		if (strcmp(s, list[i]) == 0)
 			return (int)i;
-	return -1;
+	return -EINVAL;
 }
 
 int vd_log_level_parse(const char *s)
@@ -151,8 +151,8 @@ static size_t json_escape(const uint8_t *p, size_t k, char *esc)
 
 /* s as a JSON string, quotes included, at out[*len], ending at most at
  * out[max - 1]: a string that does not fit is cut between characters
- * (-1), bytes that are not UTF-8 become '?'. Nothing when even "" does
- * not fit. */
+ * (-ENOSPC), bytes that are not UTF-8 become '?'. Nothing when even ""
+ * does not fit. */
 static int json_string(char *out, size_t max, size_t *len, const char *s)
 {
 	const uint8_t *p = (const uint8_t *)s, *end = p + strlen(s);
@@ -160,7 +160,7 @@ static int json_string(char *out, size_t max, size_t *len, const char *s)
 	size_t k, e;
 
 	if (*len + 2 > max)
-		return -1;
+		return -ENOSPC;
 	out[(*len)++] = '"';
 	while (p < end) {
 		k = vd_utf8_seq(p, end);
@@ -172,7 +172,7 @@ static int json_string(char *out, size_t max, size_t *len, const char *s)
 		p += k ? k : 1;
 	}
 	out[(*len)++] = '"';
-	return p < end ? -1 : 0;
+	return p < end ? -ENOSPC : 0;
 }
 
 /* ,"name":"value" for each field set that fits whole in max bytes: a
@@ -226,7 +226,7 @@ size_t vd_log_json_line(char *out, size_t n, double ts, int level, const vd_log_
 /* ---- the journal's native protocol ----------------------------------------- */
 
 /* KEY=value, or for a value holding a newline KEY, its length as 64-bit
- * little endian, then the value. -1 when it does not fit. */
+ * little endian, then the value. -ENOSPC when it does not fit. */
 static int journal_field(char *out, size_t n, size_t *len, const char *key, const char *val)
 {
 	size_t kl = strlen(key), vl = strlen(val), i;
@@ -234,7 +234,7 @@ static int journal_field(char *out, size_t n, size_t *len, const char *key, cons
 	uint64_t size = vl;
 
 	if (*len + kl + 1 + (binary ? 8 : 0) + vl + 1 > n)
-		return -1;
+		return -ENOSPC;
 	memcpy(out + *len, key, kl);
 	*len += kl;
 	out[(*len)++] = binary ? '\n' : '=';
@@ -255,9 +255,9 @@ size_t vd_log_journal_entry(char *out, size_t n, const char *ident, int level,
 	int rc;
 
 	snprintf(num, sizeof(num), "%d", prio[level >= 0 && level <= VD_LOG_DEBUG ? level : VD_LOG_ERROR]);
-	rc = journal_field(out, n, &len, "PRIORITY", num);
-	rc |= journal_field(out, n, &len, "SYSLOG_IDENTIFIER", ident);
-	rc |= journal_field(out, n, &len, "MESSAGE", msg);
+	if ((rc = journal_field(out, n, &len, "PRIORITY", num)) == 0 &&
+	    (rc = journal_field(out, n, &len, "SYSLOG_IDENTIFIER", ident)) == 0)
+		rc = journal_field(out, n, &len, "MESSAGE", msg);
 	for (i = 0; f != NULL && rc == 0 && i < VD_ARRAY_LEN(field_names); i++)
 		if ((v = field_value(f, i)) != NULL)
 			rc = journal_field(out, n, &len, field_names[i].journal, v);
@@ -266,16 +266,20 @@ size_t vd_log_journal_entry(char *out, size_t n, const char *ident, int level,
 
 /* Never blocks the loop: a journal that cannot take the entry now (busy,
  * restarting, gone) gets the line on stderr instead, and the next entry
- * tries it again. */
+ * tries it again. 0 when sent, else a negative errno. */
 static int to_journal(int level, const vd_log_fields *f, const char *msg)
 {
 	char entry[VD_LOG_LINE_MAX];
 	size_t len = vd_log_journal_entry(entry, sizeof(entry), log_ident, level, f, msg);
+	ssize_t sent;
 
 	if (len == 0)
 		len = vd_log_journal_entry(entry, sizeof(entry), log_ident, level, NULL, msg);
-	return len > 0 && sendto(journal_fd, entry, len, MSG_DONTWAIT | MSG_NOSIGNAL,
-	    (const struct sockaddr *)&journal_addr, sizeof(journal_addr)) == (ssize_t)len ? 0 : -1;
+	if (len == 0)
+		return -EMSGSIZE;
+	sent = sendto(journal_fd, entry, len, MSG_DONTWAIT | MSG_NOSIGNAL,
+	    (const struct sockaddr *)&journal_addr, sizeof(journal_addr));
+	return sent == (ssize_t)len ? 0 : sent < 0 ? -errno : -EAGAIN;
 }
 
 static void emit(int level, const vd_log_fields *f, const char *msg)

@@ -41,9 +41,9 @@ void vd_log_open(const char *ident, int to_stderr);
 int vd_log_set_journal_socket(const char *path);
 void vd_log_set_level(int level);
 void vd_log_set_format(int format);
-int vd_log_level_parse(const char *s);         /* -1 if unknown */
+int vd_log_level_parse(const char *s);         /* -EINVAL if unknown */
 const char *vd_log_level_name(int level);
-int vd_log_format_parse(const char *s);        /* -1 if unknown */
+int vd_log_format_parse(const char *s);        /* -EINVAL if unknown */
 const char *vd_log_format_name(int format);
 /* Whether a line at level would be written: to spare building one. */
 int vd_log_would(int level);

@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "vd_metrics.h"
@@ -227,5 +228,5 @@ int vd_metrics_render(const vd_metrics *m, const vd_gauges *g, vd_buf *out)
 {
 	render_verification(m, g, out);
 	render_runtime(m, g, out);
-	return out->oom ? -1 : 0;
+	return out->oom ? -ENOMEM : 0;
 }

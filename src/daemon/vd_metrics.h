@@ -88,6 +88,7 @@ void vd_metrics_verified(vd_metrics *m, vd_code code, uint64_t bytes, double sec
 void vd_metrics_scan(vd_metrics *m, int whole);
 /* A reload of the configuration, applied (ok) or refused, at now. */
 void vd_metrics_reload(vd_metrics *m, int ok, double now);
+/* 0, or -ENOMEM (out is then incomplete). */
 int vd_metrics_render(const vd_metrics *m, const vd_gauges *g, vd_buf *out);
 
 #endif

@@ -21,7 +21,7 @@ int vd_notify(const char *state)
 	int fd;
 
 	if (path == NULL || path[0] == '\0')
-		return 0;
+		return VD_NOTIFY_NONE;
 	if ((path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(sa.sun_path))
 		return -EINVAL;
 	memset(&sa, 0, sizeof(sa));
@@ -35,7 +35,7 @@ int vd_notify(const char *state)
 		return -errno;
 	n = sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, len);
 	close(fd);
-	return n < 0 ? -errno : 1;
+	return n < 0 ? -errno : VD_NOTIFY_SENT;
 }
 
 int vd_notifyf(const char *fmt, ...)

@@ -141,6 +141,8 @@ static void add_ca(vd_oms_run *r, const char *path, const char *name, vd_hasher 
 	r->cas[r->n_cas++] = a;
 }
 
+/* One run's directory into r: 0, or a negative errno with a sentence (a
+ * bad file is reported through bad, and skipped). */
 static int load_run(vd_oms_run *r, const vd_run_token *t, vd_keyring_bad_fn bad, void *arg,
     char *err, size_t errlen)
 {
@@ -155,11 +157,11 @@ static int load_run(vd_oms_run *r, const vd_run_token *t, vd_keyring_bad_fn bad,
 	r->keys = calloc(VD_KEYRING_MAX, sizeof(*r->keys));
 	r->cas = calloc(VD_OMS_RUN_CAS_MAX, sizeof(*r->cas));
 	if ((names == NULL && e != 0) || h == NULL || r->keys == NULL || r->cas == NULL) {
-		snprintf(err, errlen, "run_oms_keys: cannot read %s: %s", t->file,
-		    strerror(e ? e : ENOMEM));
+		e = e ? e : ENOMEM;
+		snprintf(err, errlen, "run_oms_keys: cannot read %s: %s", t->file, strerror(e));
 		names_free(names, n);
 		vd_hasher_free(h);
-		return -1;
+		return -e;
 	}
 	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "%s/%s", t->file, names[i]);
@@ -175,7 +177,7 @@ static int load_run(vd_oms_run *r, const vd_run_token *t, vd_keyring_bad_fn bad,
 	vd_hasher_free(h);
 	if (e < 0)
 		snprintf(err, errlen, "run_oms_keys: out of memory");
-	return e < 0 ? -1 : 0;
+	return e < 0 ? -ENOMEM : 0;
 }
 
 vd_omskeys *vd_omskeys_load(const vd_config *cfg, vd_keyring_bad_fn bad, void *arg,

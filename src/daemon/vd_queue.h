@@ -36,13 +36,17 @@ typedef struct vd_queue_item {
 	int started;               /* the queue's: it ran at least once */
 } vd_queue_item;
 
-/* What run returns for an item to go back into its lane, at its rank,
- * behind the items of the same rank (0: done, handed to done). */
-#define VD_QUEUE_AGAIN 1
+/* What run returns: the item is done (handed to done), or goes back into
+ * its lane, at its rank, behind the items of the same rank. */
+enum vd_queue_step {
+	VD_QUEUE_DONE = 0,
+	VD_QUEUE_AGAIN = 1
+};
 
 typedef struct vd_queue_ops {
 	const char *name;          /* what the threads are called in the log */
-	/* A worker thread, no lock held: 0, or VD_QUEUE_AGAIN to go on later. */
+	/* A worker thread, no lock held: a vd_queue_step (VD_QUEUE_AGAIN to go
+	 * on later). */
 	int (*run)(vd_queue *q, vd_queue_item *it, void *arg);
 	/* The loop thread: the item is the owner's again. */
 	void (*done)(vd_queue_item *it, void *arg);

@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -12,7 +13,7 @@ static int fail(char *err, size_t n, const char *msg)
 {
 	snprintf(err, n, "%s", msg);
 	vd_utf8_sanitize(err);
-	return -1;
+	return -EINVAL;
 }
 
 static int only_keys(const vd_jval *o, const char *const *keys, size_t nkeys,
@@ -27,7 +28,7 @@ static int only_keys(const vd_jval *o, const char *const *keys, size_t nkeys,
 		if (i == nkeys) {
 			snprintf(err, n, "unknown field \"%.64s\"", c->key.p);
 			vd_utf8_sanitize(err);
-			return -1;
+			return -EINVAL;
 		}
 	}
 	return 0;
@@ -39,7 +40,7 @@ static int get_hash(const vd_jval *o, const char *key, char *out, char *err, siz
 
 	if (v == NULL || v->type != VD_JSTR || !vd_is_hex64(v->str)) {
 		snprintf(err, n, "%s must be 64 lowercase hex characters", key);
-		return -1;
+		return -EINVAL;
 	}
 	memcpy(out, v->str.p, VD_HASH_HEX_LEN + 1);
 	return 0;
@@ -53,7 +54,7 @@ static int parse_doc(const uint8_t *body, size_t len, unsigned max_depth,
 
 	if (vd_json_parse(body, len, &opts, doc, msg, sizeof(msg)) < 0) {
 		snprintf(err, n, "the body is not valid JSON: %s", msg);
-		return -1;
+		return -EINVAL;
 	}
 	if (doc->root->type != VD_JOBJ) {
 		vd_jdoc_free(doc);
@@ -77,7 +78,7 @@ static int roundclose_from(const vd_jval *o, vd_roundclose *out, char *err, size
 	if (v == NULL || v->type != VD_JSTR || !vd_str_eq(v->str, "round_close"))
 		return fail(err, n, "kind must be \"round_close\"");
 	if (only_keys(o, keys, VD_ARRAY_LEN(keys), err, n) < 0)
-		return -1;
+		return -EINVAL;
 	v = vd_json_get(o, "round_index");
 	if (v == NULL || !vd_json_int64(v, &out->round_index) || out->round_index < 0)
 		return fail(err, n, "round_index must be a non-negative integer");
@@ -92,7 +93,7 @@ int vd_parse_roundclose(const uint8_t *body, size_t len, unsigned max_depth,
 
 	memset(out, 0, sizeof(*out));
 	if (parse_doc(body, len, max_depth, &doc, err, errlen) < 0)
-		return -1;
+		return -EINVAL;
 	rc = roundclose_from(doc.root, out, err, errlen);
 	vd_jdoc_free(&doc);
 	return rc;
@@ -104,7 +105,7 @@ static int path_form(const vd_jval *o, vd_verify_req *out, char *err, size_t n)
 	const vd_jval *v = vd_json_get(o, "path");
 
 	if (only_keys(o, keys, VD_ARRAY_LEN(keys), err, n) < 0)
-		return -1;
+		return -EINVAL;
 	if (v == NULL || v->type != VD_JSTR || v->str.len == 0 ||
 	    v->str.len >= sizeof(out->path) || memchr(v->str.p, '\0', v->str.len))
 		return fail(err, n, "path must be a non-empty string without NUL bytes");
@@ -128,7 +129,7 @@ static int verify_from(const vd_jval *o, vd_verify_req *out, char *err, size_t n
 	if (vd_json_get(o, "content_hash") != NULL) {
 		out->form = VD_VERIFY_HASH;
 		if (only_keys(o, hash_keys, 1, err, n) < 0)
-			return -1;
+			return -EINVAL;
 		return get_hash(o, "content_hash", out->hash, err, n);
 	}
 	if (vd_json_get(o, "path") != NULL)
@@ -144,7 +145,7 @@ int vd_parse_verify(const uint8_t *body, size_t len, unsigned max_depth,
 
 	memset(out, 0, sizeof(*out));
 	if (parse_doc(body, len, max_depth, &doc, err, errlen) < 0)
-		return -1;
+		return -EINVAL;
 	rc = verify_from(doc.root, out, err, errlen);
 	vd_jdoc_free(&doc);
 	if (rc == 0 && out->form == VD_VERIFY_ROUNDCLOSE)
@@ -187,7 +188,7 @@ int vd_query_check(const vd_query_arg *args, size_t n, char *err, size_t errlen)
 
 	if (n > VD_REQ_QUERY_MAX_ARGS) {
 		snprintf(err, errlen, "the query has more than %d parameters", VD_REQ_QUERY_MAX_ARGS);
-		return -1;
+		return -EINVAL;
 	}
 	for (i = 0; i < n; i++) {
 		const vd_query_arg *a = &args[i];
@@ -195,31 +196,31 @@ int vd_query_check(const vd_query_arg *args, size_t n, char *err, size_t errlen)
 		if (a->key_len > VD_REQ_QUERY_KEY_MAX) {
 			snprintf(err, errlen, "a query parameter name is longer than %d bytes",
 			    VD_REQ_QUERY_KEY_MAX);
-			return -1;
+			return -EINVAL;
 		}
 		/* Quoted below: printable, so the sentence stays one line. */
 		if (memchr(a->key, '\0', a->key_len) != NULL || has_ctl(a->key, a->key_len, 0)) {
 			snprintf(err, errlen, "a query parameter name holds a control character");
-			return -1;
+			return -EINVAL;
 		}
 		if (a->value != NULL && memchr(a->value, '\0', a->value_len) != NULL) {
 			snprintf(err, errlen, "the query parameter \"%.*s\" holds a NUL byte (%%00)",
 			    (int)a->key_len, a->key);
 			vd_utf8_sanitize(err);
-			return -1;
+			return -EINVAL;
 		}
 		if (a->value != NULL && a->value_len > VD_REQ_QUERY_VALUE_MAX) {
 			snprintf(err, errlen, "the query parameter \"%.*s\" is too long: %zu bytes, at most %d",
 			    (int)a->key_len, a->key, a->value_len, VD_REQ_QUERY_VALUE_MAX);
 			vd_utf8_sanitize(err);
-			return -1;
+			return -EINVAL;
 		}
 		for (j = 0; j < i; j++) {
 			if (args[j].key_len == a->key_len && memcmp(args[j].key, a->key, a->key_len) == 0) {
 				snprintf(err, errlen, "the query parameter \"%.*s\" is given more than once",
 				    (int)a->key_len, a->key);
 				vd_utf8_sanitize(err);
-				return -1;
+				return -EINVAL;
 			}
 		}
 	}

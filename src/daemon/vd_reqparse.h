@@ -36,7 +36,7 @@ typedef struct vd_verify_req {
 	char expected[VD_HASH_HEX_LEN + 1];
 } vd_verify_req;
 
-/* 0, or -1 with a sentence saying what is wrong. */
+/* 0, or -EINVAL with a sentence saying what is wrong. */
 int vd_parse_roundclose(const uint8_t *body, size_t len, unsigned max_depth,
     vd_roundclose *out, char *err, size_t errlen);
 int vd_parse_verify(const uint8_t *body, size_t len, unsigned max_depth,
@@ -54,7 +54,7 @@ typedef struct vd_query_arg {
 /* The query as a whole: at most VD_REQ_QUERY_MAX_ARGS parameters, names of
  * at most VD_REQ_QUERY_KEY_MAX bytes, values of at most
  * VD_REQ_QUERY_VALUE_MAX, no NUL byte, and no name given twice (a second
- * reader could take either value). 0, or -1 with a sentence naming the
+ * reader could take either value). 0, or -EINVAL with a sentence naming the
  * parameter. n may exceed VD_REQ_QUERY_MAX_ARGS: only the count is read
  * past it. */
 int vd_query_check(const vd_query_arg *args, size_t n, char *err, size_t errlen);

@@ -163,7 +163,7 @@ int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp)
 
 	memset(fp, 0, sizeof(*fp));
 	if (h == NULL)
-		return -1;
+		return -ENOMEM;
 	names = list_dir(dirfd, VD_SCAN_MAX_DIR_ENTRIES, &n, &partial);
 	for (i = 0; names != NULL && i < n; i++) {
 		memset(rec, 0, sizeof(rec));
@@ -188,7 +188,7 @@ int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp)
 	fp->ok = names != NULL && ok && vd_hasher_digest(h, fp->digest) == 0;
 	free_names(names, n);
 	vd_hasher_free(h);
-	return fp->ok ? 0 : -1;
+	return fp->ok ? 0 : -EIO;
 }
 
 /* Tagged, so that no directory's digest can equal it. */
@@ -329,7 +329,7 @@ int vd_artifact_kind_at(int rootfd, const char *relpath)
 {
 	const char *base = strrchr(relpath, '/');
 	struct stat st;
-	int fd = vd_open_beneath(rootfd, relpath), kind = -1;
+	int fd = vd_open_beneath(rootfd, relpath), kind = -ENOENT;
 
 	if (fd >= 0) {
 		if (fstatat(fd, "header.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -337,9 +337,10 @@ int vd_artifact_kind_at(int rootfd, const char *relpath)
 		close(fd);
 		return kind;
 	}
-	if (!vd_tar_name(base ? base + 1 : relpath) ||
-	    (fd = vd_open_tar_beneath(rootfd, relpath, NULL)) < 0)
-		return -1;
+	if (!vd_tar_name(base ? base + 1 : relpath))
+		return -ENOENT;
+	if ((fd = vd_open_tar_beneath(rootfd, relpath, NULL)) < 0)
+		return fd;
 	close(fd);
 	return VD_KIND_TAR;
 }
@@ -577,7 +578,7 @@ static void read_envelope(int dirfd, const char *name, vd_scan_envelope *e)
 }
 
 /* The statement file name of rel (the commitments directory dirfd of
- * run); -1 when the scan can take no more. */
+ * run); -ENOSPC or -ENOMEM when the scan can take no more. */
 static int add_envelope(vd_scan_result *r, int dirfd, const char *rel, const char *run,
     const char *name)
 {
@@ -585,11 +586,11 @@ static int add_envelope(vd_scan_result *r, int dirfd, const char *rel, const cha
 
 	if (r->n_envelopes >= VD_SCAN_MAX_ENVELOPES) {
 		scan_incomplete(r, rel, "the store holds more statement files than the scan takes");
-		return -1;
+		return -ENOSPC;
 	}
 	if ((arr = vd_grow(r->envelopes, &r->cap_envelopes, r->n_envelopes, sizeof(*arr))) == NULL) {
 		scan_incomplete(r, rel, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	r->envelopes = arr;
 	e = &arr[r->n_envelopes];
@@ -601,7 +602,7 @@ static int add_envelope(vd_scan_result *r, int dirfd, const char *rel, const cha
 		free(e->relpath);
 		free(e->run);
 		scan_incomplete(r, rel, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	r->n_envelopes++;
 	read_envelope(dirfd, name, e);
@@ -768,7 +769,8 @@ static void walk(vd_scan_result *r, int dirfd, const char *rel, unsigned depth)
 	free_names(names, n);
 }
 
-/* An empty result and the store root open, or -1 with root_error. */
+/* An empty result and the store root open, or a negative errno with
+ * root_error (what the store logs of this scan). */
 static int scan_begin(const char *root, const vd_bounds *bounds, vd_scan_result *out)
 {
 	int fd;
@@ -778,9 +780,10 @@ static int scan_begin(const char *root, const vd_bounds *bounds, vd_scan_result 
 		out->bounds = *bounds;
 	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
+		fd = -errno;
 		snprintf(out->root_error, sizeof(out->root_error),
-		    "cannot open the store %s: %s", root, strerror(errno));
-		return -1;
+		    "cannot open the store %s: %s", root, strerror(-fd));
+		return fd;
 	}
 	out->root_ok = 1;
 	return fd;
@@ -891,7 +894,7 @@ static int split(const char *rel, char *out, size_t n, const char **base)
 	size_t len = slash ? (size_t)(slash - rel) : 0;
 
 	if (len >= n)
-		return -1;
+		return -ENAMETOOLONG;
 	memcpy(out, rel, len);
 	out[len] = '\0';
 	*base = slash ? slash + 1 : rel;

@@ -59,6 +59,7 @@ typedef struct vd_fingerprint {
 	int ok;
 } vd_fingerprint;
 
+/* 0, or -ENOMEM or -EIO with fp->ok unset (a directory not fully listed). */
 int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp);
 /* The same for a tar artifact, from its own identity (type, device, inode,
  * size, times, links) and its bundle's beside it (sig; NULL: none): never
@@ -187,7 +188,8 @@ int vd_open_beneath(int rootfd, const char *relpath);
 int vd_open_tar_beneath(int rootfd, const char *relpath, int *dirfd);
 
 /* The kind of artifact at relpath below rootfd (a directory with a
- * header.json, or a tar file so named), or -1 when there is none. */
+ * header.json, or a tar file so named), or a negative errno when there is
+ * none: -ENOENT, or why the tar could not be opened (vd_open_tar_beneath). */
 int vd_artifact_kind_at(int rootfd, const char *relpath);
 
 /* A relative path inside the store: no "..", no hidden or empty component. */

@@ -105,7 +105,7 @@ int vd_watch_init(vd_watch *w, uv_loop_t *loop, const char *root,
 	return uv_poll_start(&w->poll, UV_READABLE, on_readable);
 }
 
-/* 0 when dir is watched now. */
+/* 0 when dir is watched now, else a negative errno. */
 static int add_watch(vd_watch *w, const char *dir)
 {
 	char path[PATH_MAX], key[16], *copy;
@@ -114,19 +114,21 @@ static int add_watch(vd_watch *w, const char *dir)
 	snprintf(path, sizeof(path), "%s%s%s", w->root, dir[0] ? "/" : "", dir);
 	wd = inotify_add_watch(w->fd, path, WATCH_MASK | IN_DONT_FOLLOW);
 	if (wd < 0) {
-		if (errno == ENOSPC)
+		int e = errno;
+
+		if (e == ENOSPC)
 			log_warn("out of inotify watches at %s: raise fs.inotify.max_user_watches; the periodic rescan still sees changes",
 			    path);
-		return -1;
+		return -e;
 	}
 	wd_key(wd, key, sizeof(key));
 	copy = strdup(dir);
 	if (copy == NULL)
-		return -1;
+		return -ENOMEM;
 	free(vd_map_del(&w->by_wd, key));
 	if (vd_map_put(&w->by_wd, key, copy) < 0) {
 		free(copy);
-		return -1;
+		return -ENOMEM;
 	}
 	return vd_map_put(&w->by_dir, dir, (void *)(intptr_t)wd);
 }

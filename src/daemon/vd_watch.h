@@ -28,6 +28,7 @@ typedef struct vd_watch {
 	int active;
 } vd_watch;
 
+/* 0, or a negative errno (libuv's codes are those on Linux). */
 int vd_watch_init(vd_watch *w, uv_loop_t *loop, const char *root,
     vd_watch_fn fn, void *arg);
 /* What a scan looked at: the watches it can drop (covers; NULL: all), and

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -426,11 +427,11 @@ static void test_line_numbers(void **state)
 	char err[256];
 	vd_config c;
 
-	assert_int_equal(parse_n(B("# comment\n\nbogus = 1\n"), &c, err, sizeof(err)), -1);
+	assert_int_equal(parse_n(B("# comment\n\nbogus = 1\n"), &c, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "f.conf:3: unknown key \"bogus\"");
-	assert_int_equal(parse_n(B("user = a\nstore = /b\nbogus = 1\n"), &c, err, sizeof(err)), -1);
+	assert_int_equal(parse_n(B("user = a\nstore = /b\nbogus = 1\n"), &c, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "f.conf:3: unknown key \"bogus\"");
-	assert_int_equal(parse_n(B("\r\n\r\nbogus = 1\r\n"), &c, err, sizeof(err)), -1);
+	assert_int_equal(parse_n(B("\r\n\r\nbogus = 1\r\n"), &c, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "f.conf:3: unknown key \"bogus\"");
 	refused("\n\n\n\n\n\n\n\n\n\nbogus\n", 11, NULL);
 	refused("user = a\n\n  # x\nworkers = lots\n", 4, "workers");
@@ -553,7 +554,7 @@ static void test_store_required(void **state)
 	char err[256];
 	vd_config c;
 
-	assert_int_equal(parse_n(B("store =\n"), &c, err, sizeof(err)), -1);
+	assert_int_equal(parse_n(B("store =\n"), &c, err, sizeof(err)), -EINVAL);
 	assert_true(strncmp(err, "f.conf:", 7) == 0);
 	assert_non_null(strstr(err, "store"));
 }
@@ -653,16 +654,16 @@ static void test_cross_key(void **state)
 	char err[256];
 	vd_config c;
 
-	assert_int_equal(parse_n(B("tls_cert = /etc/c.pem\n"), &c, err, sizeof(err)), -1);
+	assert_int_equal(parse_n(B("tls_cert = /etc/c.pem\n"), &c, err, sizeof(err)), -EINVAL);
 	assert_true(strncmp(err, "f.conf:", 7) == 0);
 	assert_non_null(strstr(err, "tls_key"));
-	assert_int_equal(parse_n(B("tls_key = /etc/k.pem\n"), &c, err, sizeof(err)), -1);
+	assert_int_equal(parse_n(B("tls_key = /etc/k.pem\n"), &c, err, sizeof(err)), -EINVAL);
 	assert_true(strncmp(err, "f.conf:", 7) == 0);
 	assert_non_null(strstr(err, "tls_cert"));
 	parse_ok("tls_cert = /etc/c.pem\ntls_key = /etc/k.pem\n", &c);
 
 	assert_int_equal(parse_n(B("max_connections = 10\nmax_connections_per_ip = 11\n"), &c,
-	    err, sizeof(err)), -1);
+	    err, sizeof(err)), -EINVAL);
 	assert_true(strncmp(err, "f.conf:", 7) == 0);
 	assert_non_null(strstr(err, "max_connections_per_ip"));
 	parse_ok("max_connections = 10\nmax_connections_per_ip = 10\n", &c);
@@ -670,11 +671,11 @@ static void test_cross_key(void **state)
 
 	vd_config_defaults(&c);
 	strcpy(c.tls_key, "/etc/k.pem");
-	assert_int_equal(vd_config_check(&c, err, sizeof(err)), -1);
+	assert_int_equal(vd_config_check(&c, err, sizeof(err)), -EINVAL);
 	assert_true(err[0] != '\0');
 	vd_config_defaults(&c);
 	c.max_connections_per_ip = c.max_connections + 1;
-	assert_int_equal(vd_config_check(&c, err, sizeof(err)), -1);
+	assert_int_equal(vd_config_check(&c, err, sizeof(err)), -EINVAL);
 	assert_true(err[0] != '\0');
 }
 
@@ -730,20 +731,20 @@ static void test_set(void **state)
 	assert_string_equal(c.user, " a # b ");
 
 	err[0] = '\0';
-	assert_int_equal(vd_config_set(&c, "nope", "1", err, sizeof(err)), -1);
+	assert_int_equal(vd_config_set(&c, "nope", "1", err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "unknown key \"nope\"");
 	err[0] = '\0';
-	assert_int_equal(vd_config_set(&c, "workers", "-1", err, sizeof(err)), -1);
+	assert_int_equal(vd_config_set(&c, "workers", "-1", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "workers"));
 	assert_int_equal(c.workers, 9);
-	assert_int_equal(vd_config_set(&c, "store", "rel", err, sizeof(err)), -1);
+	assert_int_equal(vd_config_set(&c, "store", "rel", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "store"));
-	assert_int_equal(vd_config_set(&c, "log_level", "loud", err, sizeof(err)), -1);
-	assert_int_equal(vd_config_set(&c, "listen", "::1:80", err, sizeof(err)), -1);
-	assert_int_equal(vd_config_set(&c, "genesis_hash", "ABC", err, sizeof(err)), -1);
+	assert_int_equal(vd_config_set(&c, "log_level", "loud", err, sizeof(err)), -EINVAL);
+	assert_int_equal(vd_config_set(&c, "listen", "::1:80", err, sizeof(err)), -EINVAL);
+	assert_int_equal(vd_config_set(&c, "genesis_hash", "ABC", err, sizeof(err)), -EINVAL);
 	/* A key is a whole name, never a prefix of one. */
-	assert_int_equal(vd_config_set(&c, "work", "1", err, sizeof(err)), -1);
-	assert_int_equal(vd_config_set(&c, "workers ", "1", err, sizeof(err)), -1);
+	assert_int_equal(vd_config_set(&c, "work", "1", err, sizeof(err)), -EINVAL);
+	assert_int_equal(vd_config_set(&c, "workers ", "1", err, sizeof(err)), -EINVAL);
 }
 
 /* A file in $TMPDIR (or /tmp) holding len bytes of text; path receives its name. */
@@ -775,7 +776,7 @@ static void test_load(void **state)
 	/* A parse error names the file by the path it was loaded from. */
 	write_temp(path, sizeof(path), B("workers = 3\n\nbogus = 1\n"));
 	vd_config_defaults(&c);
-	assert_int_equal(vd_config_load(path, &c, err, sizeof(err)), -1);
+	assert_int_equal(vd_config_load(path, &c, err, sizeof(err)), -EINVAL);
 	snprintf(want, sizeof(want), "%s:3: unknown key \"bogus\"", path);
 	assert_string_equal(err, want);
 	assert_int_equal(unlink(path), 0);
@@ -800,20 +801,20 @@ static void test_load_refused(void **state)
 	assert_int_equal(unlink(path), 0);
 	vd_config_defaults(&c);
 	err[0] = '\0';
-	assert_int_equal(vd_config_load(path, &c, err, sizeof(err)), -1);
+	assert_int_equal(vd_config_load(path, &c, err, sizeof(err)), -ENOENT);
 	assert_true(strncmp(err, path, strlen(path)) == 0);
 
 	/* A directory. */
 	snprintf(dir, sizeof(dir), "%s/vd-config-dir-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
 	assert_non_null(mkdtemp(dir));
 	err[0] = '\0';
-	assert_int_equal(vd_config_load(dir, &c, err, sizeof(err)), -1);
+	assert_int_equal(vd_config_load(dir, &c, err, sizeof(err)), -EINVAL);
 	assert_true(strncmp(err, dir, strlen(dir)) == 0);
 	assert_int_equal(rmdir(dir), 0);
 
 	/* A device reads forever or blocks; only regular files are config. */
 	err[0] = '\0';
-	assert_int_equal(vd_config_load("/dev/null", &c, err, sizeof(err)), -1);
+	assert_int_equal(vd_config_load("/dev/null", &c, err, sizeof(err)), -EINVAL);
 	assert_true(strncmp(err, "/dev/null", 9) == 0);
 
 	/* Exactly the limit is read; one byte more is refused unread. */
@@ -828,7 +829,7 @@ static void test_load_refused(void **state)
 	assert_int_equal(unlink(path), 0);
 	write_temp(path, sizeof(path), big, VD_CONFIG_MAX_BYTES + 1);
 	err[0] = '\0';
-	assert_int_equal(vd_config_load(path, &c, err, sizeof(err)), -1);
+	assert_int_equal(vd_config_load(path, &c, err, sizeof(err)), -EFBIG);
 	assert_true(strncmp(err, path, strlen(path)) == 0);
 	assert_int_equal(unlink(path), 0);
 	free(big);

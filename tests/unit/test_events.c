@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -41,17 +42,17 @@ static void test_parse_id(void **state)
 	assert_true(id == UINT64_MAX);
 	/* Nothing but decimal digits, and nothing that overflows. */
 	id = 5;
-	assert_int_equal(vd_events_parse_id("18446744073709551616", &id), -1);
-	assert_int_equal(vd_events_parse_id("99999999999999999999999", &id), -1);
-	assert_int_equal(vd_events_parse_id("", &id), -1);
-	assert_int_equal(vd_events_parse_id(NULL, &id), -1);
-	assert_int_equal(vd_events_parse_id("-1", &id), -1);
-	assert_int_equal(vd_events_parse_id("+1", &id), -1);
-	assert_int_equal(vd_events_parse_id(" 1", &id), -1);
-	assert_int_equal(vd_events_parse_id("1 ", &id), -1);
-	assert_int_equal(vd_events_parse_id("0x10", &id), -1);
-	assert_int_equal(vd_events_parse_id("1e3", &id), -1);
-	assert_int_equal(vd_events_parse_id("abc", &id), -1);
+	assert_int_equal(vd_events_parse_id("18446744073709551616", &id), -EINVAL);
+	assert_int_equal(vd_events_parse_id("99999999999999999999999", &id), -EINVAL);
+	assert_int_equal(vd_events_parse_id("", &id), -EINVAL);
+	assert_int_equal(vd_events_parse_id(NULL, &id), -EINVAL);
+	assert_int_equal(vd_events_parse_id("-1", &id), -EINVAL);
+	assert_int_equal(vd_events_parse_id("+1", &id), -EINVAL);
+	assert_int_equal(vd_events_parse_id(" 1", &id), -EINVAL);
+	assert_int_equal(vd_events_parse_id("1 ", &id), -EINVAL);
+	assert_int_equal(vd_events_parse_id("0x10", &id), -EINVAL);
+	assert_int_equal(vd_events_parse_id("1e3", &id), -EINVAL);
+	assert_int_equal(vd_events_parse_id("abc", &id), -EINVAL);
 	assert_true(id == 5);      /* untouched by a refusal */
 }
 
@@ -69,9 +70,9 @@ static void test_frame(void **state)
 	    "id: 13\nevent: head\ndata: {}\n\n");
 	/* A line break in the data would end the field and forge another. */
 	b.len = 0;
-	assert_int_equal(vd_events_frame(&b, 1, "alert", "{\"detail\":\"a\nid: 99\"}"), -1);
-	assert_int_equal(vd_events_frame(&b, 1, "alert", "a\rb"), -1);
-	assert_int_equal(vd_events_frame(&b, 1, "al\nert", "{}"), -1);
+	assert_int_equal(vd_events_frame(&b, 1, "alert", "{\"detail\":\"a\nid: 99\"}"), -EINVAL);
+	assert_int_equal(vd_events_frame(&b, 1, "alert", "a\rb"), -EINVAL);
+	assert_int_equal(vd_events_frame(&b, 1, "al\nert", "{}"), -EINVAL);
 	assert_int_equal(b.len, 0);
 	vd_buf_free(&b);
 }

@@ -383,8 +383,8 @@ static void test_names(void **state)
 
 	assert_int_equal(vd_log_format_parse("text"), VD_LOG_TEXT);
 	assert_int_equal(vd_log_format_parse("json"), VD_LOG_JSON);
-	assert_int_equal(vd_log_format_parse("JSON"), -1);
-	assert_int_equal(vd_log_format_parse(""), -1);
+	assert_int_equal(vd_log_format_parse("JSON"), -EINVAL);
+	assert_int_equal(vd_log_format_parse(""), -EINVAL);
 	assert_string_equal(vd_log_format_name(VD_LOG_TEXT), "text");
 	assert_string_equal(vd_log_format_name(VD_LOG_JSON), "json");
 	assert_int_equal(vd_log_level_parse("warning"), VD_LOG_WARN);

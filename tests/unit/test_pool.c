@@ -518,7 +518,7 @@ static int qitem_run(vd_queue *q, vd_queue_item *it, void *arg)
 
 	if (x->tasks > 0) {
 		qitem_tasks(q, x);
-		return 0;
+		return VD_QUEUE_DONE;
 	}
 	pthread_mutex_lock(&r->mu);
 	while (!r->open)
@@ -531,7 +531,7 @@ static int qitem_run(vd_queue *q, vd_queue_item *it, void *arg)
 		it->rank += 100;
 		return VD_QUEUE_AGAIN;
 	}
-	return 0;
+	return VD_QUEUE_DONE;
 }
 
 static void qitem_done(vd_queue_item *it, void *arg)
