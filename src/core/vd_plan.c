@@ -188,3 +188,138 @@ void vd_plan_follow(int again, int again_urgency, uint64_t again_gen, int *urgen
 	if (again_gen > *gen)
 		*gen = again_gen;
 }
+
+/* ---- when each copy is verified ------------------------------------------------ */
+
+void vd_plan_init(vd_plan *p, vd_model *model, const vd_plan_pool *pool)
+{
+	memset(p, 0, sizeof(*p));
+	p->model = model;
+	p->pool = *pool;
+}
+
+void vd_plan_free(vd_plan *p)
+{
+	vd_backlog_free(&p->backlog);
+}
+
+/* A copy that found the queue full waits in the backlog, in the order it
+ * came: a scan's order, parents before children, which keeps lineage
+ * catching up one round at a time. Out of memory, it is still counted and
+ * found by the next scan. */
+static void backlog_add(vd_plan *p, vd_copy *c)
+{
+	c->backlog = 1;
+	p->backlogged++;
+	(void)vd_backlog_push(&p->backlog, c->relpath);
+}
+
+static void backlog_left(vd_plan *p, vd_copy *c)
+{
+	if (c->backlog) {
+		c->backlog = 0;
+		p->backlogged--;
+	}
+}
+
+/* Any run of c takes it out of the backlog: its entry there is skipped. */
+int vd_plan_start(vd_plan *p, vd_copy *c, vd_job_kind kind, uint64_t gen)
+{
+	int rc = p->pool.submit(p->pool.arg, c, kind, gen);
+
+	if (rc == 0) {
+		c->inflight_kind = kind;
+		backlog_left(p, c);
+	}
+	return rc;
+}
+
+/* A job a client waits for runs as an explicit one: one of c's still
+ * waiting in the background lane is queued again, ahead, answering what
+ * was booked after it too (it has not read anything yet). One under way
+ * (between slices, or hashing) goes ahead from its next slice, keeping
+ * what it hashed; it answers only what it was asked for. */
+int vd_plan_hurry(vd_plan *p, vd_copy *c)
+{
+	int urgency = VD_JOB_EXPLICIT;
+	uint64_t gen;
+
+	if (c->inflight == NULL || c->inflight_kind != VD_JOB_BACKGROUND)
+		return -1;
+	if (p->pool.take_back(p->pool.arg, c, &gen) != 0) {
+		p->pool.promote(p->pool.arg, c);
+		return -1;
+	}
+	vd_plan_follow(c->again, VD_JOB_EXPLICIT, c->again_gen, &urgency, &gen);
+	c->again = 0;
+	if (vd_plan_start(p, c, VD_JOB_EXPLICIT, gen) < 0 && !c->backlog)
+		backlog_add(p, c);
+	if (gen > c->req_gen)
+		c->req_gen = gen;
+	return 0;
+}
+
+int vd_plan_schedule(vd_plan *p, vd_copy *c, vd_job_kind kind, uint64_t *gen)
+{
+	int rc;
+
+	/* A job not started yet reads the bytes as they are when it starts:
+	 * it answers this request too, once ahead of background work. */
+	if (kind == VD_JOB_EXPLICIT && vd_plan_hurry(p, c) == 0) {
+		if (gen)
+			*gen = c->req_gen;
+		return 0;
+	}
+	if (c->inflight != NULL) {
+		if (!c->again || kind < c->again_kind)
+			c->again_kind = kind;
+		if (!c->again)
+			c->again_gen = ++c->req_gen;
+		c->again = 1;
+		if (gen)
+			*gen = c->again_gen;
+		return 0;
+	}
+	rc = vd_plan_start(p, c, kind, c->req_gen + 1);
+	if (rc < 0) {
+		if (!c->backlog && kind != VD_JOB_EXPLICIT)
+			backlog_add(p, c);
+		return rc;
+	}
+	c->req_gen++;
+	if (gen)
+		*gen = c->req_gen;
+	return 0;
+}
+
+/* Run c once more: for a booked request (again), or because its bytes
+ * changed under the last run (kind, gen of that run), whichever is more
+ * urgent and later. */
+void vd_plan_follow_up(vd_plan *p, vd_copy *c, vd_job_kind kind, uint64_t gen)
+{
+	int urgency = kind;
+
+	vd_plan_follow(c->again, c->again_kind, c->again_gen, &urgency, &gen);
+	c->again = 0;
+	if (vd_plan_start(p, c, (vd_job_kind)urgency, gen) < 0 && !c->backlog)
+		backlog_add(p, c);
+}
+
+void vd_plan_drain(vd_plan *p)
+{
+	const char *rel;
+	vd_copy *c;
+
+	while ((rel = vd_backlog_peek(&p->backlog)) != NULL) {
+		c = vd_model_copy(p->model, rel);
+		if (c != NULL && c->backlog && c->inflight == NULL &&
+		    vd_plan_schedule(p, c, VD_JOB_BACKGROUND, NULL) == -EAGAIN)
+			return;
+		vd_backlog_pop(&p->backlog);
+	}
+}
+
+void vd_plan_forget(vd_plan *p, vd_copy *c)
+{
+	backlog_left(p, c);
+}

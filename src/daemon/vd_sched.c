@@ -20,26 +20,7 @@ static const vd_config *cfg_of(const vd_sched *sc)
 	return sc->env.config(sc->env.arg);
 }
 
-/* ---- the queue and its backlog ---------------------------------------- */
-
-/* A copy that found the queue full waits in the backlog, in the order it
- * came: a scan's order, parents before children, which keeps lineage
- * catching up one round at a time. Out of memory, it is still counted and
- * found by the next scan. */
-static void backlog_add(vd_sched *sc, vd_copy *c)
-{
-	c->backlog = 1;
-	sc->backlogged++;
-	(void)vd_backlog_push(&sc->backlog, c->relpath);
-}
-
-static void backlog_left(vd_sched *sc, vd_copy *c)
-{
-	if (c->backlog) {
-		c->backlog = 0;
-		sc->backlogged--;
-	}
-}
+/* ---- the hasher queue, as vd_plan uses it --------------------------------- */
 
 static unsigned queue_bound(const vd_config *cfg, vd_job_kind kind)
 {
@@ -77,8 +58,9 @@ static vd_job *job_for(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t gen)
 	return j;
 }
 
-static int submit(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t gen)
+static int pool_submit(void *arg, vd_copy *c, vd_job_kind kind, uint64_t gen)
 {
+	vd_sched *sc = arg;
 	vd_pool *pool = pool_of(sc);
 	vd_job *j;
 	int rc;
@@ -92,39 +74,32 @@ static int submit(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t gen)
 		return rc;
 	}
 	c->inflight = j;
-	c->inflight_kind = kind;
 	return 0;
 }
 
-/* A job a client waits for runs as an explicit one: one of c's still
- * waiting in the background lane is queued again, ahead, answering what
- * was booked after it too (it has not read anything yet). One under way
- * (between slices, or hashing) goes ahead from its next slice, keeping
- * what it hashed; it answers only what it was asked for. 0, or -1 when
- * there was none to queue again. */
+static int pool_take_back(void *arg, vd_copy *c, uint64_t *gen)
+{
+	vd_pool *pool = pool_of(arg);
+
+	if (pool == NULL || vd_pool_take_back(pool, c->inflight) != 0)
+		return -1;
+	*gen = c->inflight->gen;
+	vd_job_free(c->inflight);
+	c->inflight = NULL;
+	return 0;
+}
+
+static void pool_promote(void *arg, vd_copy *c)
+{
+	vd_pool *pool = pool_of(arg);
+
+	if (pool != NULL)
+		vd_pool_promote(pool, c->inflight);
+}
+
 int vd_sched_hurry(vd_sched *sc, vd_copy *c)
 {
-	vd_pool *pool = pool_of(sc);
-	vd_job *j = c->inflight;
-	int urgency = VD_JOB_EXPLICIT;
-	uint64_t gen;
-
-	if (j == NULL || c->inflight_kind != VD_JOB_BACKGROUND || pool == NULL)
-		return -1;
-	if (vd_pool_take_back(pool, j) != 0) {
-		vd_pool_promote(pool, j);
-		return -1;
-	}
-	gen = j->gen;
-	vd_plan_follow(c->again, VD_JOB_EXPLICIT, c->again_gen, &urgency, &gen);
-	vd_job_free(j);
-	c->inflight = NULL;
-	c->again = 0;
-	if (submit(sc, c, VD_JOB_EXPLICIT, gen) < 0 && !c->backlog)
-		backlog_add(sc, c);
-	if (gen > c->req_gen)
-		c->req_gen = gen;
-	return 0;
+	return vd_plan_hurry(&sc->plan, c);
 }
 
 void vd_sched_interest(vd_sched *sc, const char *hash)
@@ -138,74 +113,24 @@ void vd_sched_interest(vd_sched *sc, const char *hash)
 			vd_pool_promote(pool, g->copies[i]->inflight);
 }
 
-/* Verify c (again). While a job for it is in flight, one more run is
- * booked for when it returns, at the most urgent kind asked for. */
 int vd_sched_schedule(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t *gen)
 {
-	int rc;
-
-	/* A job not started yet reads the bytes as they are when it starts:
-	 * it answers this request too, once ahead of background work. */
-	if (kind == VD_JOB_EXPLICIT && vd_sched_hurry(sc, c) == 0) {
-		if (gen)
-			*gen = c->req_gen;
-		return 0;
-	}
-	if (c->inflight != NULL) {
-		if (!c->again || kind < c->again_kind)
-			c->again_kind = kind;
-		if (!c->again)
-			c->again_gen = ++c->req_gen;
-		c->again = 1;
-		if (gen)
-			*gen = c->again_gen;
-		return 0;
-	}
-	rc = submit(sc, c, kind, c->req_gen + 1);
-	if (rc < 0) {
-		if (!c->backlog && kind != VD_JOB_EXPLICIT)
-			backlog_add(sc, c);
-		return rc;
-	}
-	c->req_gen++;
-	if (gen)
-		*gen = c->req_gen;
-	backlog_left(sc, c);
-	return 0;
+	return vd_plan_schedule(&sc->plan, c, kind, gen);
 }
 
-/* Copies that found the queue full are queued as it empties, first come
- * first queued. */
 void vd_sched_drain(vd_sched *sc)
 {
-	const char *rel;
-	vd_copy *c;
-
-	while ((rel = vd_backlog_peek(&sc->backlog)) != NULL) {
-		c = vd_model_copy(sc->model, rel);
-		if (c != NULL && c->backlog && c->inflight == NULL &&
-		    vd_sched_schedule(sc, c, VD_JOB_BACKGROUND, NULL) == -EAGAIN)
-			return;
-		vd_backlog_pop(&sc->backlog);
-	}
+	vd_plan_drain(&sc->plan);
 }
 
-/* Run c once more: for a booked request (again), or because its bytes
- * changed under the last run (kind, gen of that run), whichever is more
- * urgent and later. */
 void vd_sched_follow_up(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t gen)
 {
-	int urgency = kind;
-
-	vd_plan_follow(c->again, c->again_kind, c->again_gen, &urgency, &gen);
-	c->again = 0;
-	if (submit(sc, c, (vd_job_kind)urgency, gen) < 0 && !c->backlog)
-		backlog_add(sc, c);
+	vd_plan_follow_up(&sc->plan, c, kind, gen);
 }
 
 void vd_sched_forget(vd_sched *sc, vd_copy *c)
 {
-	backlog_left(sc, c);
+	vd_plan_forget(&sc->plan, c);
 }
 
 /* ---- jobs that ran out of time ---------------------------------------- */
@@ -283,7 +208,7 @@ void vd_sched_scrub_next(vd_sched *sc)
 		c = vd_model_copy(sc->model, rel);
 		if (c == NULL || c->inflight != NULL)
 			continue;      /* gone, or being verified anyway */
-		if (submit(sc, c, VD_JOB_SCRUB, c->req_gen + 1) == 0) {
+		if (vd_plan_start(&sc->plan, c, VD_JOB_SCRUB, c->req_gen + 1) == 0) {
 			c->req_gen++;
 			return;
 		}
@@ -309,6 +234,8 @@ void vd_sched_init(vd_sched *sc, uv_loop_t *loop, vd_model *model, const vd_sche
 	sc->loop = loop;
 	sc->model = model;
 	sc->env = *env;
+	vd_plan_init(&sc->plan, model, &(vd_plan_pool){ pool_submit, pool_take_back,
+	    pool_promote, sc });
 	uv_timer_init(loop, &sc->scrub_timer);
 	uv_timer_init(loop, &sc->retry_timer);
 	sc->scrub_timer.data = sc->retry_timer.data = sc;
@@ -327,6 +254,6 @@ unsigned vd_sched_close(vd_sched *sc, uv_close_cb cb, void *cb_data)
 void vd_sched_free(vd_sched *sc)
 {
 	vd_scrub_end(&sc->scrub);
-	vd_backlog_free(&sc->backlog);
+	vd_plan_free(&sc->plan);
 	vd_retries_free(&sc->retries);
 }

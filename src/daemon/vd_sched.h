@@ -3,7 +3,7 @@
  * when its queue is full, a client's request ahead of background work,
  * jobs that ran out of time tried again later, and the scrub's slow pass
  * over every verified copy. What to do is decided in vd_plan.h; this is
- * the shell that keeps its timers and hands jobs to the pool. The loop
+ * the shell that keeps its timers and makes the jobs the pool runs. The loop
  * thread only. It sees the store only through its model and vd_sched_env.
  */
 #ifndef VD_SCHED_H
@@ -30,8 +30,7 @@ typedef struct vd_sched {
 	uv_loop_t *loop;
 	vd_model *model;
 	vd_sched_env env;
-	vd_backlog backlog;         /* copies that found the queue full */
-	size_t backlogged;          /* copies marked so (some maybe not in it: memory) */
+	vd_plan plan;               /* what is queued, booked, in the backlog */
 	vd_retries retries;         /* copies whose job ran out of time */
 	uv_timer_t retry_timer;
 	vd_scrub scrub;             /* the pass under way */

@@ -1,16 +1,18 @@
 /*
  * vd-simwait: clients waiting for verdicts (vd_waitset.h) and the
- * verification schedule's decisions (vd_plan.h) driven through histories
- * no one wrote by hand, with time as an input. A seeded history adds
- * waiters with deadlines, completes jobs in any order (done, failed,
+ * verification schedule (vd_plan.h) driven through histories no one
+ * wrote by hand, with time as an input. A seeded history adds waiters
+ * with deadlines (each asking for its copies to be verified now), starts
+ * queued jobs and completes started ones in any order (done, failed,
  * stopped as the copy went away, out of time, bytes changed under the
  * hash), removes copies and brings them back, verifies copies again at a
  * newer generation, runs scrub passes, moves the clock (not at all, a
  * little, to the next deadline, far), cancels waiters (also between an
- * answer and the next, as a waiter's function may), and shuts down. A
- * small reference written here keeps what the daemon's copies would hold
- * (generations booked and done, the job in flight, a hasher queue of
- * W_QUEUE jobs), and after every step checks:
+ * answer and the next, as a waiter's function may), and shuts down. The
+ * copies are the model's (vd_model.h); the hasher queue is modelled here,
+ * W_QUEUE background jobs waiting at most, a lane for clients' jobs ahead
+ * of the rest; what the store does when a job returns is done as the
+ * store does it. After every step it checks:
  *
  *   - every waiter is answered exactly once, or cancelled and never
  *     answered; never with verdicts before each of its copies reached its
@@ -18,9 +20,12 @@
  *     timed out before its deadline (but at shutdown); by the first tick
  *     at or after its deadline; at once when its copies are all reached;
  *     the deadline to arm is the earliest pending one;
- *   - the backlog gives its copies back in the order they came, none
- *     lost; a job out of time waits at least a second, longer each time
- *     in a row, never more than VD_RETRY_MAX_SECONDS, and is due neither
+ *   - a copy a client waits for has its queued job in the clients' lane
+ *     as an explicit one, or its running one moved ahead;
+ *   - every copy marked as in the backlog is in it, and a drain queues the
+ *     backlog's copies in its order, as far as the queue takes them;
+ *   - a job out of time waits at least a second, longer each time in a
+ *     row, never more than VD_RETRY_MAX_SECONDS, and is due neither
  *     before its time nor after the first tick at or after it; a scrub
  *     pass visits each copy verified when it began once, in path order.
  *
@@ -40,6 +45,7 @@
 #include <string.h>
 
 #include "vd_limits.h"
+#include "vd_model.h"
 #include "vd_plan.h"
 #include "vd_util.h"
 #include "vd_waitset.h"
@@ -49,28 +55,21 @@
 #define SIM_SEEDS_DEFAULT 200
 
 #define W_COPIES 6                 /* copy slots */
-#define W_QUEUE 3                  /* jobs the hasher queue holds (background) */
+#define W_QUEUE 3                  /* background jobs waiting at most */
+#define W_QUEUE_MAX 4              /* queue_max: clients' jobs waiting at most (twice that) */
+#define W_JOBS 256                 /* jobs in the queue, those of removed copies included */
 #define W_PER_WAITER 3             /* copies one waiter names, at most */
 #define W_WAITERS SIM_STEPS_MAX    /* at most one added per step */
 #define W_LIMIT_S 30.0             /* a job's time limit */
 
-enum { K_EXPLICIT, K_BACKGROUND, K_SCRUB };
 enum { WS_PENDING, WS_ANSWERED, WS_CANCELLED };
 
 #define SIM_REQUIRE(x) do { if (!(x)) { fprintf(stderr, "vd-simwait: %s failed (out of memory?)\n", #x); exit(2); } } while (0)
 
-typedef struct w_copy {
-	int present;
-	char rel[16];
-	uint64_t req_gen, done_gen;
-	int inflight, kind;             /* its job, queued or running */
-	uint64_t job_gen;
-	int again, again_kind;          /* one more run booked */
-	uint64_t again_gen;
-	int backlog;                    /* waits in the backlog */
-	unsigned timeouts;              /* jobs in a row that ran out of time */
-	double last_delay;
-} w_copy;
+typedef struct w_job {             /* a job in the modelled hasher queue */
+	vd_job *j;
+	int urgent, started;
+} w_job;
 
 typedef struct w_waiter {
 	uint64_t id;
@@ -91,13 +90,15 @@ typedef struct world {
 	int step, down, failed;
 	char why[512];
 	uint64_t now;
-	w_copy c[W_COPIES];
+	char rel[W_COPIES][16];
+	double last_delay[W_COPIES];
+	vd_model m;
+	vd_plan plan;
+	w_job jobs[W_JOBS];
+	size_t n_jobs;
 	w_waiter *wt;
 	size_t n_wt;
 	vd_waitset ws;
-	vd_backlog bl;
-	char shadow_bl[W_COPIES * SIM_STEPS_MAX][16];   /* what the backlog holds, in order */
-	size_t bl_head, bl_n;
 	vd_retries rt;
 	w_retry shadow_rt[SIM_STEPS_MAX];
 	size_t n_rt;
@@ -108,7 +109,7 @@ typedef struct world {
 
 /* What the histories went through, so that a run shows it tested something. */
 typedef struct w_seen {
-	unsigned long answered, timed_out, cancelled, from_backlog, retried, passes;
+	unsigned long answered, timed_out, at_shutdown, cancelled, hurried, drained, retried, passes;
 } w_seen;
 static w_seen seen;
 
@@ -134,35 +135,82 @@ static uint32_t rnd(world *w, uint32_t n)
 	return w->rnd % n;
 }
 
-/* ---- the reference: copies, their jobs, the hasher queue ---------------- */
-
-static int queued(const world *w)
+static vd_copy *copy_at(const world *w, int i)
 {
-	int i, n = 0;
-
-	for (i = 0; i < W_COPIES; i++)
-		n += w->c[i].present && w->c[i].inflight;
-	return n;
+	return vd_model_copy(&w->m, w->rel[i]);
 }
 
-static int copy_of(const world *w, const char *rel)
-{
-	int i;
+/* ---- the hasher queue, modelled: two lanes, clients' first --------------- */
 
-	for (i = 0; i < W_COPIES; i++)
-		if (strcmp(w->c[i].rel, rel) == 0)
-			return i;
-	return -1;
+static w_job *job_of(world *w, const vd_job *j)
+{
+	size_t k;
+
+	for (k = 0; j != NULL && k < w->n_jobs; k++)
+		if (w->jobs[k].j == j)
+			return &w->jobs[k];
+	return NULL;
 }
+
+static void job_drop(world *w, w_job *x)
+{
+	vd_job_free(x->j);
+	*x = w->jobs[--w->n_jobs];
+}
+
+/* vd_pool_submit's bound: max jobs waiting, twice that for a client's. */
+static int q_submit(void *arg, vd_copy *c, vd_job_kind kind, uint64_t gen)
+{
+	world *w = arg;
+	size_t k, waiting = 0;
+	unsigned max = kind == VD_JOB_EXPLICIT ? 2 * W_QUEUE_MAX : W_QUEUE;
+	vd_job *j;
+
+	for (k = 0; k < w->n_jobs; k++)
+		waiting += !w->jobs[k].started;
+	if (waiting >= max)
+		return -EAGAIN;
+	SIM_REQUIRE(w->n_jobs < W_JOBS && (j = vd_job_new(kind, c->relpath)) != NULL);
+	j->gen = gen;
+	w->jobs[w->n_jobs].j = j;
+	w->jobs[w->n_jobs].urgent = kind == VD_JOB_EXPLICIT;
+	w->jobs[w->n_jobs].started = 0;
+	w->n_jobs++;
+	c->inflight = j;
+	return 0;
+}
+
+static int q_take_back(void *arg, vd_copy *c, uint64_t *gen)
+{
+	world *w = arg;
+	w_job *x = job_of(w, c->inflight);
+
+	if (x == NULL || x->started)
+		return -1;
+	*gen = x->j->gen;
+	job_drop(w, x);
+	c->inflight = NULL;
+	return 0;
+}
+
+static void q_promote(void *arg, vd_copy *c)
+{
+	w_job *x = job_of(arg, c->inflight);
+
+	if (x != NULL)
+		x->urgent = 1;
+}
+
+/* ---- what the waiters are told -------------------------------------------- */
 
 /* As the store tells the waiters: a scrub holds no answer back. */
 static void copy_state(const world *w, int i, vd_wait_copy *st)
 {
-	const w_copy *c = &w->c[i];
+	const vd_copy *c = copy_at(w, i);
 
-	st->present = c->present;
-	st->done_gen = c->present ? c->done_gen : 0;
-	st->busy = c->present && c->inflight && c->kind != K_SCRUB;
+	st->present = c != NULL;
+	st->done_gen = c ? c->done_gen : 0;
+	st->busy = c != NULL && c->inflight != NULL && c->inflight_kind != VD_JOB_SCRUB;
 }
 
 static int reached(const world *w, int i, uint64_t gen)
@@ -173,95 +221,12 @@ static int reached(const world *w, int i, uint64_t gen)
 	return !st.present || (st.done_gen >= gen && !st.busy);
 }
 
-static void start_job(w_copy *c, int kind, uint64_t gen)
-{
-	c->inflight = 1;
-	c->kind = kind;
-	c->job_gen = gen;
-}
-
-static void backlog_add(world *w, int i)
-{
-	w_copy *c = &w->c[i];
-
-	if (c->backlog)
-		return;
-	c->backlog = 1;
-	SIM_REQUIRE(vd_backlog_push(&w->bl, c->rel) == 0);
-	SIM_REQUIRE(w->bl_n < sizeof(w->shadow_bl) / sizeof(w->shadow_bl[0]));
-	memcpy(w->shadow_bl[w->bl_n++], c->rel, sizeof(c->rel));
-}
-
-/* vd_sched_schedule's rules: a run booked while one is in flight; a
- * background one that finds the queue full waits in the backlog. The
- * generation that answers it, or 0. */
-static uint64_t schedule(world *w, int i, int kind)
-{
-	w_copy *c = &w->c[i];
-
-	if (c->inflight) {
-		if (!c->again || kind < c->again_kind)
-			c->again_kind = kind;
-		if (!c->again)
-			c->again_gen = ++c->req_gen;
-		c->again = 1;
-		return c->again_gen;
-	}
-	if (kind != K_EXPLICIT && queued(w) >= W_QUEUE) {
-		backlog_add(w, i);
-		return 0;
-	}
-	start_job(c, kind, ++c->req_gen);
-	c->backlog = 0;
-	return c->req_gen;
-}
-
-static void follow_up(world *w, int i, int kind, uint64_t gen)
-{
-	w_copy *c = &w->c[i];
-	int urgency = kind;
-
-	vd_plan_follow(c->again, c->again_kind, c->again_gen, &urgency, &gen);
-	c->again = 0;
-	if (urgency != K_EXPLICIT && queued(w) >= W_QUEUE)
-		backlog_add(w, i);
-	else
-		start_job(c, urgency, gen);
-}
-
-/* First come, first queued, as the queue empties. */
-static void drain(world *w)
-{
-	const char *rel;
-	int i;
-
-	while ((rel = vd_backlog_peek(&w->bl)) != NULL && queued(w) < W_QUEUE) {
-		if (w->bl_head >= w->bl_n || strcmp(rel, w->shadow_bl[w->bl_head]) != 0) {
-			violation(w, "the backlog gives %s next, but %s came first", rel,
-			    w->bl_head < w->bl_n ? w->shadow_bl[w->bl_head] : "nothing");
-			return;
-		}
-		w->bl_head++;
-		i = copy_of(w, rel);
-		if (w->c[i].present && w->c[i].backlog && !w->c[i].inflight) {
-			schedule(w, i, K_BACKGROUND);
-			seen.from_backlog++;
-		}
-		vd_backlog_pop(&w->bl);
-	}
-	if (vd_backlog_len(&w->bl) != w->bl_n - w->bl_head)
-		violation(w, "the backlog holds %zu copies, but %zu came and %zu left it",
-		    vd_backlog_len(&w->bl), w->bl_n, w->bl_head);
-}
-
-/* ---- what the waiters are told -------------------------------------------- */
-
 static void report(world *w, int i)
 {
 	vd_wait_copy st;
 
 	copy_state(w, i, &st);
-	vd_waitset_progress(&w->ws, w->c[i].rel, &st);
+	vd_waitset_progress(&w->ws, w->rel[i], &st);
 }
 
 static w_waiter *waiter_by_id(world *w, uint64_t id)
@@ -277,6 +242,7 @@ static w_waiter *waiter_by_id(world *w, uint64_t id)
 static void check_answer(world *w, const vd_wait_answer *a)
 {
 	w_waiter *x = waiter_by_id(w, a->id);
+	vd_copy *c;
 	int k;
 
 	if (x == NULL || a->user != x) {
@@ -292,19 +258,22 @@ static void check_answer(world *w, const vd_wait_answer *a)
 	x->timed_out = a->timed_out;
 	seen.answered++;
 	seen.timed_out += a->timed_out != 0;
+	seen.at_shutdown += w->down;
 	if (a->timed_out && !w->down && w->now < x->deadline)
 		violation(w, "waiter %llu timed out at %llu ms, before its deadline %llu",
 		    (unsigned long long)x->id, (unsigned long long)w->now,
 		    (unsigned long long)x->deadline);
-	for (k = 0; !a->timed_out && k < x->n; k++)
-		if (!reached(w, x->copy[k], x->gen[k]))
-			violation(w, "waiter %llu answered before %s reached generation %llu "
-			    "(done %llu%s)", (unsigned long long)x->id, w->c[x->copy[k]].rel,
-			    (unsigned long long)x->gen[k], (unsigned long long)w->c[x->copy[k]].done_gen,
-			    w->c[x->copy[k]].inflight ? ", a run under way" : "");
+	for (k = 0; !a->timed_out && k < x->n; k++) {
+		if (reached(w, x->copy[k], x->gen[k]))
+			continue;
+		c = copy_at(w, x->copy[k]);
+		violation(w, "waiter %llu answered before %s reached generation %llu (done %llu%s)",
+		    (unsigned long long)x->id, c->relpath, (unsigned long long)x->gen[k],
+		    (unsigned long long)c->done_gen, c->inflight ? ", a run under way" : "");
+	}
 }
 
-/* Up to max answers (SIZE_MAX: all), as the shell takes them. */
+/* Every answer there is, as the shell takes them. */
 static void take(world *w, size_t max)
 {
 	vd_wait_answer a;
@@ -312,152 +281,36 @@ static void take(world *w, size_t max)
 
 	while (n < max && vd_waitset_take(&w->ws, &a)) {
 		check_answer(w, &a);
-		n++;
-		if (n > w->n_wt) {
+		if (++n > w->n_wt) {
 			violation(w, "more answers than waiters");
 			return;
 		}
 	}
 }
 
-/* A check point of the store: every copy's state, then answers. */
+/* A check point of the store: every copy's state, the answers, and the
+ * copies the others wait for hurried. */
 static void check_point(world *w)
 {
+	const char *rel;
+	vd_copy *c;
+	size_t it = 0;
 	int i;
 
 	for (i = 0; i < W_COPIES; i++)
 		report(w, i);
 	vd_waitset_settle(&w->ws);
+	take(w, SIZE_MAX);
+	while (vd_waitset_next_watched(&w->ws, &it, &rel))
+		if ((c = vd_model_copy(&w->m, rel)) != NULL && vd_plan_hurry(&w->plan, c) == 0)
+			seen.hurried++;
+	for (i = 0; i < W_COPIES; i++)
+		report(w, i);
 }
 
-/* ---- steps ----------------------------------------------------------------- */
+/* ---- checks ----------------------------------------------------------------- */
 
-static const char *step_add(world *w)
-{
-	static const uint64_t timeouts[] = { 0, 1, 250, 5000, 300000, 30000000, 300000000 };
-	w_waiter *x = &w->wt[w->n_wt];
-	char *rels[W_PER_WAITER];
-	int k, i, tries, want = 1 + (int)rnd(w, W_PER_WAITER);
-
-	memset(x, 0, sizeof(*x));
-	for (tries = 0; tries < 20 && x->n < want; tries++) {
-		i = (int)rnd(w, W_COPIES);
-		for (k = 0; k < x->n && x->copy[k] != i; k++)
-			;
-		if (k < x->n || !w->c[i].present)
-			continue;
-		x->copy[x->n] = i;
-		x->gen[x->n] = schedule(w, i, K_EXPLICIT);
-		rels[x->n] = w->c[i].rel;
-		x->n++;
-	}
-	if (x->n == 0)
-		return "add a waiter: no copy";
-	x->deadline = w->now + timeouts[rnd(w, sizeof(timeouts) / sizeof(timeouts[0]))];
-	SIM_REQUIRE(vd_waitset_add(&w->ws, rels, x->gen, (size_t)x->n, x->deadline, x, &x->id) == 0);
-	w->n_wt++;
-	/* As the shell does: where its copies stand; no answer yet. */
-	for (k = 0; k < x->n; k++)
-		report(w, x->copy[k]);
-	return "add a waiter";
-}
-
-static int pick_inflight(world *w)
-{
-	int i, k = (int)rnd(w, W_COPIES);
-
-	for (i = 0; i < W_COPIES; i++, k = (k + 1) % W_COPIES)
-		if (w->c[k].present && w->c[k].inflight)
-			return k;
-	return -1;
-}
-
-static void retry_later(world *w, int i)
-{
-	w_copy *c = &w->c[i];
-	double d = vd_plan_retry_delay(W_LIMIT_S, c->timeouts);
-	uint64_t due = w->now + (uint64_t)(d * 1000);
-
-	if (d < 1 || d > VD_RETRY_MAX_SECONDS)
-		violation(w, "%s: retried after %.0f s, outside [1, %d]", c->rel, d, VD_RETRY_MAX_SECONDS);
-	if (c->timeouts > 1 && d < c->last_delay)
-		violation(w, "%s: retried after %.0f s at its timeout %u in a row, sooner than the %.0f s before",
-		    c->rel, d, c->timeouts, c->last_delay);
-	c->last_delay = d;
-	SIM_REQUIRE(w->n_rt < SIM_STEPS_MAX);
-	SIM_REQUIRE(vd_retries_add(&w->rt, c->rel, due) == 0);
-	w->shadow_rt[w->n_rt].copy = i;
-	w->shadow_rt[w->n_rt].due = due;
-	w->n_rt++;
-}
-
-static const char *step_complete(world *w)
-{
-	static const char *const how[] = { "a job done", "a job failed", "a job ran out of time",
-		"a job's bytes changed under it", "a job stopped: its copy went away" };
-	int i = pick_inflight(w), o = (int)rnd(w, 5);
-	w_copy *c;
-
-	if (i < 0)
-		return "complete a job: none in flight";
-	c = &w->c[i];
-	c->inflight = 0;
-	if (o <= 2) {
-		c->done_gen = c->job_gen;
-		c->timeouts = o == 2 ? c->timeouts + 1 : 0;
-		if (o == 2)
-			retry_later(w, i);
-		if (c->again)
-			follow_up(w, i, c->again_kind, c->again_gen);
-	} else if (o == 3) {
-		follow_up(w, i, c->kind, c->job_gen);
-	} else if (rnd(w, 2)) {
-		schedule(w, i, K_BACKGROUND);   /* the scan that follows finds it changed */
-	}
-	drain(w);
-	return how[o];
-}
-
-static const char *step_remove(world *w)
-{
-	int i = (int)rnd(w, W_COPIES);
-	w_copy *c = &w->c[i];
-
-	if (!c->present)
-		return "remove a copy: gone already";
-	/* Its job, found without a copy on return, is dropped. */
-	c->present = 0;
-	c->inflight = 0;
-	c->backlog = 0;
-	drain(w);
-	return "remove a copy";
-}
-
-static const char *step_readd(world *w)
-{
-	int i = (int)rnd(w, W_COPIES);
-	w_copy *c = &w->c[i];
-
-	if (c->present)
-		return "a copy comes back: there already";
-	memset(c, 0, sizeof(*c));
-	snprintf(c->rel, sizeof(c->rel), "r/c%02d", i);
-	c->present = 1;
-	schedule(w, i, K_BACKGROUND);
-	return "a copy comes back";
-}
-
-static const char *step_change(world *w)
-{
-	int i = (int)rnd(w, W_COPIES);
-
-	if (!w->c[i].present)
-		return "a copy changed: gone";
-	schedule(w, i, K_BACKGROUND);
-	return "a copy changed: verified again at a newer generation";
-}
-
-static void check_deadlines(world *w)
+static void check_waiters(world *w)
 {
 	uint64_t first = VD_WAIT_NONE;
 	size_t k, n = 0;
@@ -483,30 +336,279 @@ static void check_deadlines(world *w)
 		violation(w, "%zu waiters pending, but %zu should be", vd_waitset_pending(&w->ws), n);
 }
 
+/* A client's job runs before background work. */
+static void check_ahead(world *w)
+{
+	const w_job *x;
+	vd_copy *c;
+	size_t k;
+	int j;
+
+	for (k = 0; k < w->n_wt; k++) {
+		if (w->wt[k].state != WS_PENDING)
+			continue;
+		for (j = 0; j < w->wt[k].n; j++) {
+			c = copy_at(w, w->wt[k].copy[j]);
+			if (c == NULL || c->inflight == NULL || c->inflight_kind == VD_JOB_SCRUB)
+				continue;
+			x = job_of(w, c->inflight);
+			if (x == NULL)
+				violation(w, "%s has a job in flight the queue does not hold", c->relpath);
+			else if (!x->urgent || (!x->started && c->inflight_kind != VD_JOB_EXPLICIT))
+				violation(w, "a client waits for %s, whose %s job %s behind background work",
+				    c->relpath, x->started ? "running" : "queued",
+				    x->started ? "stays" : "waits");
+		}
+	}
+}
+
+/* Every copy marked as in the backlog is in it. */
+static void check_backlog(world *w)
+{
+	size_t k, marked = 0;
+	vd_copy *c;
+	int i;
+
+	for (i = 0; i < W_COPIES; i++) {
+		if ((c = copy_at(w, i)) == NULL || !c->backlog)
+			continue;
+		marked++;
+		for (k = w->plan.backlog.head; k < w->plan.backlog.n; k++)
+			if (strcmp(w->plan.backlog.q[k], c->relpath) == 0)
+				break;
+		if (k == w->plan.backlog.n)
+			violation(w, "%s waits for the backlog, which lost it", c->relpath);
+		if (c->inflight != NULL)
+			violation(w, "%s is in the backlog and in flight", c->relpath);
+	}
+	if (marked != w->plan.backlogged)
+		violation(w, "%zu copies counted in the backlog, %zu marked", w->plan.backlogged, marked);
+}
+
+static int listed(const char *const *v, size_t n, const char *s)
+{
+	while (n-- > 0)
+		if (strcmp(v[n], s) == 0)
+			return 1;
+	return 0;
+}
+
+/* A drain queues the backlog's copies in its order (a copy there twice,
+ * removed and back, at its first place), as far as the queue takes them:
+ * those that got a job are the first of the candidates. */
+static void drain(world *w)
+{
+	const char *cand[W_COPIES];
+	size_t k, n = 0, took = 0;
+	vd_copy *c;
+
+	for (k = w->plan.backlog.head; k < w->plan.backlog.n && n < W_COPIES; k++)
+		if ((c = vd_model_copy(&w->m, w->plan.backlog.q[k])) != NULL && c->backlog &&
+		    c->inflight == NULL && !listed(cand, n, c->relpath))
+			cand[n++] = c->relpath;
+	vd_plan_drain(&w->plan);
+	for (k = 0; k < n; k++) {
+		c = vd_model_copy(&w->m, cand[k]);
+		if (c->inflight == NULL)
+			continue;
+		if (k != took++)
+			violation(w, "the backlog queued %s ahead of %s, which came first", cand[k], cand[took - 1]);
+		seen.drained++;
+	}
+}
+
+/* ---- steps ----------------------------------------------------------------- */
+
+static vd_copy *pick_copy(world *w, int *slot)
+{
+	int i = (int)rnd(w, W_COPIES);
+
+	if (slot)
+		*slot = i;
+	return copy_at(w, i);
+}
+
+static const char *step_add(world *w)
+{
+	static const uint64_t timeouts[] = { 0, 250, 5000, 300000, 300000000, 300000000, 300000000 };
+	w_waiter *x = &w->wt[w->n_wt];
+	char *rels[W_PER_WAITER];
+	int k, i, tries, want = 1 + (int)rnd(w, W_PER_WAITER);
+	vd_copy *c;
+
+	memset(x, 0, sizeof(*x));
+	for (tries = 0; tries < 20 && x->n < want; tries++) {
+		c = pick_copy(w, &i);
+		for (k = 0; k < x->n && x->copy[k] != i; k++)
+			;
+		if (k < x->n || c == NULL)
+			continue;
+		/* The queue full: 503, no one waits. */
+		if (vd_plan_schedule(&w->plan, c, VD_JOB_EXPLICIT, &x->gen[x->n]) < 0)
+			return "add a waiter: the queue is full";
+		x->copy[x->n] = i;
+		rels[x->n] = c->relpath;
+		x->n++;
+	}
+	if (x->n == 0)
+		return "add a waiter: no copy";
+	x->deadline = w->now + timeouts[rnd(w, sizeof(timeouts) / sizeof(timeouts[0]))];
+	SIM_REQUIRE(vd_waitset_add(&w->ws, rels, x->gen, (size_t)x->n, x->deadline, x, &x->id) == 0);
+	w->n_wt++;
+	/* As the shell does: where its copies stand; no answer yet. */
+	for (k = 0; k < x->n; k++)
+		report(w, x->copy[k]);
+	return "add a waiter";
+}
+
+/* The queue's rule: the clients' lane first, each in order of arrival. */
+static const char *step_start(world *w)
+{
+	size_t k, pick = w->n_jobs;
+
+	for (k = 0; k < w->n_jobs; k++)
+		if (!w->jobs[k].started && (pick == w->n_jobs ||
+		    (w->jobs[k].urgent && !w->jobs[pick].urgent)))
+			pick = k;
+	if (pick == w->n_jobs)
+		return "a hasher starts: nothing waits";
+	w->jobs[pick].started = 1;
+	return "a hasher starts the next job";
+}
+
+static void retry_later(world *w, vd_copy *c)
+{
+	double d = vd_plan_retry_delay(W_LIMIT_S, c->timeouts);
+	uint64_t due = w->now + (uint64_t)(d * 1000);
+	int i;
+
+	for (i = 0; i < W_COPIES && strcmp(w->rel[i], c->relpath) != 0; i++)
+		;
+	if (d < 1 || d > VD_RETRY_MAX_SECONDS)
+		violation(w, "%s: retried after %.0f s, outside [1, %d]", c->relpath, d, VD_RETRY_MAX_SECONDS);
+	if (c->timeouts > 1 && d < w->last_delay[i])
+		violation(w, "%s: retried after %.0f s at its timeout %u in a row, sooner than the %.0f s before",
+		    c->relpath, d, c->timeouts, w->last_delay[i]);
+	w->last_delay[i] = d;
+	SIM_REQUIRE(w->n_rt < SIM_STEPS_MAX);
+	SIM_REQUIRE(vd_retries_add(&w->rt, c->relpath, due) == 0);
+	w->shadow_rt[w->n_rt].copy = i;
+	w->shadow_rt[w->n_rt].due = due;
+	w->n_rt++;
+}
+
+/* A started job returns, as on_job_done takes it. */
+static const char *step_complete(world *w)
+{
+	static const char *const how[] = { "a job done", "a job failed", "a job ran out of time",
+		"a job's bytes changed under it", "a job stopped: its copy went away" };
+	size_t k, n = 0, pick;
+	int o = (int)rnd(w, 5);
+	vd_job *j;
+	vd_copy *c;
+
+	for (k = 0; k < w->n_jobs; k++)
+		n += w->jobs[k].started;
+	if (n == 0)
+		return "complete a job: none started";
+	pick = rnd(w, (uint32_t)n);
+	for (k = 0; !w->jobs[k].started || pick-- != 0; k++)
+		;
+	j = w->jobs[k].j;
+	w->jobs[k].j = NULL;
+	job_drop(w, &w->jobs[k]);
+	c = vd_model_copy(&w->m, j->relpath);
+	if (c == NULL || c->inflight != j) {
+		vd_job_free(j);
+		drain(w);
+		return "a job returns: its copy went away meanwhile";
+	}
+	c->inflight = NULL;
+	if (o == 4) {
+		/* The scan that follows finds it replaced, or gone. */
+		if (rnd(w, 2)) {
+			vd_plan_schedule(&w->plan, c, VD_JOB_BACKGROUND, NULL);
+		} else {
+			vd_plan_forget(&w->plan, c);
+			vd_model_remove_copy(&w->m, c);
+		}
+	} else if (o == 3) {
+		c->timeouts = 0;
+		vd_plan_follow_up(&w->plan, c, j->kind, j->gen);
+	} else {
+		c->timeouts = o == 2 ? c->timeouts + 1 : 0;
+		c->done_gen = j->gen;
+		if (o == 2)
+			retry_later(w, c);
+		if (c->again)
+			vd_plan_follow_up(&w->plan, c, c->again_kind, c->again_gen);
+	}
+	vd_job_free(j);
+	drain(w);
+	return how[o];
+}
+
+static const char *step_remove(world *w)
+{
+	vd_copy *c = pick_copy(w, NULL);
+
+	if (c == NULL)
+		return "remove a copy: gone already";
+	/* Its job, found without a copy on return, is dropped then. */
+	vd_plan_forget(&w->plan, c);
+	vd_model_remove_copy(&w->m, c);
+	return "remove a copy";
+}
+
+static const char *step_readd(world *w)
+{
+	int i;
+	vd_copy *c = pick_copy(w, &i);
+
+	if (c != NULL)
+		return "a copy comes back: there already";
+	SIM_REQUIRE((c = vd_model_add_copy(&w->m, w->rel[i], "r")) != NULL);
+	w->last_delay[i] = 0;
+	vd_plan_schedule(&w->plan, c, VD_JOB_BACKGROUND, NULL);
+	return "a copy comes back";
+}
+
+static const char *step_change(world *w)
+{
+	vd_copy *c = pick_copy(w, NULL);
+
+	if (c == NULL)
+		return "a copy changed: gone";
+	vd_plan_schedule(&w->plan, c, VD_JOB_BACKGROUND, NULL);
+	return "a copy changed: verified again at a newer generation";
+}
+
 static void retries_due(world *w)
 {
 	uint64_t first = VD_PLAN_NONE;
 	char *rel;
+	vd_copy *c;
 	size_t k;
 	int i;
 
 	while ((rel = vd_retries_take_due(&w->rt, w->now)) != NULL) {
-		i = copy_of(w, rel);
+		for (i = 0; i < W_COPIES && strcmp(w->rel[i], rel) != 0; i++)
+			;
 		for (k = 0; k < w->n_rt && !(w->shadow_rt[k].copy == i && w->shadow_rt[k].due <= w->now); k++)
 			;
 		if (k == w->n_rt)
 			violation(w, "%s retried at %llu ms, before it was due", rel, (unsigned long long)w->now);
 		else
 			w->shadow_rt[k] = w->shadow_rt[--w->n_rt];
-		if (i >= 0 && w->c[i].present && w->c[i].timeouts > 0) {
-			schedule(w, i, K_BACKGROUND);
+		if ((c = vd_model_copy(&w->m, rel)) != NULL && c->timeouts > 0) {
+			vd_plan_schedule(&w->plan, c, VD_JOB_BACKGROUND, NULL);
 			seen.retried++;
 		}
 		free(rel);
 	}
 	for (k = 0; k < w->n_rt; k++) {
 		if (w->shadow_rt[k].due <= w->now)
-			violation(w, "%s due at %llu ms, not retried at %llu ms", w->c[w->shadow_rt[k].copy].rel,
+			violation(w, "%s due at %llu ms, not retried at %llu ms", w->rel[w->shadow_rt[k].copy],
 			    (unsigned long long)w->shadow_rt[k].due, (unsigned long long)w->now);
 		if (w->shadow_rt[k].due < first)
 			first = w->shadow_rt[k].due;
@@ -589,6 +691,7 @@ static const char *step_scrub(world *w)
 {
 	const char *rels[W_COPIES], *rel;
 	int i, n = 0, order[W_COPIES], k, t;
+	vd_copy *c;
 
 	if (!w->sc.active) {
 		for (i = 0; i < W_COPIES; i++)
@@ -599,10 +702,10 @@ static const char *step_scrub(world *w)
 		}
 		memset(w->scrub_seen, 0, sizeof(w->scrub_seen));
 		for (i = 0; i < W_COPIES; i++)
-			w->scrub_expect[i] = w->c[i].present && w->c[i].done_gen > 0;
+			w->scrub_expect[i] = (c = copy_at(w, i)) != NULL && c->done_gen > 0;
 		for (i = 0; i < W_COPIES; i++)
 			if (w->scrub_expect[order[i]])
-				rels[n++] = w->c[order[i]].rel;
+				rels[n++] = w->rel[order[i]];
 		SIM_REQUIRE(vd_scrub_begin(&w->sc, rels, (size_t)n) == 0);
 		w->scrub_last[0] = '\0';
 		return "a scrub pass begins";
@@ -610,21 +713,23 @@ static const char *step_scrub(world *w)
 	if ((rel = vd_scrub_next(&w->sc)) == NULL) {
 		for (i = 0; i < W_COPIES; i++)
 			if (w->scrub_expect[i] && w->scrub_seen[i] != 1)
-				violation(w, "a scrub pass visited %s %d times", w->c[i].rel, w->scrub_seen[i]);
+				violation(w, "a scrub pass visited %s %d times", w->rel[i], w->scrub_seen[i]);
 		vd_scrub_end(&w->sc);
 		seen.passes++;
 		return "a scrub pass ends";
 	}
-	i = copy_of(w, rel);
-	if (i < 0 || !w->scrub_expect[i])
+	for (i = 0; i < W_COPIES && strcmp(w->rel[i], rel) != 0; i++)
+		;
+	if (i == W_COPIES || !w->scrub_expect[i])
 		violation(w, "a scrub pass visits %s, not verified when it began", rel);
 	else if (++w->scrub_seen[i] > 1)
 		violation(w, "a scrub pass visits %s again", rel);
 	if (strcmp(w->scrub_last, rel) >= 0)
 		violation(w, "a scrub pass visits %s after %s", rel, w->scrub_last);
 	snprintf(w->scrub_last, sizeof(w->scrub_last), "%s", rel);
-	if (i >= 0 && w->c[i].present && !w->c[i].inflight && queued(w) < W_QUEUE)
-		start_job(&w->c[i], K_SCRUB, ++w->c[i].req_gen);
+	if ((c = vd_model_copy(&w->m, rel)) != NULL && c->inflight == NULL &&
+	    vd_plan_start(&w->plan, c, VD_JOB_SCRUB, c->req_gen + 1) == 0)
+		c->req_gen++;
 	return "the scrub's next copy";
 }
 
@@ -644,9 +749,9 @@ static const char *step_shutdown(world *w)
 typedef const char *(*step_fn)(world *w);
 
 static const struct { step_fn fn; unsigned weight; } steps[] = {
-	{ step_add, 6 }, { step_complete, 12 }, { step_remove, 2 }, { step_readd, 2 },
-	{ step_change, 3 }, { step_tick, 6 }, { step_cancel, 2 }, { step_cancel_midway, 1 },
-	{ step_scrub, 3 }, { step_shutdown, 0 },
+	{ step_add, 5 }, { step_start, 14 }, { step_complete, 14 }, { step_remove, 1 },
+	{ step_readd, 2 }, { step_change, 3 }, { step_tick, 6 }, { step_cancel, 2 },
+	{ step_cancel_midway, 1 }, { step_scrub, 3 }, { step_shutdown, 0 },
 };
 #define N_STEPS (sizeof(steps) / sizeof(steps[0]))
 
@@ -663,6 +768,7 @@ static void reseed(world *w, unsigned salt)
 static world *world_start(unsigned seed)
 {
 	world *w = calloc(1, sizeof(*w));
+	vd_copy *c;
 	int i;
 
 	SIM_REQUIRE(w != NULL);
@@ -671,10 +777,12 @@ static world *world_start(unsigned seed)
 	reseed(w, 0);
 	w->now = rnd(w, 1000);
 	vd_waitset_init(&w->ws);
+	vd_model_init(&w->m);
+	vd_plan_init(&w->plan, &w->m, &(vd_plan_pool){ q_submit, q_take_back, q_promote, w });
 	for (i = 0; i < W_COPIES; i++) {
-		snprintf(w->c[i].rel, sizeof(w->c[i].rel), "r/c%02d", i);
-		w->c[i].present = 1;
-		schedule(w, i, K_BACKGROUND);
+		snprintf(w->rel[i], sizeof(w->rel[i]), "r/c%02d", i);
+		SIM_REQUIRE((c = vd_model_add_copy(&w->m, w->rel[i], "r")) != NULL);
+		vd_plan_schedule(&w->plan, c, VD_JOB_BACKGROUND, NULL);
 	}
 	return w;
 }
@@ -682,7 +790,10 @@ static world *world_start(unsigned seed)
 static void world_free(world *w)
 {
 	vd_waitset_free(&w->ws);
-	vd_backlog_free(&w->bl);
+	vd_plan_free(&w->plan);
+	while (w->n_jobs > 0)
+		job_drop(w, &w->jobs[w->n_jobs - 1]);
+	vd_model_free(&w->m);
 	vd_retries_free(&w->rt);
 	vd_scrub_end(&w->sc);
 	free(w->wt);
@@ -711,8 +822,9 @@ static const char *world_step(world *w, unsigned id, int last)
 	what = steps[k].fn(w);
 	if (!w->down) {
 		check_point(w);
-		take(w, SIZE_MAX);
-		check_deadlines(w);
+		check_waiters(w);
+		check_ahead(w);
+		check_backlog(w);
 	}
 	return what;
 }
@@ -845,9 +957,9 @@ int main(int argc, char **argv)
 	}
 	for (s = first; s < first + seeds; s++)
 		violations += (unsigned long)run_history((unsigned)s, (int)steps_n, &total);
-	printf("waiters answered %lu (%lu timed out), cancelled %lu; copies queued from the backlog %lu, "
-	    "retried %lu; scrub passes %lu\n", seen.answered, seen.timed_out, seen.cancelled,
-	    seen.from_backlog, seen.retried, seen.passes);
+	printf("waiters answered %lu (%lu timed out, %lu of them at shutdown), cancelled %lu; jobs "
+	    "hurried %lu; copies queued from the backlog %lu, retried %lu; scrub passes %lu\n",
+	    seen.answered, seen.timed_out, seen.at_shutdown, seen.cancelled, seen.hurried, seen.drained, seen.retried, seen.passes);
 	printf("%lu histories, %lu steps, %lu invariant violations\n", seeds, total, violations);
 	return violations > 0;
 }
