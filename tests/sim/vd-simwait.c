@@ -751,7 +751,7 @@ typedef const char *(*step_fn)(world *w);
 static const struct { step_fn fn; unsigned weight; } steps[] = {
 	{ step_add, 5 }, { step_start, 14 }, { step_complete, 14 }, { step_remove, 1 },
 	{ step_readd, 2 }, { step_change, 3 }, { step_tick, 6 }, { step_cancel, 2 },
-	{ step_cancel_midway, 1 }, { step_scrub, 3 }, { step_shutdown, 0 },
+	{ step_cancel_midway, 2 }, { step_scrub, 3 }, { step_shutdown, 0 },
 };
 #define N_STEPS (sizeof(steps) / sizeof(steps[0]))
 
