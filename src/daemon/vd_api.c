@@ -371,7 +371,7 @@ static int status_of(vd_api *api, vd_req *r, const char *hash, json_object **out
 		return -1;
 	}
 	/* Asking is interest, as waiting is: its verification goes ahead. */
-	vd_sched_interest(api->store, hash);
+	vd_sched_interest(&api->store->sched, hash);
 	if ((rc = vd_view_status(api->store, hash, out)) == -ENOENT)
 		vd_http_error(r, 404, "not_found", "no artifact in the store claims this hash", NULL);
 	else if (rc < 0)
@@ -820,7 +820,7 @@ static void on_verify_cancel(vd_req *r)
 	verify_wait *vw = r->handler_state;
 
 	if (vw->waiter)
-		vd_store_wait_cancel(vw->waiter);
+		vd_waiters_cancel(vw->waiter);
 	free(vw);
 }
 
@@ -858,7 +858,7 @@ static void verify_copies(vd_api *api, verify_wait *vw, vd_copy *const *copies, 
 		accepted(vw);
 		goto out;
 	}
-	vw->waiter = vd_store_wait(api->store, paths, gens, n, (uint64_t)vw->wait * 1000,
+	vw->waiter = vd_waiters_wait(&api->store->waiters, paths, gens, n, (uint64_t)vw->wait * 1000,
 	    on_verified, vw);
 	if (vw->waiter == NULL) {
 		out_of_memory(r, "waiting for the verification");

@@ -13,10 +13,8 @@
 #include "vd_hash.h"
 #include "vd_limits.h"
 #include "vd_log.h"
-#include "vd_sched.h"
 #include "vd_state.h"
 #include "vd_store.h"
-#include "vd_waiters.h"
 
 static void refresh_now(vd_store *s, vd_refresh what);
 static void on_merge_timer(uv_timer_t *t);
@@ -35,7 +33,7 @@ vd_copy *vd_store_copy(vd_store *s, const char *relpath)
 
 int vd_store_verify_now(vd_store *s, vd_copy *c, uint64_t *gen)
 {
-	return vd_sched_schedule(s, c, VD_JOB_EXPLICIT, gen);
+	return vd_sched_schedule(&s->sched, c, VD_JOB_EXPLICIT, gen);
 }
 
 /* With the hash the header claims, by which the artifact is known. */
@@ -196,9 +194,9 @@ static void on_job_done(vd_job *j, void *arg)
 		vd_metrics_verified(s->metrics, j->verdict.code, j->hashed, j->duration);
 	if (c == NULL || c->inflight != j) {
 		if (j->kind == VD_JOB_SCRUB)
-			vd_sched_scrub_next(s);
+			vd_sched_scrub_next(&s->sched);
 		vd_job_free(j);     /* the directory went away meanwhile */
-		vd_waiters_check(s);
+		vd_waiters_check(&s->waiters);
 		return;
 	}
 	c->inflight = NULL;
@@ -245,28 +243,28 @@ static void on_job_done(vd_job *j, void *arg)
 	changed = !vd_fingerprint_eq(&j->fp_before, &j->fp_after);
 	if (changed) {
 		c->fp = j->fp_after;
-		vd_sched_follow_up(s, c, j->kind, j->gen);
+		vd_sched_follow_up(&s->sched, c, j->kind, j->gen);
 		scan_path(s, c->relpath);
 	} else {
 		c->done_gen = j->gen;
 		/* Not judged: a restart verifies it again at once. */
 		if (j->abandoned == VD_ABANDON_TIME)
-			vd_sched_retry_later(s, c, j);
+			vd_sched_retry_later(&s->sched, c, j);
 		else
 			persist_verdict(s, c);
 		/* A scrub is news only when it finds a copy failed. */
 		if (j->kind != VD_JOB_SCRUB || c->code != VD_OK)
 			vd_events_verdict(s->events, c);
 		if (c->again)
-			vd_sched_follow_up(s, c, c->again_kind, c->again_gen);
+			vd_sched_follow_up(&s->sched, c, c->again_kind, c->again_gen);
 	}
 out:
 	if (j->kind == VD_JOB_SCRUB)
-		vd_sched_scrub_next(s);
+		vd_sched_scrub_next(&s->sched);
 	vd_job_free(j);
-	vd_sched_drain(s);
+	vd_sched_drain(&s->sched);
 	vd_store_touch(s);
-	vd_waiters_check(s);
+	vd_waiters_check(&s->waiters);
 }
 
 /* ---- retention --------------------------------------------------------- */
@@ -379,8 +377,7 @@ static void remove_copy(vd_store *s, vd_copy *c)
 	    c->relpath);
 	if (s->state)
 		vd_state_forget_verdict(s->state, c->relpath);
-	if (c->backlog)
-		s->backlog--;
+	vd_sched_forget(&s->sched, c);
 	memcpy(hash, c->hdr.content_hash, sizeof(hash));
 	snprintf(rel, sizeof(rel), "%s", c->relpath);
 	if (vd_oms_commits(c, s->oms_keys))
@@ -477,7 +474,7 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 	vd_model_index(&s->model, c);
 	adopt_stored(s, c);
 	if (!c->has_verdict || !vd_fingerprint_eq(&c->verdict_fp, &c->fp) || oms_stale(s, c))
-		vd_sched_schedule(s, c, VD_JOB_BACKGROUND, NULL);
+		vd_sched_schedule(&s->sched, c, VD_JOB_BACKGROUND, NULL);
 }
 
 /* An unreadable copy was not judged: the remediation says so. */
@@ -1120,7 +1117,7 @@ void vd_store_set_oms_keys(vd_store *s, vd_omskeys *keys)
 	s->oms_keys = vd_omskeys_ref(keys);
 	while (vd_map_next(&s->model.copies, &it, &k, &v))
 		if (oms_stale(s, v))
-			vd_sched_schedule(s, v, VD_JOB_BACKGROUND, NULL);
+			vd_sched_schedule(&s->sched, v, VD_JOB_BACKGROUND, NULL);
 	/* A bundle checked under the old keys commits nothing meanwhile. */
 	vd_store_refresh(s);
 }
@@ -1436,7 +1433,7 @@ static void finish_merge(vd_store *s)
 		s->commits_dirty = 1;
 	}
 	refresh_now(s, VD_REFRESH_MODEL);
-	vd_waiters_check(s);
+	vd_waiters_check(&s->waiters);
 	scan_done(s);
 }
 
@@ -2025,7 +2022,7 @@ void vd_store_gauges(vd_store *s, vd_gauges *g)
 	}
 	g->last_scan = s->last_scan;
 	g->unreadable_dirs = s->unreadable.count;
-	g->last_scrub = s->last_scrub;
+	g->last_scrub = s->sched.last_scrub;
 }
 
 /* CPUs this process may run on (affinity, cgroup quota); unlike counting
@@ -2035,6 +2032,56 @@ static unsigned default_workers(void)
 	unsigned n = uv_available_parallelism();
 
 	return n > 0 ? n : 1;
+}
+
+/* What the schedule and the waiters see of the store. */
+static vd_pool *sched_pool(void *arg)
+{
+	return ((vd_store *)arg)->pool;
+}
+
+static const vd_config *sched_config(void *arg)
+{
+	return ((vd_store *)arg)->cfg;
+}
+
+static vd_omskeys *sched_oms_keys(void *arg)
+{
+	return ((vd_store *)arg)->oms_keys;
+}
+
+static int sched_may_scrub(void *arg)
+{
+	vd_store *s = arg;
+
+	return !s->closing && s->scanned_once;
+}
+
+/* Done when the asked-for run finished and no newer one (for a change
+ * seen since) is under way: the answer then describes the bytes on disk.
+ * A scrub does not hold an answer back. */
+static void waited_copy(void *arg, const char *relpath, vd_wait_copy *out)
+{
+	vd_copy *c = vd_model_copy(&((vd_store *)arg)->model, relpath);
+
+	out->present = c != NULL;
+	out->done_gen = c ? c->done_gen : 0;
+	out->busy = c != NULL && c->inflight != NULL && c->inflight_kind != VD_JOB_SCRUB;
+}
+
+static void waited_hurry(void *arg, const char *relpath)
+{
+	vd_store *s = arg;
+	vd_copy *c = vd_model_copy(&s->model, relpath);
+
+	if (c != NULL)
+		vd_sched_hurry(&s->sched, c);
+}
+
+/* An answer reports trust: lineage first catches up. */
+static void waited_sync(void *arg)
+{
+	vd_store_sync(arg);
 }
 
 int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
@@ -2083,7 +2130,10 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->flush_check.data = s->flush_prepare.data = s;
 	uv_check_start(&s->flush_check, on_flush_check);
 	uv_prepare_start(&s->flush_prepare, on_flush_prepare);
-	vd_sched_init(s);
+	vd_sched_init(&s->sched, loop, &s->model, &(vd_sched_env){ sched_pool, sched_config,
+	    sched_oms_keys, sched_may_scrub, s });
+	vd_waiters_init(&s->waiters, loop, &(vd_waiters_env){ waited_copy, waited_hurry,
+	    waited_sync, s });
 	return 0;
 }
 
@@ -2092,7 +2142,7 @@ void vd_store_set_config(vd_store *s, const vd_config *cfg)
 	s->cfg = cfg;
 	uv_timer_start(&s->rescan, on_rescan, (uint64_t)cfg->rescan_interval * 1000,
 	    (uint64_t)cfg->rescan_interval * 1000);
-	vd_sched_arm_scrub(s);
+	vd_sched_arm_scrub(&s->sched);
 	vd_events_set_config(s->events, cfg);
 	/* Pins and policies may have changed: every chain is looked at. */
 	refresh_now(s, VD_REFRESH_WHOLE);
@@ -2142,7 +2192,8 @@ static void free_all(vd_store *s)
 	vd_map_free(&s->retained_children);
 	free(s->posted);
 	free(s->equivs);
-	vd_sched_free(s);
+	vd_sched_free(&s->sched);
+	vd_waiters_free(&s->waiters);
 }
 
 /* The store is freed once its timers are closed and no scan runs. */
@@ -2167,13 +2218,14 @@ void vd_store_close(vd_store *s, void (*done)(void *), void *arg)
 	s->closed_arg = arg;
 	vd_events_close(s->events);  /* its streams end as the HTTP server stops */
 	s->events = NULL;
-	vd_waiters_fire_all(s);
+	vd_waiters_fire_all(&s->waiters);
 	vd_pool_stop(s->pool, s->cfg->shutdown_grace * 1000);
 	s->pool = NULL;             /* freed once its handle closes */
 	vd_watch_close(&s->watch);
 	vd_state_flush(s->state);
 	s->handles_open = 6 + (s->scanning ? 1 : 0);
-	s->handles_open += vd_sched_close(s, handle_closed);
+	s->handles_open += vd_sched_close(&s->sched, handle_closed, s);
+	s->handles_open += vd_waiters_close(&s->waiters, handle_closed, s);
 	uv_close((uv_handle_t *)&s->merge_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_check, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_prepare, handle_closed);

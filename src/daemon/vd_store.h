@@ -23,11 +23,10 @@
 #include "vd_pool.h"
 #include "vd_changes.h"
 #include "vd_scan.h"
+#include "vd_sched.h"
 #include "vd_state.h"
+#include "vd_waiters.h"
 #include "vd_watch.h"
-
-typedef struct vd_waiter vd_waiter;
-typedef void (*vd_wait_fn)(void *arg, int timed_out);
 
 typedef struct vd_store {
 	uv_loop_t *loop;
@@ -62,9 +61,9 @@ typedef struct vd_store {
 	uv_timer_t merge_timer;
 	uv_timer_t debounce, rescan;
 	uint64_t first_event_ms;
-	double last_scan, last_scrub;
+	double last_scan;
 	int root_ok;
-	vd_waiter *waiters;
+	vd_waiters waiters;         /* clients waiting for verdicts */
 	vd_state *state;               /* durable state; NULL: memory only */
 	struct vd_events *events;      /* GET /events, once the state is attached */
 	vd_map stored;                 /* relpath -> stored verdict, from the last run */
@@ -84,18 +83,8 @@ typedef struct vd_store {
 	int lineage_dirty, commits_dirty;
 	uint64_t commit_sig;           /* what the last scan's commitment sources said */
 	uint64_t trimmed_at;           /* uv_now of the last malloc_trim */
-	/* Scrub: one pass re-hashes every verified artifact, one at a time. */
-	uv_timer_t scrub_timer;
-	char **scrub_list;
-	size_t scrub_n, scrub_next;
-	int scrubbing;
-	size_t backlog;
-	char **backlog_q;           /* their relpaths, in order (backlog_head on) */
-	size_t backlog_head, backlog_n, backlog_cap;
-	/* Copies whose job ran out of time, verified again when due. */
-	uv_timer_t retry_timer;
-	struct vd_retry *retries;
-	size_t n_retries, cap_retries;
+	/* When each copy is verified: backlog, retries, scrub. */
+	vd_sched sched;
 	int closing;
 	unsigned handles_open;
 	void (*on_closed)(void *arg);
@@ -117,13 +106,6 @@ int vd_store_verify_now(vd_store *s, vd_copy *c, uint64_t *gen);
 /* Register an artifact (a directory or a tar) a client named that no scan
  * has seen yet. */
 vd_copy *vd_store_adopt(vd_store *s, const char *relpath, vd_artifact_kind kind);
-
-/* Call fn once every copy reached its generation (or vanished), or after
- * timeout_ms with timed_out set. A waiter is freed after fn returns;
- * vd_store_wait_cancel drops it without calling fn. */
-vd_waiter *vd_store_wait(vd_store *s, char **relpaths, const uint64_t *gens,
-    size_t n, uint64_t timeout_ms, vd_wait_fn fn, void *arg);
-void vd_store_wait_cancel(vd_waiter *w);
 
 void vd_store_gauges(vd_store *s, vd_gauges *g);
 

@@ -1,153 +1,146 @@
 #include "config.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-#include "vd_sched.h"
 #include "vd_waiters.h"
 
 struct vd_waiter {
-	vd_waiter *next, **prevp;
-	vd_store *store;
-	char **relpaths;
-	uint64_t *gens;
-	size_t n;
-	uv_timer_t timer;
+	vd_waiters *ws;
+	uint64_t id;
 	vd_wait_fn fn;
 	void *arg;
 };
 
-static int waiter_done(vd_store *s, const vd_waiter *w)
-{
-	size_t i;
+static void on_deadline(uv_timer_t *t);
 
-	/* Done when the asked-for run finished and no newer one (for a change
-	 * seen since) is under way: the answer then describes the bytes on
-	 * disk. A scrub does not hold an answer back. */
-	for (i = 0; i < w->n; i++) {
-		vd_copy *c = vd_model_copy(&s->model, w->relpaths[i]);
-		if (c == NULL)
-			continue;
-		if (c->done_gen < w->gens[i] ||
-		    (c->inflight != NULL && c->inflight_kind != VD_JOB_SCRUB))
-			return 0;
+/* One timer, for the earliest deadline: a thousand clients waiting cost
+ * one handle, not a thousand. */
+static void arm(vd_waiters *ws)
+{
+	uint64_t due = vd_waitset_deadline(&ws->set), now = uv_now(ws->loop);
+
+	if (uv_is_closing((uv_handle_t *)&ws->timer))
+		return;
+	if (due == VD_WAIT_NONE)
+		uv_timer_stop(&ws->timer);
+	else
+		uv_timer_start(&ws->timer, on_deadline, due > now ? due - now : 0, 0);
+}
+
+/* Each answer is taken before its function runs, which may add or cancel
+ * waiters. */
+static void answer_all(vd_waiters *ws)
+{
+	vd_wait_answer a;
+	vd_waiter *w;
+	vd_wait_fn fn;
+	void *arg;
+
+	while (vd_waitset_take(&ws->set, &a)) {
+		w = a.user;
+		fn = w->fn;
+		arg = w->arg;
+		free(w);
+		fn(arg, a.timed_out);
 	}
+	arm(ws);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+	vd_waiters *ws = t->data;
+
+	vd_waitset_tick(&ws->set, uv_now(ws->loop));
+	answer_all(ws);
+}
+
+void vd_waiters_init(vd_waiters *ws, uv_loop_t *loop, const vd_waiters_env *env)
+{
+	ws->loop = loop;
+	ws->env = *env;
+	vd_waitset_init(&ws->set);
+	uv_timer_init(loop, &ws->timer);
+	ws->timer.data = ws;
+}
+
+unsigned vd_waiters_close(vd_waiters *ws, uv_close_cb cb, void *cb_data)
+{
+	ws->timer.data = cb_data;   /* no deadline fires once it is closing */
+	uv_close((uv_handle_t *)&ws->timer, cb);
 	return 1;
 }
 
-static void waiter_closed(uv_handle_t *h)
+void vd_waiters_free(vd_waiters *ws)
 {
-	vd_waiter *w = h->data;
-	size_t i;
+	vd_wait_answer a;
 
-	for (i = 0; i < w->n; i++)
-		free(w->relpaths[i]);
-	free(w->relpaths);
-	free(w->gens);
-	free(w);
+	while (vd_waitset_take(&ws->set, &a))
+		free(a.user);
+	vd_waitset_fire_all(&ws->set);
+	while (vd_waitset_take(&ws->set, &a))
+		free(a.user);
+	vd_waitset_free(&ws->set);
 }
 
-static void waiter_unlink(vd_waiter *w)
-{
-	if (w->prevp == NULL)
-		return;
-	*w->prevp = w->next;
-	if (w->next)
-		w->next->prevp = w->prevp;
-	w->prevp = NULL;
-	uv_timer_stop(&w->timer);
-	uv_close((uv_handle_t *)&w->timer, waiter_closed);
-}
-
-static void waiter_fire(vd_waiter *w, int timed_out)
-{
-	vd_wait_fn fn = w->fn;
-	void *arg = w->arg;
-
-	waiter_unlink(w);
-	fn(arg, timed_out);
-}
-
-/* What w waits for was booked as background work (a change seen since
- * its request): it goes ahead all the same. */
-static void hurry_waited(vd_store *s, const vd_waiter *w)
-{
-	vd_copy *c;
-	size_t i;
-
-	for (i = 0; i < w->n; i++)
-		if ((c = vd_model_copy(&s->model, w->relpaths[i])) != NULL)
-			vd_sched_hurry(s, c);
-}
-
-void vd_waiters_check(vd_store *s)
-{
-	vd_waiter *w, *next;
-
-	for (w = s->waiters; w != NULL; w = next) {
-		next = w->next;
-		if (!waiter_done(s, w)) {
-			hurry_waited(s, w);
-			continue;
-		}
-		/* An answer reports trust: lineage first catches up. */
-		vd_store_sync(s);
-		waiter_fire(w, 0);
-	}
-}
-
-static void on_wait_timeout(uv_timer_t *t)
-{
-	waiter_fire(t->data, 1);
-}
-
-vd_waiter *vd_store_wait(vd_store *s, char **relpaths, const uint64_t *gens,
+vd_waiter *vd_waiters_wait(vd_waiters *ws, char *const *relpaths, const uint64_t *gens,
     size_t n, uint64_t timeout_ms, vd_wait_fn fn, void *arg)
 {
 	vd_waiter *w = calloc(1, sizeof(*w));
+	vd_wait_copy st;
 	size_t i;
 
 	if (w == NULL)
 		return NULL;
-	w->relpaths = calloc(n ? n : 1, sizeof(char *));
-	w->gens = calloc(n ? n : 1, sizeof(uint64_t));
-	if (w->relpaths == NULL || w->gens == NULL)
-		goto fail;
-	w->n = n;
-	for (i = 0; i < n; i++) {
-		if ((w->relpaths[i] = strdup(relpaths[i])) == NULL)
-			goto fail;
-		w->gens[i] = gens[i];
-	}
-	w->store = s;
+	w->ws = ws;
 	w->fn = fn;
 	w->arg = arg;
-	uv_timer_init(s->loop, &w->timer);
-	w->timer.data = w;
-	uv_timer_start(&w->timer, on_wait_timeout, timeout_ms, 0);
-	w->next = s->waiters;
-	if (s->waiters)
-		s->waiters->prevp = &w->next;
-	s->waiters = w;
-	w->prevp = &s->waiters;
+	if (vd_waitset_add(&ws->set, relpaths, gens, n, uv_now(ws->loop) + timeout_ms, w,
+	    &w->id) < 0) {
+		free(w);
+		return NULL;
+	}
+	/* Where its copies stand; answered at the next check at the earliest. */
+	for (i = 0; i < n; i++) {
+		ws->env.copy_state(ws->env.arg, relpaths[i], &st);
+		vd_waitset_progress(&ws->set, relpaths[i], &st);
+	}
+	arm(ws);
 	return w;
-
-fail:
-	for (i = 0; w->relpaths != NULL && i < n; i++)
-		free(w->relpaths[i]);
-	free(w->relpaths);
-	free(w->gens);
-	free(w);
-	return NULL;
 }
 
-void vd_store_wait_cancel(vd_waiter *w)
+void vd_waiters_cancel(vd_waiter *w)
 {
-	waiter_unlink(w);
+	vd_waiters *ws = w->ws;
+
+	if (vd_waitset_cancel(&ws->set, w->id) == 0)
+		free(w);
+	arm(ws);
 }
 
-void vd_waiters_fire_all(vd_store *s)
+void vd_waiters_check(vd_waiters *ws)
 {
-	while (s->waiters != NULL)
-		waiter_fire(s->waiters, 1);
+	const char *rel;
+	vd_wait_copy st;
+	size_t it = 0;
+
+	if (vd_waitset_pending(&ws->set) == 0)
+		return;
+	while (vd_waitset_next_watched(&ws->set, &it, &rel)) {
+		ws->env.copy_state(ws->env.arg, rel, &st);
+		vd_waitset_progress(&ws->set, rel, &st);
+	}
+	if (vd_waitset_settle(&ws->set) > 0)
+		ws->env.before_answers(ws->env.arg);
+	/* What the others wait for was booked as background work (a change
+	 * seen since their request): it goes ahead all the same. */
+	it = 0;
+	while (vd_waitset_next_watched(&ws->set, &it, &rel))
+		ws->env.hurry(ws->env.arg, rel);
+	answer_all(ws);
+}
+
+void vd_waiters_fire_all(vd_waiters *ws)
+{
+	vd_waitset_fire_all(&ws->set);
+	answer_all(ws);
 }

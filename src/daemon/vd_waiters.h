@@ -1,17 +1,57 @@
 /*
- * Clients waiting for verdicts (POST /verify?wait=): vd_store_wait and
- * vd_store_wait_cancel (vd_store.h) register and drop them; the store
- * wakes them as jobs finish. The loop thread only.
+ * Clients waiting for verdicts (POST /verify?wait=): the shell around
+ * vd_waitset.h. It keeps one timer, for the earliest deadline, feeds the
+ * loop's time in, and calls each waiter's function once. It sees the
+ * store only through vd_waiters_env. The loop thread only.
  */
 #ifndef VD_WAITERS_H
 #define VD_WAITERS_H
 
-#include "vd_store.h"
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "vd_waitset.h"
+
+typedef struct vd_waiter vd_waiter;
+typedef void (*vd_wait_fn)(void *arg, int timed_out);
+
+/* What the waiters ask of their owner. */
+typedef struct vd_waiters_env {
+	/* relpath's copy as it is now. */
+	void (*copy_state)(void *arg, const char *relpath, vd_wait_copy *out);
+	/* A waiter still waits for relpath's copy: its job may go ahead. */
+	void (*hurry)(void *arg, const char *relpath);
+	/* Waiters are about to be answered with verdicts (lineage catches up). */
+	void (*before_answers)(void *arg);
+	void *arg;
+} vd_waiters_env;
+
+typedef struct vd_waiters {
+	uv_loop_t *loop;
+	uv_timer_t timer;           /* the earliest deadline */
+	vd_waitset set;
+	vd_waiters_env env;
+} vd_waiters;
+
+void vd_waiters_init(vd_waiters *ws, uv_loop_t *loop, const vd_waiters_env *env);
+/* Close its timer with cb (its data: cb_data): how many handles were closed. */
+unsigned vd_waiters_close(vd_waiters *ws, uv_close_cb cb, void *cb_data);
+/* Once its timer is closed: drops the waiters left, unanswered. */
+void vd_waiters_free(vd_waiters *ws);
+
+/* Call fn once every copy reached its generation (or vanished), or after
+ * timeout_ms with timed_out set; never before this returns. The waiter is
+ * freed before fn is called; vd_waiters_cancel drops it without calling
+ * fn. NULL when out of memory. */
+vd_waiter *vd_waiters_wait(vd_waiters *ws, char *const *relpaths, const uint64_t *gens,
+    size_t n, uint64_t timeout_ms, vd_wait_fn fn, void *arg);
+void vd_waiters_cancel(vd_waiter *w);
 
 /* Answer every waiter whose copies reached their generation; hurry what
  * the others wait for. */
-void vd_waiters_check(vd_store *s);
+void vd_waiters_check(vd_waiters *ws);
 /* Shutting down: answer every waiter as timed out. */
-void vd_waiters_fire_all(vd_store *s);
+void vd_waiters_fire_all(vd_waiters *ws);
 
 #endif

@@ -1,10 +1,11 @@
 #!/bin/sh
-# Proof that the simulator bites: each patch in tests/sim/mutations/ puts a
-# deliberate bug of a few lines into src/, and vd-sim must report it.
+# Proof that the simulators bite: each patch in tests/sim/mutations/ puts a
+# deliberate bug of a few lines into src/, and the simulator its first line
+# names ("sim: vd-simwait"; vd-sim when it names none) must report it.
 #   tests/sim/mutate.sh [--check] [SEEDS]
 # --check only checks that every patch still applies to src/ (make check
 # runs that); without it, each patch is applied in a scratch copy of the
-# tree, built there, and vd-sim --seeds SEEDS (default 2000) must fail
+# tree, built there, and its simulator --seeds SEEDS (default 2000) must fail
 # within a minute. Exits non-zero when a patch does not apply or a bug
 # goes unnoticed.
 set -u
@@ -38,11 +39,13 @@ trap 'rm -rf "$scratch"' EXIT
 	{ echo "the scratch tree does not build:"; tail -20 "$scratch/build.log"; exit 2; }
 for p in "$top"/tests/sim/mutations/*.patch; do
 	name=$(basename "$p" .patch)
+	sim=$(sed -n '1s/^sim: *\([a-z-]*\).*/\1/p' "$p")
+	sim=${sim:-vd-sim}
 	patch -s -p1 -d "$scratch" < "$p" || { echo "not ok - $name does not apply"; failed=$((failed + 1)); continue; }
-	if ! make -C "$scratch/_build" tests/sim/vd-sim > "$scratch/make.log" 2>&1; then
+	if ! make -C "$scratch/_build" "tests/sim/$sim" > "$scratch/make.log" 2>&1; then
 		echo "not ok - $name does not build"; tail -5 "$scratch/make.log"; failed=$((failed + 1))
-	elif timeout 60 "$scratch/_build/tests/sim/vd-sim" --seeds "$seeds" > "$scratch/sim.out" 2>&1; then
-		echo "not ok - $name: vd-sim --seeds $seeds saw nothing wrong"; failed=$((failed + 1))
+	elif timeout 60 "$scratch/_build/tests/sim/$sim" --seeds "$seeds" > "$scratch/sim.out" 2>&1; then
+		echo "not ok - $name: $sim --seeds $seeds saw nothing wrong"; failed=$((failed + 1))
 	else
 		echo "ok - $name: $(grep -m1 'invariant violated' "$scratch/sim.out" | cut -c1-160)"
 	fi
