@@ -113,19 +113,17 @@ static json_object *alerts_json(int *oom, const vd_lineage *l, size_t *total)
 {
 	json_object *arr = json_object_new_array();
 	const vd_alert **all;
-	const char *k;
-	void *v;
 	size_t it = 0, n = 0, i;
 
-	*total = l->alerts.count;
+	*total = vd_lineage_alert_count(l);
 	all = calloc(*total + 1, sizeof(*all));
 	if (arr == NULL || all == NULL) {
 		free(all);
 		*oom = 1;
 		return arr;
 	}
-	while (n < *total && vd_map_next(&l->alerts, &it, &k, &v))
-		all[n++] = v;
+	while (n < *total && (all[n] = vd_lineage_next_alert(l, &it)) != NULL)
+		n++;
 	qsort(all, n, sizeof(*all), alert_cmp);
 	for (i = 0; i < n && i < VD_SUMMARY_ALERTS_MAX; i++)
 		push(oom, arr, alert_json(oom, all[i]));

@@ -47,6 +47,8 @@ fx *fx_new(void)
 	f->ring.n = 1;                 /* the second key is not trusted */
 	f->ring.refs = 1;
 	vd_lineage_init(&f->l);
+	vd_lineage_delta_init(&f->delta);
+	vd_map_init(&f->applied);
 	return f;
 }
 
@@ -72,6 +74,8 @@ void fx_free(fx *f)
 	size_t it = 0;
 
 	vd_lineage_free(&f->l);
+	vd_lineage_delta_free(&f->delta);
+	vd_map_free(&f->applied);
 	vd_model_free(&f->model);
 	while (vd_map_next(&f->mems, &it, &k, &v))
 		mem_free(v);
@@ -126,6 +130,26 @@ void input_for(fx *f, const vd_model *m, vd_lineage_input *in)
 	in->withdrawn = &f->withdrawn;
 }
 
+/* The delta applied to the alerts raised before it, as the shell applies
+ * it to the history: raised ones added, cleared ones removed. */
+static void apply_delta(fx *f)
+{
+	char key[VD_RUN_MAX + 64];
+	size_t i;
+
+	for (i = 0; i < f->delta.n_alerts; i++) {
+		const vd_alert_change *a = &f->delta.alerts[i];
+		snprintf(key, sizeof(key), "%s\n%s", vd_alert_name((vd_alert_kind)a->kind),
+		    a->subject);
+		if (a->raised) {
+			f->delta_bad |= vd_map_get(&f->applied, key) != NULL;
+			FX_REQUIRE(vd_map_put(&f->applied, key, f) == 0);
+		} else {
+			f->delta_bad |= vd_map_del(&f->applied, key) == NULL;
+		}
+	}
+}
+
 /* As the store does: commits set when anything but the model changed.
  * Commitment sources, ledgers as read and keys are a VD_REFRESH_COMMITS;
  * the configuration or the memory of an artifact whose directory is gone
@@ -140,8 +164,18 @@ void refresh(fx *f, int commits)
 	if (commits)
 		f->whole = 0;
 	input_for(f, &f->model, &in);
-	vd_lineage_refresh(&f->l, &in, what);
+	vd_lineage_refresh(&f->l, &in, what, &f->delta);
+	apply_delta(f);
 	vd_model_clear_dirty(&f->model);
+}
+
+void refresh_alone(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
+{
+	vd_lineage_delta d;
+
+	vd_lineage_delta_init(&d);
+	vd_lineage_refresh(l, in, what, &d);
+	vd_lineage_delta_free(&d);
 }
 
 /* ---- copies ----------------------------------------------------------- */
