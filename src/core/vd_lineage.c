@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "vd_lineage.h"
-#include "vd_omskeys.h"
+#include "vd_omsruns.h"
 
 #define SLOT_KEY_MAX (VD_RUN_MAX + 32)
 #define GENESIS_RUN "*"            /* the pinned genesis applies to every run */
@@ -374,7 +374,7 @@ static void ledger_commits(vd_lineage *l, const vd_lineage_input *in, const vd_l
 {
 	const char *key_id;
 	size_t signed_n = covered(in, m, &key_id), i;
-	int policy = vd_config_policy(in->cfg);
+	int policy = in->policy.commitment;
 	vd_commit_slot *sl;
 
 	for (i = 0; i < m->n; i++) {
@@ -475,11 +475,11 @@ static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 	/* Pins: a run's genesis (its own, or the bare one, under "*"), and
 	 * anchors, each the commitment of its round and a root. The operator
 	 * withdraws a pin by editing the configuration. */
-	for (i = 0; i < in->cfg->n_genesis; i++)
-		if ((sl = slot(l, in->cfg->genesis[i].run, -1)) != NULL)
-			put(l, sl, VD_SRC_PINNED, in->cfg->genesis[i].hash, "config", 0, NULL, 1);
-	for (i = 0; i < in->cfg->n_anchors; i++) {
-		const vd_pin *a = &in->cfg->anchors[i];
+	for (i = 0; i < in->policy.n_genesis; i++)
+		if ((sl = slot(l, in->policy.genesis[i].run, -1)) != NULL)
+			put(l, sl, VD_SRC_PINNED, in->policy.genesis[i].hash, "config", 0, NULL, 1);
+	for (i = 0; i < in->policy.n_anchors; i++) {
+		const vd_pin *a = &in->policy.anchors[i];
 		if ((sl = slot(l, a->run, a->round_index - 1)) != NULL) {
 			put(l, sl, VD_SRC_PINNED, a->hash, "config", 0, NULL, 1);
 			sl->anchor = 1;
@@ -568,7 +568,7 @@ static int shown_source(const vd_commit_slot *sl, const char *hash)
 static void group_commitment(const vd_lineage *l, const vd_lineage_input *in, vd_group *g,
     int *mismatch)
 {
-	int policy = vd_config_policy(in->cfg);
+	int policy = in->policy.commitment;
 	size_t i;
 
 	g->commit = NULL;
@@ -651,7 +651,7 @@ static int link_read(const vd_lineage *l, const vd_lineage_input *in, const vd_r
 
 	if (sl == NULL)
 		return 0;
-	names = slot_names(sl, r->hash, vd_config_policy(in->cfg), &mismatch);
+	names = slot_names(sl, r->hash, in->policy.commitment, &mismatch);
 	return (mismatch ? LINK_MISMATCH : 0) |
 	    (names && sl->other_hash[0] == '\0' && sl->anchor && sl->src[VD_SRC_PINNED].has &&
 	    strcmp(sl->src[VD_SRC_PINNED].hash, r->hash) == 0 ? LINK_ANCHOR : 0);
@@ -873,7 +873,7 @@ static void inherit(vd_lineage *l, const vd_lineage_input *in, vd_group *g, cons
 		g->chain = VD_CHAIN_PENDING;
 	else
 		g->chain = VD_CHAIN_INTACT;
-	g->legacy_untrusted = in->cfg->legacy_policy == VD_LEGACY_UNTRUSTED &&
+	g->legacy_untrusted = in->policy.legacy == VD_LEGACY_UNTRUSTED &&
 	    vd_group_migrated_from(g) > 0;
 	g->trusted = vd_trust_reason(g, vd_group_state(g)) == NULL;
 	g->mark = 2;

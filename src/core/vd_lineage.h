@@ -11,13 +11,13 @@
 
 #include <stdint.h>
 
-#include "vd_config.h"
+#include "vd_alerts.h"
 #include "vd_dsse.h"
 #include "vd_keys.h"
 #include "vd_map.h"
-#include "vd_metrics.h"
 #include "vd_model.h"
-#include "vd_scan.h"
+#include "vd_policy.h"
+#include "vd_scanned.h"
 
 /* Sources of a commitment, strongest first (trust.md section 4). A ledger
  * record is as strong as a signed statement when a signed checkpoint
@@ -111,7 +111,7 @@ typedef struct vd_commitment {
 
 typedef struct vd_lineage_input {
 	const vd_model *model;
-	const vd_config *cfg;
+	vd_policy policy;              /* what the configuration says (vd_config_trust) */
 	const vd_keyring *keys;        /* may be NULL */
 	const vd_scan_ledger *ledgers; /* as last read, for ledger_broken */
 	size_t n_ledgers;

@@ -6,7 +6,7 @@
 #include "vd_chunks.h"
 #include "vd_limits.h"
 #include "vd_model.h"
-#include "vd_omskeys.h"
+#include "vd_omsruns.h"
 
 const char *vd_astate_name(vd_astate st)
 {

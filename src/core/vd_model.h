@@ -11,8 +11,16 @@
 
 #include "vd_limits.h"
 #include "vd_map.h"
-#include "vd_pool.h"
-#include "vd_scan.h"
+#include "vd_scanned.h"
+
+/* What a verification is for: the hasher pool (vd_pool) runs the jobs. */
+typedef enum vd_job_kind {
+	VD_JOB_EXPLICIT,     /* a client is waiting */
+	VD_JOB_BACKGROUND,   /* a new or changed artifact */
+	VD_JOB_SCRUB         /* a periodic re-hash, throttled */
+} vd_job_kind;
+
+typedef struct vd_job vd_job;
 
 typedef enum vd_astate {
 	VD_AS_PENDING, VD_AS_VERIFYING, VD_AS_VERIFIED, VD_AS_FAILED

@@ -2094,7 +2094,7 @@ static void refresh_now(vd_store *s, vd_refresh what)
 
 	memset(&in, 0, sizeof(in));
 	in.model = &s->model;
-	in.cfg = s->cfg;
+	in.policy = vd_config_trust(s->cfg);
 	in.keys = s->keys;
 	in.ledgers = s->ledgers;
 	in.n_ledgers = s->n_ledgers;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lineage_fx.h"
+#include "vd_pool.h"
 
 void fx_fatal(const char *file, int line, const char *what)
 {
@@ -114,7 +115,7 @@ void input_for(fx *f, const vd_model *m, vd_lineage_input *in)
 {
 	memset(in, 0, sizeof(*in));
 	in->model = m;
-	in->cfg = &f->cfg;
+	in->policy = vd_config_trust(&f->cfg);
 	in->keys = &f->ring;
 	in->ledgers = f->ledgers;
 	in->n_ledgers = f->n_ledgers;
