@@ -1211,17 +1211,15 @@ static void merge_ledgers(vd_store *s, vd_scan_result *r)
 /* Copies gone where the scan looked. */
 static void sweep(vd_store *s, const vd_scan_result *r)
 {
-	vd_copy *gone[256];
-	const char *k;
-	void *v;
+	vd_copy *gone[256], *c;
 	size_t it, n, i;
 
 	do {
 		n = 0;
 		it = 0;
-		while (n < VD_ARRAY_LEN(gone) && vd_map_next(&s->model.copies, &it, &k, &v))
-			if (!((vd_copy *)v)->seen && vd_scan_covers(r, k))
-				gone[n++] = v;
+		while (n < VD_ARRAY_LEN(gone) && (c = vd_model_next_copy(&s->model, &it)) != NULL)
+			if (!c->seen && vd_scan_covers(r, c->relpath))
+				gone[n++] = c;
 		for (i = 0; i < n; i++)
 			remove_copy(s, gone[i]);
 	} while (n == VD_ARRAY_LEN(gone));
@@ -1461,8 +1459,7 @@ static void after_scan(uv_work_t *req, int status)
 {
 	vd_store *s = req->data;
 	vd_scan_result *r = &s->scan_result;
-	const char *k;
-	void *v;
+	vd_copy *c;
 	size_t it = 0;
 
 	s->scanning = 0;
@@ -1498,8 +1495,8 @@ static void after_scan(uv_work_t *req, int status)
 		log_warn("the store scan was incomplete (%s); nothing it missed is taken for removed",
 		    r->incomplete_why);
 	}
-	while (vd_map_next(&s->model.copies, &it, &k, &v))
-		((vd_copy *)v)->seen = 0;
+	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
+		c->seen = 0;
 	s->merge_next = 0;
 	merge_more(s);
 }
