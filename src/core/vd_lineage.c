@@ -12,6 +12,11 @@
  * than the store holds (a header naming its own descendant is caught as a
  * cycle).
  *
+ * A refresh writes nothing but the lineage and the groups' lineage part:
+ * the alerts it raised and cleared, in order, and what it recomputed are
+ * its result (vd_lineage_delta), which the shell records, publishes and
+ * logs.
+ *
  * The rules that make an artifact trusted hold under both policies: a
  * counting commitment of its own run names it and nothing opposes it (a
  * round under equivocation is never trusted, whichever side a ledger
@@ -1128,11 +1133,11 @@ static void alert_key(char *key, size_t n, int kind, const char *subject)
 
 /* Raise (on) or clear (!on) one alert. A whole pass only raises: what it
  * did not raise again is cleared at its end. */
-static void alert_put(vd_lineage *l, const vd_lineage_input *in, int kind, const char *subject,
-    int on, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void alert_put(vd_lineage *l, int kind, const char *subject, int on,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-static void alert_put(vd_lineage *l, const vd_lineage_input *in, int kind, const char *subject,
-    int on, const char *fmt, ...)
+static void alert_put(vd_lineage *l, int kind, const char *subject, int on,
+    const char *fmt, ...)
 {
 	char key[SLOT_KEY_MAX + 64], detail[512], *text;
 	vd_alert *a;
@@ -1180,12 +1185,11 @@ static void alert_put(vd_lineage *l, const vd_lineage_input *in, int kind, const
 
 /* A stale or forged bundle: its manifest disagrees with the files,
  * whoever signed it. */
-static void oms_alert(vd_lineage *l, const vd_lineage_input *in, const vd_copy *c,
-    const char *relpath)
+static void oms_alert(vd_lineage *l, const vd_copy *c, const char *relpath)
 {
 	int on = c != NULL && c->oms != NULL && c->oms->differ;
 
-	alert_put(l, in, VD_ALERT_OMS_MISMATCH, relpath, on, "%s: its OMS bundle does not "
+	alert_put(l, VD_ALERT_OMS_MISMATCH, relpath, on, "%s: its OMS bundle does not "
 	    "describe its files: %s", relpath, on ? c->oms->detail : "");
 }
 
@@ -1194,9 +1198,9 @@ static void copy_alert(vd_lineage *l, const vd_lineage_input *in, const char *re
 	const vd_copy *c = vd_model_copy(in->model, relpath);
 	int on = c != NULL && vd_copy_settled(c) == VD_AS_FAILED;
 
-	oms_alert(l, in, c, relpath);
+	oms_alert(l, c, relpath);
 
-	alert_put(l, in, VD_ALERT_ARTIFACT_FAILED, relpath, on, "%s (claims %s): %s: %s",
+	alert_put(l, VD_ALERT_ARTIFACT_FAILED, relpath, on, "%s (claims %s): %s: %s",
 	    relpath, c == NULL ? "" : c->hdr.code == VD_OK ? c->hdr.content_hash : "no valid header",
 	    c == NULL ? "" : vd_code_name(c->code), c == NULL ? "" : VD_COPY_TEXT(c->detail));
 }
@@ -1210,7 +1214,7 @@ static void fork_alert(vd_lineage *l, const vd_lineage_input *in, const char *ha
 	if (p != NULL && vd_group_settled(p) == VD_AS_VERIFIED)
 		for (c = vd_model_first_child(in->model, hash); c != NULL; c = c->next_child)
 			n += vd_group_settled(c) == VD_AS_VERIFIED;
-	alert_put(l, in, VD_ALERT_FORK, hash, n >= 2,
+	alert_put(l, VD_ALERT_FORK, hash, n >= 2,
 	    "%zu verified artifacts name %s as their parent", n, hash);
 }
 
@@ -1231,10 +1235,10 @@ static void group_alerts(vd_lineage *l, const vd_lineage_input *in, const char *
 	int broken = g != NULL && vd_group_settled(g) == VD_AS_VERIFIED &&
 	    g->chain == VD_CHAIN_BROKEN && g->n_breaks > 0;
 
-	alert_put(l, in, VD_ALERT_COMMITMENT_MISMATCH, hash, g != NULL && own_mismatch(g),
+	alert_put(l, VD_ALERT_COMMITMENT_MISMATCH, hash, g != NULL && own_mismatch(g),
 	    "%s (round %lld, %s) is not the hash committed for its round", hash,
 	    g ? (long long)g->round_index : -1LL, g ? g->copies[0]->relpath : "");
-	alert_put(l, in, VD_ALERT_CHAIN_BROKEN, hash, broken, "%s (round %lld, %s): %s at %s",
+	alert_put(l, VD_ALERT_CHAIN_BROKEN, hash, broken, "%s (round %lld, %s): %s at %s",
 	    hash, g ? (long long)g->round_index : -1LL, g ? g->copies[0]->relpath : "",
 	    broken ? vd_break_name(g->breaks[0].reason) : "", broken ? g->breaks[0].hash : "");
 	fork_alert(l, in, hash);
@@ -1251,20 +1255,20 @@ static void ledger_alerts(vd_lineage *l, const vd_lineage_input *in)
 	for (i = 0; i < in->n_ledgers; i++) {
 		const vd_scan_ledger *lg = &in->ledgers[i];
 		if (!lg->read_ok)
-			alert_put(l, in, VD_ALERT_LEDGER_BROKEN, lg->relpath, 1, "%s", lg->read_error);
+			alert_put(l, VD_ALERT_LEDGER_BROKEN, lg->relpath, 1, "%s", lg->read_error);
 		else if (lg->result.brk != VD_LEDGER_INTACT)
-			alert_put(l, in, VD_ALERT_LEDGER_BROKEN, lg->relpath, 1, "%s: %s at %s",
+			alert_put(l, VD_ALERT_LEDGER_BROKEN, lg->relpath, 1, "%s: %s at %s",
 			    lg->relpath, vd_ledger_break_name(lg->result.brk), lg->result.break_detail);
 	}
 	while (vd_map_next(in->mems, &it, &k, &v)) {
 		const vd_ledger_mem *m = v;
 		if (m->rewritten)
-			alert_put(l, in, VD_ALERT_LEDGER_REWRITTEN, m->relpath, 1, "%s: %s", m->relpath,
+			alert_put(l, VD_ALERT_LEDGER_REWRITTEN, m->relpath, 1, "%s: %s", m->relpath,
 			    m->detail);
 	}
 }
 
-static void equivocation_alerts(vd_lineage *l, const vd_lineage_input *in)
+static void equivocation_alerts(vd_lineage *l)
 {
 	const char *k;
 	void *v;
@@ -1277,7 +1281,7 @@ static void equivocation_alerts(vd_lineage *l, const vd_lineage_input *in)
 			continue;
 		snprintf(subject, sizeof(subject), "%s round %lld", vd_run_name(sl->run),
 		    (long long)sl->round_index);
-		alert_put(l, in, VD_ALERT_EQUIVOCATION, subject, 1,
+		alert_put(l, VD_ALERT_EQUIVOCATION, subject, 1,
 		    "run %s round %lld: commitments name both %s and %s (%s); no artifact of that round is trusted",
 		    vd_run_name(sl->run), (long long)sl->round_index, sl->first_hash, sl->other_hash,
 		    sl->other_where ? sl->other_where : "?");
@@ -1286,7 +1290,7 @@ static void equivocation_alerts(vd_lineage *l, const vd_lineage_input *in)
 
 /* What a whole pass did not raise again is cleared, a batch at a time
  * (the map cannot change under its iterator). */
-static void clear_unseen(vd_lineage *l, const vd_lineage_input *in)
+static void clear_unseen(vd_lineage *l)
 {
 	char *gone[64];
 	const char *k;
@@ -1326,8 +1330,8 @@ static void commit_alerts(vd_lineage *l, const vd_lineage_input *in)
 			a->seen = 0;
 	}
 	ledger_alerts(l, in);
-	equivocation_alerts(l, in);
-	clear_unseen(l, in);
+	equivocation_alerts(l);
+	clear_unseen(l);
 }
 
 static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
@@ -1348,8 +1352,8 @@ static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
 	while ((g = vd_model_next_group(in->model, &it)) != NULL)
 		group_alerts(l, in, g->hash);
 	ledger_alerts(l, in);
-	equivocation_alerts(l, in);
-	clear_unseen(l, in);
+	equivocation_alerts(l);
+	clear_unseen(l);
 	/* Every alert was just looked at: the history's open episodes that no
 	 * longer hold, left by an earlier run of the daemon, end now. */
 	l->out->settled = in->scanned;
