@@ -101,7 +101,7 @@ typedef struct vd_retained {
 
 /* A RoundClose posted (token: key_id ""; signed: the key) or refused. */
 typedef struct vd_commitment {
-	char run[1024];
+	char run[VD_RUN_MAX];
 	int64_t round_index;
 	char hash[VD_HASH_HEX_LEN + 1];
 	int64_t schema_version;
