@@ -156,7 +156,7 @@ typedef struct vd_lineage_delta {
 	                                * alert: what is not raised now has ended */
 	int whole;                     /* every group was recomputed */
 	vd_group *const *touched;      /* else these were (held by the lineage, valid
-	                                * until the model next changes) */
+	                                * until the next refresh or change of the model) */
 	size_t n_touched;
 	size_t n_looked;               /* hashes looked at by an update */
 	const char *fallback;          /* why an update became a whole pass, or NULL */
