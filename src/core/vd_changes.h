@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "vd_scan.h"
+#include "vd_scanned.h"
 
 typedef struct vd_changes {
 	vd_scan_change *v;

@@ -12,6 +12,11 @@
  * than the store holds (a header naming its own descendant is caught as a
  * cycle).
  *
+ * A refresh writes nothing but the lineage and the groups' lineage part:
+ * the alerts it raised and cleared, in order, and what it recomputed are
+ * its result (vd_lineage_delta), which the shell records, publishes and
+ * logs.
+ *
  * The rules that make an artifact trusted hold under both policies: a
  * counting commitment of its own run names it and nothing opposes it (a
  * round under equivocation is never trusted, whichever side a ledger
@@ -30,10 +35,7 @@
 #include <string.h>
 
 #include "vd_lineage.h"
-#include "vd_log.h"
-#include "vd_omskeys.h"
-#include "vd_events.h"
-#include "vd_state.h"
+#include "vd_omsruns.h"
 
 #define SLOT_KEY_MAX (VD_RUN_MAX + 32)
 #define GENESIS_RUN "*"            /* the pinned genesis applies to every run */
@@ -342,12 +344,11 @@ static int named_changed(const vd_lineage *l, const vd_lineage_input *in)
 {
 	const named_hash *n;
 	const char *k;
-	void *v;
 	size_t it = 0;
 
 	if (l->named_failed)
 		return 1;
-	while (vd_map_next(&in->model->dirty, &it, &k, &v))
+	while ((k = vd_model_next_dirty(in->model, &it)) != NULL)
 		if ((n = vd_map_get(&l->named, k)) != NULL && (n->multi ||
 		    vd_round_mismatch(in->model, in->retained, n->run, n->round, k, NULL) != n->mismatch))
 			return 1;
@@ -378,7 +379,7 @@ static void ledger_commits(vd_lineage *l, const vd_lineage_input *in, const vd_l
 {
 	const char *key_id;
 	size_t signed_n = covered(in, m, &key_id), i;
-	int policy = vd_config_policy(in->cfg);
+	int policy = in->policy.commitment;
 	vd_commit_slot *sl;
 
 	for (i = 0; i < m->n; i++) {
@@ -423,13 +424,11 @@ int vd_oms_commits(const vd_copy *c, const vd_omskeys *keys)
  * else (a key of one run is no signer for another). */
 static void oms_commits(vd_lineage *l, const vd_lineage_input *in)
 {
-	const char *k;
-	void *v;
+	const vd_copy *c;
 	size_t it = 0;
 	vd_commit_slot *sl;
 
-	while (vd_map_next(&in->model->copies, &it, &k, &v)) {
-		const vd_copy *c = v;
+	while ((c = vd_model_next_copy(in->model, &it)) != NULL) {
 		int64_t round = c->hdr.round_index - 1;
 		if (!vd_oms_commits(c, in->oms_keys) ||
 		    withdrawn(in, c->run, round, c->hdr.content_hash) ||
@@ -481,11 +480,11 @@ static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 	/* Pins: a run's genesis (its own, or the bare one, under "*"), and
 	 * anchors, each the commitment of its round and a root. The operator
 	 * withdraws a pin by editing the configuration. */
-	for (i = 0; i < in->cfg->n_genesis; i++)
-		if ((sl = slot(l, in->cfg->genesis[i].run, -1)) != NULL)
-			put(l, sl, VD_SRC_PINNED, in->cfg->genesis[i].hash, "config", 0, NULL, 1);
-	for (i = 0; i < in->cfg->n_anchors; i++) {
-		const vd_pin *a = &in->cfg->anchors[i];
+	for (i = 0; i < in->policy.n_genesis; i++)
+		if ((sl = slot(l, in->policy.genesis[i].run, -1)) != NULL)
+			put(l, sl, VD_SRC_PINNED, in->policy.genesis[i].hash, "config", 0, NULL, 1);
+	for (i = 0; i < in->policy.n_anchors; i++) {
+		const vd_pin *a = &in->policy.anchors[i];
 		if ((sl = slot(l, a->run, a->round_index - 1)) != NULL) {
 			put(l, sl, VD_SRC_PINNED, a->hash, "config", 0, NULL, 1);
 			sl->anchor = 1;
@@ -574,7 +573,7 @@ static int shown_source(const vd_commit_slot *sl, const char *hash)
 static void group_commitment(const vd_lineage *l, const vd_lineage_input *in, vd_group *g,
     int *mismatch)
 {
-	int policy = vd_config_policy(in->cfg);
+	int policy = in->policy.commitment;
 	size_t i;
 
 	g->commit = NULL;
@@ -657,7 +656,7 @@ static int link_read(const vd_lineage *l, const vd_lineage_input *in, const vd_r
 
 	if (sl == NULL)
 		return 0;
-	names = slot_names(sl, r->hash, vd_config_policy(in->cfg), &mismatch);
+	names = slot_names(sl, r->hash, in->policy.commitment, &mismatch);
 	return (mismatch ? LINK_MISMATCH : 0) |
 	    (names && sl->other_hash[0] == '\0' && sl->anchor && sl->src[VD_SRC_PINNED].has &&
 	    strcmp(sl->src[VD_SRC_PINNED].hash, r->hash) == 0 ? LINK_ANCHOR : 0);
@@ -879,10 +878,9 @@ static void inherit(vd_lineage *l, const vd_lineage_input *in, vd_group *g, cons
 		g->chain = VD_CHAIN_PENDING;
 	else
 		g->chain = VD_CHAIN_INTACT;
-	g->legacy_untrusted = in->cfg->legacy_policy == VD_LEGACY_UNTRUSTED &&
+	g->legacy_untrusted = in->policy.legacy == VD_LEGACY_UNTRUSTED &&
 	    vd_group_migrated_from(g) > 0;
-	g->trusted = vd_group_state(g) == VD_AS_VERIFIED && g->chain == VD_CHAIN_INTACT &&
-	    g->committed && !g->legacy_untrusted;
+	g->trusted = vd_trust_reason(g, vd_group_state(g)) == NULL;
 	g->mark = 2;
 	sig = group_sig(g);
 	if (!l->whole) {
@@ -932,16 +930,15 @@ static void compute_chain(vd_lineage *l, const vd_lineage_input *in, vd_group *s
 
 static void compute_chains(vd_lineage *l, const vd_lineage_input *in)
 {
-	const char *k;
-	void *v;
+	vd_group *g;
 	size_t it = 0;
 
-	while (vd_map_next(&in->model->groups, &it, &k, &v))
-		((vd_group *)v)->mark = 0;
+	while ((g = vd_model_next_group(in->model, &it)) != NULL)
+		g->mark = 0;
 	it = 0;
-	while (vd_map_next(&in->model->groups, &it, &k, &v))
-		if (((vd_group *)v)->mark == 0)
-			compute_chain(l, in, v);
+	while ((g = vd_model_next_group(in->model, &it)) != NULL)
+		if (g->mark == 0)
+			compute_chain(l, in, g);
 }
 
 /* Gone hashes first, then the groups by round: parents before children,
@@ -957,14 +954,13 @@ static void queue_dirty(vd_lineage *l, const vd_lineage_input *in)
 {
 	vd_group **gs, *g;
 	const char *k;
-	void *v;
 	size_t n = 0, i, it = 0;
 
-	if ((gs = malloc((in->model->dirty.count + 1) * sizeof(*gs))) == NULL) {
+	if ((gs = malloc((vd_model_dirty_count(in->model) + 1) * sizeof(*gs))) == NULL) {
 		l->queue_failed = 1;
 		return;
 	}
-	while (vd_map_next(&in->model->dirty, &it, &k, &v)) {
+	while ((k = vd_model_next_dirty(in->model, &it)) != NULL) {
 		if ((g = vd_model_group(in->model, k)) == NULL) {
 			enqueue(l, k);
 			continue;
@@ -985,14 +981,11 @@ static void queue_dirty(vd_lineage *l, const vd_lineage_input *in)
  * walked for the others. */
 static void queue_recommitted(vd_lineage *l, const vd_lineage_input *in)
 {
-	vd_group **gs = NULL, **grown;
-	const char *k;
-	void *v;
+	vd_group **gs = NULL, **grown, *g;
 	size_t it = 0, n = 0, cap = 0, i;
 	int mismatch;
 
-	while (vd_map_next(&in->model->groups, &it, &k, &v)) {
-		vd_group *g = v;
+	while ((g = vd_model_next_group(in->model, &it)) != NULL) {
 		if ((read_commitment(l, in, g, &mismatch) == g->commit_read && !g->via_pruned) ||
 		    g->mark != 2)
 			continue;       /* unchanged, or queued already */
@@ -1017,7 +1010,8 @@ static void queue_recommitted(vd_lineage *l, const vd_lineage_input *in)
  * pass. */
 static int update_chains(vd_lineage *l, const vd_lineage_input *in, int commits)
 {
-	size_t limit = 8 * (in->model->groups.count + in->model->dirty.count) + 1024, i;
+	size_t limit = 8 * (vd_model_group_count(in->model) + vd_model_dirty_count(in->model)) +
+	    1024, i;
 	vd_group *g;
 	int ok = 1;
 
@@ -1067,15 +1061,14 @@ static void consider_head(vd_lineage *l, const vd_group *g)
 
 static void compute_head(vd_lineage *l, const vd_lineage_input *in)
 {
-	const char *k;
-	void *v;
+	const vd_group *g;
 	size_t it = 0;
 
 	l->head_round = -1;
 	l->head_hash[0] = '\0';
 	l->head_run = NULL;
-	while (vd_map_next(&in->model->groups, &it, &k, &v))
-		consider_head(l, v);
+	while ((g = vd_model_next_group(in->model, &it)) != NULL)
+		consider_head(l, g);
 }
 
 /* The head moves forward with the groups recomputed; back (a whole look)
@@ -1104,43 +1097,33 @@ static void alert_free(vd_alert *a)
 	free(a);
 }
 
-/* The fields of an alert's log line: its subject is a content hash, a
- * path in the store, or a run's round (equivocation). */
-static vd_log_fields alert_fields(const vd_alert *a, const char *kind)
+/* Each alert is handed to the shell once when raised and once when
+ * cleared, as the set changes: -1 when the delta cannot take it (out of
+ * memory), and then the set does not change either. */
+static int note_change(vd_lineage *l, const vd_alert *a, int raised)
 {
-	vd_log_fields f = { .kind = kind };
+	vd_lineage_delta *d = l->out;
+	vd_alert_change *grown, *ch;
 
-	if (vd_is_hex64((vd_str){ a->subject, strlen(a->subject) }))
-		f.content_hash = a->subject;
-	else if (a->kind != VD_ALERT_EQUIVOCATION)
-		f.path = a->subject;
-	return f;
-}
-
-/* Each alert is logged and recorded once when raised and once when
- * cleared. */
-static void alert_raised(vd_lineage *l, const vd_lineage_input *in, const vd_alert *a)
-{
-	const char *kind = vd_alert_name((vd_alert_kind)a->kind);
-	vd_log_fields f = alert_fields(a, kind);
-
-	l->alert_counts[a->kind]++;
-	vd_logf(VD_LOG_WARN, &f, "alert raised: %s: %s", kind, a->detail);
-	if (in->state)
-		vd_state_alert(in->state, kind, a->subject, a->detail, 1);
-	vd_events_alert(in->events, kind, a->subject, a->detail, 1);
-}
-
-static void alert_cleared(vd_lineage *l, const vd_lineage_input *in, const vd_alert *a)
-{
-	const char *kind = vd_alert_name((vd_alert_kind)a->kind);
-	vd_log_fields f = alert_fields(a, kind);
-
-	l->alert_counts[a->kind]--;
-	vd_logf(VD_LOG_INFO, &f, "alert cleared: %s: %s", kind, a->subject);
-	if (in->state)
-		vd_state_alert(in->state, kind, a->subject, a->detail, 0);
-	vd_events_alert(in->events, kind, a->subject, a->detail, 0);
+	if ((grown = vd_grow(d->alerts, &d->cap_alerts, d->n_alerts, sizeof(*grown))) == NULL)
+		return -1;
+	d->alerts = grown;
+	ch = &d->alerts[d->n_alerts];
+	ch->kind = a->kind;
+	ch->raised = raised;
+	ch->subject = strdup(a->subject);
+	ch->detail = strdup(a->detail);
+	if (ch->subject == NULL || ch->detail == NULL) {
+		free(ch->subject);
+		free(ch->detail);
+		return -1;
+	}
+	d->n_alerts++;
+	if (raised)
+		l->alert_counts[a->kind]++;
+	else
+		l->alert_counts[a->kind]--;
+	return 0;
 }
 
 static void alert_key(char *key, size_t n, int kind, const char *subject)
@@ -1150,11 +1133,11 @@ static void alert_key(char *key, size_t n, int kind, const char *subject)
 
 /* Raise (on) or clear (!on) one alert. A whole pass only raises: what it
  * did not raise again is cleared at its end. */
-static void alert_put(vd_lineage *l, const vd_lineage_input *in, int kind, const char *subject,
-    int on, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void alert_put(vd_lineage *l, int kind, const char *subject, int on,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-static void alert_put(vd_lineage *l, const vd_lineage_input *in, int kind, const char *subject,
-    int on, const char *fmt, ...)
+static void alert_put(vd_lineage *l, int kind, const char *subject, int on,
+    const char *fmt, ...)
 {
 	char key[SLOT_KEY_MAX + 64], detail[512], *text;
 	vd_alert *a;
@@ -1165,9 +1148,8 @@ static void alert_put(vd_lineage *l, const vd_lineage_input *in, int kind, const
 	alert_key(key, sizeof(key), kind, subject);
 	a = vd_map_get(&l->alerts, key);
 	if (!on) {
-		if (a != NULL) {
+		if (a != NULL && note_change(l, a, 0) == 0) {
 			vd_map_del(&l->alerts, key);
-			alert_cleared(l, in, a);
 			alert_free(a);
 		}
 		return;
@@ -1195,17 +1177,19 @@ static void alert_put(vd_lineage *l, const vd_lineage_input *in, int kind, const
 		alert_free(a);
 		return;
 	}
-	alert_raised(l, in, a);
+	if (note_change(l, a, 1) < 0) {
+		vd_map_del(&l->alerts, key);
+		alert_free(a);
+	}
 }
 
 /* A stale or forged bundle: its manifest disagrees with the files,
  * whoever signed it. */
-static void oms_alert(vd_lineage *l, const vd_lineage_input *in, const vd_copy *c,
-    const char *relpath)
+static void oms_alert(vd_lineage *l, const vd_copy *c, const char *relpath)
 {
 	int on = c != NULL && c->oms != NULL && c->oms->differ;
 
-	alert_put(l, in, VD_ALERT_OMS_MISMATCH, relpath, on, "%s: its OMS bundle does not "
+	alert_put(l, VD_ALERT_OMS_MISMATCH, relpath, on, "%s: its OMS bundle does not "
 	    "describe its files: %s", relpath, on ? c->oms->detail : "");
 }
 
@@ -1214,9 +1198,9 @@ static void copy_alert(vd_lineage *l, const vd_lineage_input *in, const char *re
 	const vd_copy *c = vd_model_copy(in->model, relpath);
 	int on = c != NULL && vd_copy_settled(c) == VD_AS_FAILED;
 
-	oms_alert(l, in, c, relpath);
+	oms_alert(l, c, relpath);
 
-	alert_put(l, in, VD_ALERT_ARTIFACT_FAILED, relpath, on, "%s (claims %s): %s: %s",
+	alert_put(l, VD_ALERT_ARTIFACT_FAILED, relpath, on, "%s (claims %s): %s: %s",
 	    relpath, c == NULL ? "" : c->hdr.code == VD_OK ? c->hdr.content_hash : "no valid header",
 	    c == NULL ? "" : vd_code_name(c->code), c == NULL ? "" : VD_COPY_TEXT(c->detail));
 }
@@ -1230,7 +1214,7 @@ static void fork_alert(vd_lineage *l, const vd_lineage_input *in, const char *ha
 	if (p != NULL && vd_group_settled(p) == VD_AS_VERIFIED)
 		for (c = vd_model_first_child(in->model, hash); c != NULL; c = c->next_child)
 			n += vd_group_settled(c) == VD_AS_VERIFIED;
-	alert_put(l, in, VD_ALERT_FORK, hash, n >= 2,
+	alert_put(l, VD_ALERT_FORK, hash, n >= 2,
 	    "%zu verified artifacts name %s as their parent", n, hash);
 }
 
@@ -1251,10 +1235,10 @@ static void group_alerts(vd_lineage *l, const vd_lineage_input *in, const char *
 	int broken = g != NULL && vd_group_settled(g) == VD_AS_VERIFIED &&
 	    g->chain == VD_CHAIN_BROKEN && g->n_breaks > 0;
 
-	alert_put(l, in, VD_ALERT_COMMITMENT_MISMATCH, hash, g != NULL && own_mismatch(g),
+	alert_put(l, VD_ALERT_COMMITMENT_MISMATCH, hash, g != NULL && own_mismatch(g),
 	    "%s (round %lld, %s) is not the hash committed for its round", hash,
 	    g ? (long long)g->round_index : -1LL, g ? g->copies[0]->relpath : "");
-	alert_put(l, in, VD_ALERT_CHAIN_BROKEN, hash, broken, "%s (round %lld, %s): %s at %s",
+	alert_put(l, VD_ALERT_CHAIN_BROKEN, hash, broken, "%s (round %lld, %s): %s at %s",
 	    hash, g ? (long long)g->round_index : -1LL, g ? g->copies[0]->relpath : "",
 	    broken ? vd_break_name(g->breaks[0].reason) : "", broken ? g->breaks[0].hash : "");
 	fork_alert(l, in, hash);
@@ -1271,20 +1255,20 @@ static void ledger_alerts(vd_lineage *l, const vd_lineage_input *in)
 	for (i = 0; i < in->n_ledgers; i++) {
 		const vd_scan_ledger *lg = &in->ledgers[i];
 		if (!lg->read_ok)
-			alert_put(l, in, VD_ALERT_LEDGER_BROKEN, lg->relpath, 1, "%s", lg->read_error);
+			alert_put(l, VD_ALERT_LEDGER_BROKEN, lg->relpath, 1, "%s", lg->read_error);
 		else if (lg->result.brk != VD_LEDGER_INTACT)
-			alert_put(l, in, VD_ALERT_LEDGER_BROKEN, lg->relpath, 1, "%s: %s at %s",
+			alert_put(l, VD_ALERT_LEDGER_BROKEN, lg->relpath, 1, "%s: %s at %s",
 			    lg->relpath, vd_ledger_break_name(lg->result.brk), lg->result.break_detail);
 	}
 	while (vd_map_next(in->mems, &it, &k, &v)) {
 		const vd_ledger_mem *m = v;
 		if (m->rewritten)
-			alert_put(l, in, VD_ALERT_LEDGER_REWRITTEN, m->relpath, 1, "%s: %s", m->relpath,
+			alert_put(l, VD_ALERT_LEDGER_REWRITTEN, m->relpath, 1, "%s: %s", m->relpath,
 			    m->detail);
 	}
 }
 
-static void equivocation_alerts(vd_lineage *l, const vd_lineage_input *in)
+static void equivocation_alerts(vd_lineage *l)
 {
 	const char *k;
 	void *v;
@@ -1297,7 +1281,7 @@ static void equivocation_alerts(vd_lineage *l, const vd_lineage_input *in)
 			continue;
 		snprintf(subject, sizeof(subject), "%s round %lld", vd_run_name(sl->run),
 		    (long long)sl->round_index);
-		alert_put(l, in, VD_ALERT_EQUIVOCATION, subject, 1,
+		alert_put(l, VD_ALERT_EQUIVOCATION, subject, 1,
 		    "run %s round %lld: commitments name both %s and %s (%s); no artifact of that round is trusted",
 		    vd_run_name(sl->run), (long long)sl->round_index, sl->first_hash, sl->other_hash,
 		    sl->other_where ? sl->other_where : "?");
@@ -1306,7 +1290,7 @@ static void equivocation_alerts(vd_lineage *l, const vd_lineage_input *in)
 
 /* What a whole pass did not raise again is cleared, a batch at a time
  * (the map cannot change under its iterator). */
-static void clear_unseen(vd_lineage *l, const vd_lineage_input *in)
+static void clear_unseen(vd_lineage *l)
 {
 	char *gone[64];
 	const char *k;
@@ -1321,10 +1305,11 @@ static void clear_unseen(vd_lineage *l, const vd_lineage_input *in)
 			if (!((vd_alert *)v)->seen && (gone[n] = strdup(k)) != NULL)
 				n++;
 		for (i = 0; i < n; i++) {
-			if ((a = vd_map_del(&l->alerts, gone[i])) != NULL) {
-				alert_cleared(l, in, a);
+			/* Out of memory, it stays raised until the next pass. */
+			if ((a = vd_map_get(&l->alerts, gone[i])) != NULL && note_change(l, a, 0) < 0)
+				a->seen = 1;
+			else if ((a = vd_map_del(&l->alerts, gone[i])) != NULL)
 				alert_free(a);
-			}
 			free(gone[i]);
 		}
 	} while (n == VD_ARRAY_LEN(gone));
@@ -1345,12 +1330,14 @@ static void commit_alerts(vd_lineage *l, const vd_lineage_input *in)
 			a->seen = 0;
 	}
 	ledger_alerts(l, in);
-	equivocation_alerts(l, in);
-	clear_unseen(l, in);
+	equivocation_alerts(l);
+	clear_unseen(l);
 }
 
 static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
 {
+	const vd_copy *c;
+	const vd_group *g;
 	const char *k;
 	void *v;
 	size_t it = 0;
@@ -1358,19 +1345,18 @@ static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
 	while (vd_map_next(&l->alerts, &it, &k, &v))
 		((vd_alert *)v)->seen = 0;
 	it = 0;
-	while (vd_map_next(&in->model->copies, &it, &k, &v))
-		if (vd_copy_settled(v) == VD_AS_FAILED || ((vd_copy *)v)->oms != NULL)
-			copy_alert(l, in, k);
+	while ((c = vd_model_next_copy(in->model, &it)) != NULL)
+		if (vd_copy_settled(c) == VD_AS_FAILED || c->oms != NULL)
+			copy_alert(l, in, c->relpath);
 	it = 0;
-	while (vd_map_next(&in->model->groups, &it, &k, &v))
-		group_alerts(l, in, k);
+	while ((g = vd_model_next_group(in->model, &it)) != NULL)
+		group_alerts(l, in, g->hash);
 	ledger_alerts(l, in);
-	equivocation_alerts(l, in);
-	clear_unseen(l, in);
+	equivocation_alerts(l);
+	clear_unseen(l);
 	/* Every alert was just looked at: the history's open episodes that no
 	 * longer hold, left by an earlier run of the daemon, end now. */
-	if (in->state && in->scanned)
-		vd_state_alerts_settle(in->state);
+	l->out->settled = in->scanned;
 }
 
 /* The alerts of what changed: the copies marked, the hashes queued and
@@ -1379,10 +1365,9 @@ static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
 static void update_alerts(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
-	void *v;
 	size_t it = 0, i;
 
-	while (vd_map_next(&in->model->dirty_copies, &it, &k, &v))
+	while ((k = vd_model_next_dirty_copy(in->model, &it)) != NULL)
 		copy_alert(l, in, k);
 	for (i = 0; i < l->n_queue; i++)
 		group_alerts(l, in, l->queue[i]);
@@ -1401,7 +1386,7 @@ static void refresh_whole(vd_lineage *l, const vd_lineage_input *in)
 	whole_alerts(l, in);
 }
 
-void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
+static void refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
 {
 	int commits = what != VD_REFRESH_MODEL || (l->built && named_changed(l, in));
 
@@ -1411,7 +1396,7 @@ void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh wh
 	}
 	/* The first pass over a whole scan is whole too: only it can tell
 	 * which alerts an earlier run of the daemon left open have ended. */
-	if (what == VD_REFRESH_WHOLE || !l->built || in->model->dirty_all ||
+	if (what == VD_REFRESH_WHOLE || !l->built || vd_model_dirty_all(in->model) ||
 	    (in->scanned && !l->scanned)) {
 		l->built = 1;
 		l->scanned |= in->scanned;
@@ -1420,8 +1405,7 @@ void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh wh
 	}
 	l->whole = 0;
 	if (!update_chains(l, in, commits)) {
-		log_warn("lineage: recomputing every chain (%s)", l->queue_failed ?
-		    "out of memory" : "a cycle of parent hashes");
+		l->out->fallback = l->queue_failed ? "out of memory" : "a cycle of parent hashes";
 		refresh_whole(l, in);
 		return;
 	}
@@ -1429,8 +1413,141 @@ void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh wh
 	update_alerts(l, in);
 	if (commits)
 		commit_alerts(l, in);
-	log_debug("lineage: %zu hash(es) looked at, %zu chain(s) recomputed", l->n_queue,
-	    l->n_touched);
+}
+
+void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what,
+    vd_lineage_delta *out)
+{
+	char head_hash[VD_HASH_HEX_LEN + 1], head_run[VD_RUN_MAX];
+	int64_t head_round = l->head_round;
+
+	memcpy(head_hash, l->head_hash, sizeof(head_hash));
+	snprintf(head_run, sizeof(head_run), "%s", l->head_run ? l->head_run : "");
+	vd_lineage_delta_clear(out);
+	l->out = out;
+	refresh(l, in, what);
+	l->out = NULL;
+	out->whole = l->whole;
+	out->touched = l->touched;
+	out->n_touched = l->whole ? 0 : l->n_touched;
+	out->n_looked = l->whole ? 0 : l->n_queue;
+	out->head_changed = head_round != l->head_round || strcmp(head_hash, l->head_hash) != 0 ||
+	    strcmp(head_run, l->head_run ? l->head_run : "") != 0;
+}
+
+void vd_lineage_delta_init(vd_lineage_delta *d)
+{
+	memset(d, 0, sizeof(*d));
+}
+
+void vd_lineage_delta_clear(vd_lineage_delta *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_alerts; i++) {
+		free(d->alerts[i].subject);
+		free(d->alerts[i].detail);
+	}
+	d->n_alerts = 0;
+	d->settled = d->whole = d->head_changed = 0;
+	d->touched = NULL;
+	d->n_touched = d->n_looked = 0;
+	d->fallback = NULL;
+}
+
+void vd_lineage_delta_free(vd_lineage_delta *d)
+{
+	vd_lineage_delta_clear(d);
+	free(d->alerts);
+	vd_lineage_delta_init(d);
+}
+
+/* ---- what others read --------------------------------------------------- */
+
+const vd_commit_slot *vd_lineage_next_slot(const vd_lineage *l, size_t *it)
+{
+	const char *k;
+	void *v;
+
+	return vd_map_next(&l->commits, it, &k, &v) ? v : NULL;
+}
+
+size_t vd_lineage_slot_count(const vd_lineage *l)
+{
+	return l->commits.count;
+}
+
+const vd_alert *vd_lineage_next_alert(const vd_lineage *l, size_t *it)
+{
+	const char *k;
+	void *v;
+
+	return vd_map_next(&l->alerts, it, &k, &v) ? v : NULL;
+}
+
+size_t vd_lineage_alert_count(const vd_lineage *l)
+{
+	return l->alerts.count;
+}
+
+const uint64_t *vd_lineage_alert_counts(const vd_lineage *l)
+{
+	return l->alert_counts;
+}
+
+const uint64_t *vd_lineage_series(const vd_lineage *l)
+{
+	return l->series;
+}
+
+int64_t vd_lineage_head(const vd_lineage *l, const char **hash, const char **run)
+{
+	if (hash != NULL)
+		*hash = l->head_round >= 0 ? l->head_hash : NULL;
+	if (run != NULL)
+		*run = l->head_run;
+	return l->head_round;
+}
+
+/* ---- trust -------------------------------------------------------------- */
+
+const char *vd_trust_reason(const vd_group *g, vd_astate st)
+{
+	switch (st) {
+	case VD_AS_FAILED:
+		return "failed";
+	case VD_AS_VERIFIED:
+		break;
+	default:
+		return "unverified";
+	}
+	if (g->chain == VD_CHAIN_BROKEN)
+		return "chain_broken";
+	if (g->chain != VD_CHAIN_INTACT)
+		return "chain_pending";
+	if (!g->committed)
+		return "uncommitted";
+	return g->legacy_untrusted ? "legacy" : NULL;
+}
+
+int vd_group_trusted(const vd_group *g)
+{
+	return g->trusted;
+}
+
+const char *vd_group_untrusted_reason(const vd_group *g)
+{
+	const char *why;
+
+	if (g->trusted)
+		return NULL;
+	why = vd_trust_reason(g, vd_group_state(g));
+	return why != NULL ? why : "chain_pending";
+}
+
+int vd_copy_trusted(const vd_copy *c, const vd_group *g)
+{
+	return vd_trust_reason(g, vd_copy_state(c)) == NULL;
 }
 
 void vd_lineage_free(vd_lineage *l)

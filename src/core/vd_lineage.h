@@ -3,20 +3,21 @@
  * store: the model's groups, the remembered ledgers, the posted and signed
  * commitments, the pinned genesis, under the commitment policy in force.
  * Writes each group's lineage part and its own state (commitment slots,
- * alerts, the committed head); nothing else.
+ * alerts, the committed head); nothing else. A refresh returns what
+ * changed (vd_lineage_delta): the shell records, publishes and logs it.
  */
 #ifndef VD_LINEAGE_H
 #define VD_LINEAGE_H
 
 #include <stdint.h>
 
-#include "vd_config.h"
+#include "vd_alerts.h"
 #include "vd_dsse.h"
 #include "vd_keys.h"
 #include "vd_map.h"
-#include "vd_metrics.h"
 #include "vd_model.h"
-#include "vd_scan.h"
+#include "vd_policy.h"
+#include "vd_scanned.h"
 
 /* Sources of a commitment, strongest first (trust.md section 4). A ledger
  * record is as strong as a signed statement when a signed checkpoint
@@ -99,11 +100,18 @@ typedef struct vd_retained {
 } vd_retained;
 
 /* A RoundClose posted (token: key_id ""; signed: the key) or refused. */
-typedef struct vd_commitment vd_commitment;
+typedef struct vd_commitment {
+	char run[VD_RUN_MAX];
+	int64_t round_index;
+	char hash[VD_HASH_HEX_LEN + 1];
+	int64_t schema_version;
+	double received_at;
+	char key_id[VD_KEYID_LEN + 1];    /* "" for the operator token */
+} vd_commitment;
 
 typedef struct vd_lineage_input {
 	const vd_model *model;
-	const vd_config *cfg;
+	vd_policy policy;              /* what the configuration says (vd_config_trust) */
 	const vd_keyring *keys;        /* may be NULL */
 	const vd_scan_ledger *ledgers; /* as last read, for ledger_broken */
 	size_t n_ledgers;
@@ -119,10 +127,8 @@ typedef struct vd_lineage_input {
 	                                * where no copy of the hash is in the run:
 	                                * a change there is a VD_REFRESH_WHOLE */
 	const vd_map *retained_children; /* parent hash -> first vd_retained; may be NULL */
-	struct vd_state *state;        /* alert history; NULL: none */
 	int scanned;                   /* the model holds a whole scan: an alert
 	                                * not raised now is not raised at all */
-	struct vd_events *events;      /* GET /events; NULL: none */
 	const struct vd_omskeys *oms_keys;  /* run_oms_keys; NULL: none */
 } vd_lineage_input;
 
@@ -131,6 +137,35 @@ typedef struct vd_alert {
 	int seen;                      /* still raised by a whole pass */
 	char *subject, *detail;
 } vd_alert;
+
+/* One alert raised or cleared by a refresh. */
+typedef struct vd_alert_change {
+	int kind;                      /* vd_alert_kind */
+	int raised;                    /* 1 raised, 0 cleared */
+	char *subject, *detail;        /* owned by the delta */
+} vd_alert_change;
+
+/* What a refresh changed, for the shell to apply: the alerts raised and
+ * cleared in the order they changed (applied to the set before the
+ * refresh, they give the set after it), and what was recomputed. The
+ * caller owns it; a refresh empties it first. */
+typedef struct vd_lineage_delta {
+	vd_alert_change *alerts;
+	size_t n_alerts, cap_alerts;
+	int settled;                   /* a whole pass over a whole scan looked at every
+	                                * alert: what is not raised now has ended */
+	int whole;                     /* every group was recomputed */
+	vd_group *const *touched;      /* else these were (held by the lineage, valid
+	                                * until the next refresh or change of the model) */
+	size_t n_touched;
+	size_t n_looked;               /* hashes looked at by an update */
+	const char *fallback;          /* why an update became a whole pass, or NULL */
+	int head_changed;              /* the committed head is another one */
+} vd_lineage_delta;
+
+void vd_lineage_delta_init(vd_lineage_delta *d);
+void vd_lineage_delta_clear(vd_lineage_delta *d);   /* empty, keeping its memory */
+void vd_lineage_delta_free(vd_lineage_delta *d);
 
 typedef struct vd_lineage {
 	vd_map commits;                /* "run\nround" -> vd_commit_slot */
@@ -156,6 +191,7 @@ typedef struct vd_lineage {
 	char (*queue)[VD_HASH_HEX_LEN + 1];  /* hashes to look at, a refresh's work list */
 	size_t n_queue, cap_queue;
 	int queue_failed;              /* out of memory: a whole pass instead */
+	vd_lineage_delta *out;         /* the refresh's delta, while it runs */
 } vd_lineage;
 
 /* What changed since the last refresh. */
@@ -173,7 +209,40 @@ void vd_lineage_free(vd_lineage *l);
  * through pruned links), and with VD_REFRESH_COMMITS the slots rebuilt
  * and the groups whose commitment reads differently from them: the cost
  * of the chains follows the change, not the store. */
-void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what);
+void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what,
+    vd_lineage_delta *out);
+
+/* What the lineage holds, read by the views, the store and the events
+ * through these only. Iterators start with *it = 0 and return NULL at the
+ * end; nothing may refresh the lineage meanwhile. */
+const vd_commit_slot *vd_lineage_next_slot(const vd_lineage *l, size_t *it);
+size_t vd_lineage_slot_count(const vd_lineage *l);
+const vd_alert *vd_lineage_next_alert(const vd_lineage *l, size_t *it);
+size_t vd_lineage_alert_count(const vd_lineage *l);
+/* Raised alerts by kind, and commitments by source (VD_CS_*). */
+const uint64_t *vd_lineage_alert_counts(const vd_lineage *l);
+const uint64_t *vd_lineage_series(const vd_lineage *l);
+/* The committed head: its round (-1: none), hash and run (NULL: none). */
+int64_t vd_lineage_head(const vd_lineage *l, const char **hash, const char **run);
+
+/* ---- trust: the one rule -------------------------------------------------
+ * A hash is trusted when its verdict is verified, its chain is intact,
+ * a counting commitment names it unopposed, and legacy_policy does not
+ * distrust it. */
+
+/* Why g would not be trusted with verdict st: the first rule it misses,
+ * as GET /status says it ("failed", "unverified", "chain_broken",
+ * "chain_pending", "uncommitted", "legacy"); NULL when trusted. Reads
+ * the chain as lineage last computed it. */
+const char *vd_trust_reason(const vd_group *g, vd_astate st);
+/* Whether g is trusted, as the last refresh decided (vd_group_state). */
+int vd_group_trusted(const vd_group *g);
+/* Why g is not trusted, NULL when it is: a verdict lineage has not
+ * looked at since leaves the chain pending. */
+const char *vd_group_untrusted_reason(const vd_group *g);
+/* Whether copy c of g is trusted: its own verdict, g's chain (a good copy
+ * beside a bad one can be loaded). */
+int vd_copy_trusted(const vd_copy *c, const vd_group *g);
 
 /* The slot of (run, round), or NULL. */
 const vd_commit_slot *vd_lineage_slot(const vd_lineage *l, const char *run, int64_t round);

@@ -6,7 +6,7 @@
 #include "vd_chunks.h"
 #include "vd_limits.h"
 #include "vd_model.h"
-#include "vd_omskeys.h"
+#include "vd_omsruns.h"
 
 const char *vd_astate_name(vd_astate st)
 {
@@ -379,4 +379,56 @@ void vd_model_free(vd_model *m)
 	vd_map_free(&m->groups);
 	vd_map_free(&m->children);
 	vd_model_clear_dirty(m);
+}
+
+vd_group *vd_model_next_group(const vd_model *m, size_t *it)
+{
+	const char *k;
+	void *v;
+
+	return vd_map_next(&m->groups, it, &k, &v) ? v : NULL;
+}
+
+size_t vd_model_group_count(const vd_model *m)
+{
+	return m->groups.count;
+}
+
+vd_copy *vd_model_next_copy(const vd_model *m, size_t *it)
+{
+	const char *k;
+	void *v;
+
+	return vd_map_next(&m->copies, it, &k, &v) ? v : NULL;
+}
+
+size_t vd_model_copy_count(const vd_model *m)
+{
+	return m->copies.count;
+}
+
+const char *vd_model_next_dirty(const vd_model *m, size_t *it)
+{
+	const char *k;
+	void *v;
+
+	return vd_map_next(&m->dirty, it, &k, &v) ? k : NULL;
+}
+
+size_t vd_model_dirty_count(const vd_model *m)
+{
+	return m->dirty.count;
+}
+
+const char *vd_model_next_dirty_copy(const vd_model *m, size_t *it)
+{
+	const char *k;
+	void *v;
+
+	return vd_map_next(&m->dirty_copies, it, &k, &v) ? k : NULL;
+}
+
+int vd_model_dirty_all(const vd_model *m)
+{
+	return m->dirty_all;
 }

@@ -11,8 +11,16 @@
 
 #include "vd_limits.h"
 #include "vd_map.h"
-#include "vd_pool.h"
-#include "vd_scan.h"
+#include "vd_scanned.h"
+
+/* What a verification is for: the hasher pool (vd_pool) runs the jobs. */
+typedef enum vd_job_kind {
+	VD_JOB_EXPLICIT,     /* a client is waiting */
+	VD_JOB_BACKGROUND,   /* a new or changed artifact */
+	VD_JOB_SCRUB         /* a periodic re-hash, throttled */
+} vd_job_kind;
+
+typedef struct vd_job vd_job;
 
 typedef enum vd_astate {
 	VD_AS_PENDING, VD_AS_VERIFYING, VD_AS_VERIFIED, VD_AS_FAILED
@@ -127,6 +135,20 @@ void vd_model_remove_copy(vd_model *m, vd_copy *c);
  * changes and index after. Both mark what they change dirty. */
 void vd_model_unindex(vd_model *m, vd_copy *c);
 void vd_model_index(vd_model *m, vd_copy *c);
+
+/* Iterators over the model (*it = 0 to start; NULL at the end; no change
+ * of the model meanwhile) and their sizes: read by lineage, the views and
+ * the store through these only. */
+vd_group *vd_model_next_group(const vd_model *m, size_t *it);
+size_t vd_model_group_count(const vd_model *m);
+vd_copy *vd_model_next_copy(const vd_model *m, size_t *it);
+size_t vd_model_copy_count(const vd_model *m);
+/* What changed since lineage last looked: hashes, then relpaths of copies
+ * (NULL at the end), and whether everything did (too many to list). */
+const char *vd_model_next_dirty(const vd_model *m, size_t *it);
+size_t vd_model_dirty_count(const vd_model *m);
+const char *vd_model_next_dirty_copy(const vd_model *m, size_t *it);
+int vd_model_dirty_all(const vd_model *m);
 
 /* The groups whose first copy names hash as its parent, linked through
  * next_child. */

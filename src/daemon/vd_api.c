@@ -1437,6 +1437,43 @@ static void delete_commitment(vd_api *api, vd_req *r)
 }
 
 /* ---- routing ---------------------------------------------------------- */
+/* ---- the status page (vd_page.h) --------------------------------------- */
+
+static void get_page(vd_api *api, vd_req *r)
+{
+	vd_page_index(r);
+}
+
+static void get_page_css(vd_api *api, vd_req *r)
+{
+	vd_page_css(r);
+}
+
+static void get_page_js(vd_api *api, vd_req *r)
+{
+	vd_page_js(r);
+}
+
+static void get_page_icon(vd_api *api, vd_req *r)
+{
+	vd_page_icon(r);
+}
+
+/* Why the daemon is not ready, or NULL: as GET /readyz says it. */
+static const char *not_ready(const vd_api *api)
+{
+	if (!api->store->scanned_once)
+		return "the first store scan has not finished";
+	return api->state_ready ? NULL : "the state database is not loaded yet";
+}
+
+static void get_summary(vd_api *api, vd_req *r)
+{
+	vd_page_facts f = { not_ready(api), api->cfg, api->signing_key, api->store->keys,
+		&api->store->lineage, VD_API_RETRY_AFTER };
+
+	vd_page_summary(r, &f);
+}
 
 typedef void (*route_fn)(vd_api *api, vd_req *r);
 
@@ -1461,11 +1498,11 @@ static const struct route {
 	{ "/alerts", 0, "GET", get_alerts },
 	{ "/commitments", 0, "GET", get_commitments },
 	/* The status page for a browser (vd_page.h). */
-	{ "/", 0, "GET", vd_page_index },
-	{ "/status.css", 0, "GET", vd_page_css },
-	{ "/status.js", 0, "GET", vd_page_js },
-	{ "/status.svg", 0, "GET", vd_page_icon },
-	{ "/summary", 0, "GET", vd_page_summary },
+	{ "/", 0, "GET", get_page },
+	{ "/status.css", 0, "GET", get_page_css },
+	{ "/status.js", 0, "GET", get_page_js },
+	{ "/status.svg", 0, "GET", get_page_icon },
+	{ "/summary", 0, "GET", get_summary },
 };
 
 static int method_ok(const struct route *rt, const char *m)

@@ -482,6 +482,14 @@ int vd_config_policy(const vd_config *c)
 	return c->trusted_keys[0] ? VD_POLICY_SIGNED : VD_POLICY_LEDGER;
 }
 
+vd_policy vd_config_trust(const vd_config *c)
+{
+	vd_policy p = { vd_config_policy(c), c->legacy_policy, c->genesis, c->n_genesis,
+		c->anchors, c->n_anchors };
+
+	return p;
+}
+
 const char *vd_policy_name(int policy)
 {
 	return policy == VD_POLICY_SIGNED ? "signed" : "ledger";

@@ -13,25 +13,12 @@
 
 #include "lensemble/verify.h"
 #include "vd_limits.h"
-
-/* genesis_hash and anchor entries: a hash pinned for a run's round. */
-typedef struct vd_pin {
-	char run[VD_PIN_RUN_MAX];   /* store form: "" the root; "*" every run without its own */
-	int64_t round_index;        /* 0 for genesis_hash */
-	char hash[VD_HASH_HEX_LEN + 1];
-} vd_pin;
+#include "vd_policy.h"
 
 typedef struct vd_run_token {
 	char run[VD_PIN_RUN_MAX];
 	char file[VD_CONFIG_PATH_MAX];
 } vd_run_token;
-
-/* commitment_policy (trust.md section 4). */
-enum { VD_POLICY_DEFAULT, VD_POLICY_SIGNED, VD_POLICY_LEDGER };
-
-/* legacy_policy: what an artifact whose schema_version is older than the
- * newest the verifier reads may be. */
-enum { VD_LEGACY_ACCEPT, VD_LEGACY_UNTRUSTED };
 
 typedef struct vd_config {
 	char listen[128];           /* ADDR:PORT as given */
@@ -98,6 +85,8 @@ void vd_config_defaults(vd_config *c);
 
 /* The policy in force: as set, else signed when trusted_keys is set. */
 int vd_config_policy(const vd_config *c);
+/* What lineage follows of c (pointing into c). */
+vd_policy vd_config_trust(const vd_config *c);
 const char *vd_policy_name(int policy);
 /* "accept" or "untrusted". */
 const char *vd_legacy_policy_name(int policy);

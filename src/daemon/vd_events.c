@@ -556,8 +556,7 @@ static head_seen *head_of(vd_events *ev, const char *run)
  * it is none for the alerts. */
 static int head_worthy(const vd_group *g)
 {
-	return vd_group_settled(g) == VD_AS_VERIFIED && g->chain == VD_CHAIN_INTACT && g->committed &&
-	    !g->legacy_untrusted;
+	return vd_trust_reason(g, vd_group_settled(g)) == NULL;
 }
 
 /* g as a candidate for the head of each run it is in; this refresh's
@@ -602,22 +601,23 @@ static int heads_hold(vd_events *ev, const vd_model *m)
 	return 1;
 }
 
-static void heads_update(vd_events *ev, const vd_lineage *l, const vd_model *m)
+static void heads_update(vd_events *ev, const vd_lineage_delta *d, const vd_model *m)
 {
-	int whole = l->whole || !ev->primed || !heads_hold(ev, m);
+	int whole = d->whole || !ev->primed || !heads_hold(ev, m);
+	const vd_group *g;
 	const char *k;
 	void *v;
 	size_t it = 0, i;
 
 	ev->head_gen++;
 	if (whole) {
-		while (vd_map_next(&m->groups, &it, &k, &v))
-			if (head_worthy(v))
-				offer(ev, v, 1);
+		while ((g = vd_model_next_group(m, &it)) != NULL)
+			if (head_worthy(g))
+				offer(ev, g, 1);
 	} else {
-		for (i = 0; i < l->n_touched; i++)
-			if (head_worthy(l->touched[i]))
-				offer(ev, l->touched[i], 0);
+		for (i = 0; i < d->n_touched; i++)
+			if (head_worthy(d->touched[i]))
+				offer(ev, d->touched[i], 0);
 	}
 	it = 0;
 	while (vd_map_next(&ev->heads, &it, &k, &v)) {
@@ -697,20 +697,21 @@ static void commits_update(vd_events *ev, const vd_lineage *l, const vd_config *
 {
 	int policy = vd_config_policy(cfg), src;
 	new_commit *fresh = NULL, *grown;
+	const vd_commit_slot *sl;
 	size_t it = 0, n = 0, cap = 0, i;
 	const char *k;
 	void *v;
 
 	ev->commit_gen++;
-	while (vd_map_next(&l->commits, &it, &k, &v)) {
+	while ((sl = vd_lineage_next_slot(l, &it)) != NULL) {
 		for (src = 0; src < VD_SRC_COUNT; src++) {
-			if (!vd_commit_counts(&((const vd_commit_slot *)v)->src[src], (vd_commit_source)src, policy) ||
-			    !commit_is_new(ev, v, src) || !announce)
+			if (!vd_commit_counts(&sl->src[src], (vd_commit_source)src, policy) ||
+			    !commit_is_new(ev, sl, src) || !announce)
 				continue;
 			if ((grown = vd_grow(fresh, &cap, n, sizeof(*fresh))) == NULL)
 				continue;
 			fresh = grown;
-			fresh[n++] = (new_commit){ v, src };
+			fresh[n++] = (new_commit){ sl, src };
 		}
 	}
 	/* What no longer counts (a ledger rewritten or forgotten, a run
@@ -726,14 +727,14 @@ static void commits_update(vd_events *ev, const vd_lineage *l, const vd_config *
 	free(fresh);
 }
 
-void vd_events_lineage(vd_events *ev, const vd_lineage *l, const vd_model *m,
-    const vd_config *cfg, int commits, int ready)
+void vd_events_lineage(vd_events *ev, const vd_lineage *l, const vd_lineage_delta *d,
+    const vd_model *m, const vd_config *cfg, int commits, int ready)
 {
 	if (ev == NULL || ev->closed || !ready)
 		return;
 	if (commits || !ev->primed)
 		commits_update(ev, l, cfg, ev->primed);
-	heads_update(ev, l, m);
+	heads_update(ev, d, m);
 	ev->primed = 1;
 }
 

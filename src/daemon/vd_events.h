@@ -41,15 +41,15 @@ void vd_events_close(vd_events *ev);
 void vd_events_verdict(vd_events *ev, const vd_copy *c);
 void vd_events_alert(vd_events *ev, const char *kind, const char *subject,
     const char *detail, int raised);
-/* After a lineage refresh: a head event for each run whose committed head
- * changed (among the groups the refresh recomputed, or all of them after
- * a whole pass), a commitment event for each commitment that now counts
+/* After a lineage refresh (d, what it changed): a head event for each run
+ * whose committed head changed (among the groups the refresh recomputed,
+ * or all of them after a whole pass), a commitment event for each commitment that now counts
  * and did not before (looked for when commits is set: the slots were
  * rebuilt).
  * Nothing before ready (the first complete scan): what the daemon finds
  * then is where it starts from. */
-void vd_events_lineage(vd_events *ev, const vd_lineage *l, const vd_model *m,
-    const vd_config *cfg, int commits, int ready);
+void vd_events_lineage(vd_events *ev, const vd_lineage *l, const vd_lineage_delta *d,
+    const vd_model *m, const vd_config *cfg, int commits, int ready);
 
 /* Answer r with a stream: the events after the one numbered after when
  * resume is set (as far as the history goes), else those from now on.

@@ -12,16 +12,6 @@ static const double loop_bounds[] = { 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25,
 static const double http_bounds[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30 };
 static const char *const state_names[] = { "pending", "verifying", "verified", "failed" };
 
-const char *vd_alert_name(vd_alert_kind k)
-{
-	static const char *const names[VD_ALERT_COUNT] = {
-		"artifact_failed", "commitment_mismatch", "ledger_broken", "fork",
-		"equivocation", "chain_broken", "ledger_rewritten", "oms_mismatch",
-	};
-
-	return k < VD_ALERT_COUNT ? names[k] : "unknown";
-}
-
 void vd_histogram_observe(vd_histogram *h, double v)
 {
 	size_t i;

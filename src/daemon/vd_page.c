@@ -28,27 +28,23 @@ static void send_asset(vd_req *r, const char *type, const unsigned char *p, size
 	vd_http_respond(r, 200, type, (const char *)p, len, page_headers);
 }
 
-void vd_page_index(vd_api *api, vd_req *r)
+void vd_page_index(vd_req *r)
 {
-	(void)api;
 	send_asset(r, "text/html; charset=utf-8", vd_page_index_html, vd_page_index_html_len);
 }
 
-void vd_page_css(vd_api *api, vd_req *r)
+void vd_page_css(vd_req *r)
 {
-	(void)api;
 	send_asset(r, "text/css; charset=utf-8", vd_page_status_css, vd_page_status_css_len);
 }
 
-void vd_page_js(vd_api *api, vd_req *r)
+void vd_page_js(vd_req *r)
 {
-	(void)api;
 	send_asset(r, "text/javascript; charset=utf-8", vd_page_status_js, vd_page_status_js_len);
 }
 
-void vd_page_icon(vd_api *api, vd_req *r)
+void vd_page_icon(vd_req *r)
 {
-	(void)api;
 	send_asset(r, "image/svg+xml; charset=utf-8", vd_page_status_svg, vd_page_status_svg_len);
 }
 
@@ -113,19 +109,17 @@ static json_object *alerts_json(int *oom, const vd_lineage *l, size_t *total)
 {
 	json_object *arr = json_object_new_array();
 	const vd_alert **all;
-	const char *k;
-	void *v;
 	size_t it = 0, n = 0, i;
 
-	*total = l->alerts.count;
+	*total = vd_lineage_alert_count(l);
 	all = calloc(*total + 1, sizeof(*all));
 	if (arr == NULL || all == NULL) {
 		free(all);
 		*oom = 1;
 		return arr;
 	}
-	while (n < *total && vd_map_next(&l->alerts, &it, &k, &v))
-		all[n++] = v;
+	while (n < *total && (all[n] = vd_lineage_next_alert(l, &it)) != NULL)
+		n++;
 	qsort(all, n, sizeof(*all), alert_cmp);
 	for (i = 0; i < n && i < VD_SUMMARY_ALERTS_MAX; i++)
 		push(oom, arr, alert_json(oom, all[i]));
@@ -147,18 +141,10 @@ static json_object *trusted_keys_json(int *oom, const vd_keyring *kr)
 	return arr;
 }
 
-/* Why the daemon is not ready, or NULL: as GET /readyz says it. */
-static const char *not_ready(const vd_api *api)
-{
-	if (!api->store->scanned_once)
-		return "the first store scan has not finished";
-	return api->state_ready ? NULL : "the state database is not loaded yet";
-}
-
-static json_object *summary_json(vd_api *api)
+static json_object *summary_json(const vd_page_facts *f)
 {
 	json_object *o = json_object_new_object();
-	const char *why = not_ready(api);
+	const char *why = f->not_ready;
 	size_t total = 0;
 	int oom = o == NULL;
 
@@ -170,11 +156,11 @@ static json_object *summary_json(vd_api *api)
 		put(&oom, o, "not_ready", json_object_new_string(why));
 	else if (json_object_object_add(o, "not_ready", NULL) != 0)
 		oom = 1;
-	put(&oom, o, "commitment_policy", json_object_new_string(vd_policy_name(vd_config_policy(api->cfg))));
-	put(&oom, o, "legacy_policy", json_object_new_string(vd_legacy_policy_name(api->cfg->legacy_policy)));
-	put(&oom, o, "signing_key_id", json_object_new_string(vd_key_id(api->signing_key)));
-	put(&oom, o, "trusted_keys", trusted_keys_json(&oom, api->store->keys));
-	put(&oom, o, "alerts", alerts_json(&oom, &api->store->lineage, &total));
+	put(&oom, o, "commitment_policy", json_object_new_string(vd_policy_name(vd_config_policy(f->cfg))));
+	put(&oom, o, "legacy_policy", json_object_new_string(vd_legacy_policy_name(f->cfg->legacy_policy)));
+	put(&oom, o, "signing_key_id", json_object_new_string(vd_key_id(f->signing_key)));
+	put(&oom, o, "trusted_keys", trusted_keys_json(&oom, f->trusted));
+	put(&oom, o, "alerts", alerts_json(&oom, f->lineage, &total));
 	put(&oom, o, "alerts_total", json_object_new_uint64(total));
 	if (oom) {
 		json_object_put(o);
@@ -183,14 +169,14 @@ static json_object *summary_json(vd_api *api)
 	return o;
 }
 
-void vd_page_summary(vd_api *api, vd_req *r)
+void vd_page_summary(vd_req *r, const vd_page_facts *f)
 {
-	json_object *o = summary_json(api);
+	json_object *o = summary_json(f);
 	const char *s = o ? json_object_to_json_string_ext(o, VD_VIEW_JSON) : NULL;
 
 	if (s == NULL)
 		vd_http_error(r, 503, "overloaded", "out of memory while building the summary",
-		    (const char *const[]){ "Retry-After", VD_API_RETRY_AFTER, NULL });
+		    (const char *const[]){ "Retry-After", f->retry_after, NULL });
 	else
 		vd_http_respond(r, 200, "application/json", s, strlen(s), NULL);
 	json_object_put(o);

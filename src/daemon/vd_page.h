@@ -9,16 +9,29 @@
 #ifndef VD_PAGE_H
 #define VD_PAGE_H
 
-#include "vd_api.h"
+#include "vd_config.h"
+#include "vd_http.h"
+#include "vd_keys.h"
+#include "vd_lineage.h"
 
 /* How many raised alerts GET /summary lists at most: the rest are counted
  * (GET /alerts?active=1 pages through them all). */
 #define VD_SUMMARY_ALERTS_MAX 500
 
-void vd_page_index(vd_api *api, vd_req *r);
-void vd_page_css(vd_api *api, vd_req *r);
-void vd_page_js(vd_api *api, vd_req *r);
-void vd_page_icon(vd_api *api, vd_req *r);
-void vd_page_summary(vd_api *api, vd_req *r);
+/* What GET /summary says of the daemon, gathered by the API. */
+typedef struct vd_page_facts {
+	const char *not_ready;         /* why the daemon is not ready, or NULL */
+	const vd_config *cfg;
+	const vd_key *signing_key;
+	const vd_keyring *trusted;     /* NULL: none */
+	const vd_lineage *lineage;     /* the alerts raised now */
+	const char *retry_after;       /* seconds, with a 503 */
+} vd_page_facts;
+
+void vd_page_index(vd_req *r);
+void vd_page_css(vd_req *r);
+void vd_page_js(vd_req *r);
+void vd_page_icon(vd_req *r);
+void vd_page_summary(vd_req *r, const vd_page_facts *f);
 
 #endif

@@ -17,15 +17,10 @@
 #include "vd_artifact.h"
 #include "vd_chunks.h"
 #include "vd_limits.h"
+#include "vd_model.h"
 #include "vd_omskeys.h"
 #include "vd_queue.h"
 #include "vd_scan.h"
-
-typedef enum vd_job_kind {
-	VD_JOB_EXPLICIT,     /* a client is waiting */
-	VD_JOB_BACKGROUND,   /* a new or changed artifact */
-	VD_JOB_SCRUB         /* a periodic re-hash, throttled */
-} vd_job_kind;
 
 /* Why a job stopped before its verdict: its verdict is then VD_IO_ERROR
  * with the reason, and describes nothing on disk. */

@@ -14,29 +14,11 @@
 #include "vd_hash.h"
 #include "vd_scan.h"
 
-const char *vd_kind_name(vd_artifact_kind k)
-{
-	return k == VD_KIND_TAR ? "tar" : "dir";
-}
-
 int vd_tar_name(const char *name)
 {
 	size_t n = strlen(name), sl = strlen(VD_TAR_SUFFIX);
 
 	return name[0] != '.' && n > sl && strcmp(name + n - sl, VD_TAR_SUFFIX) == 0;
-}
-
-void vd_hdrinfo_free(vd_hdrinfo *h)
-{
-	size_t i;
-
-	free(h->wmcp_version);
-	free(h->config_hash);
-	free(h->created_at);
-	for (i = 0; i < h->n_param_groups; i++)
-		free(h->param_groups[i]);
-	free(h->param_groups);
-	memset(h, 0, sizeof(*h));
 }
 
 static char *dup_str(vd_str s)
@@ -231,11 +213,6 @@ const struct stat *vd_tar_sig_stat(int parent, const char *tar_name, struct stat
 	    (int)sizeof(name) || fstatat(parent, name, st, AT_SYMLINK_NOFOLLOW) < 0)
 		return NULL;
 	return st;
-}
-
-int vd_fingerprint_eq(const vd_fingerprint *a, const vd_fingerprint *b)
-{
-	return a->ok && b->ok && memcmp(a->digest, b->digest, sizeof(a->digest)) == 0;
 }
 
 int vd_relpath_ok(const char *p)
@@ -459,14 +436,6 @@ out:
 	if (fd >= 0)
 		close(fd);
 	vd_buf_free(&b);
-}
-
-void vd_scan_ledger_free(vd_scan_ledger *l)
-{
-	free(l->relpath);
-	free(l->run);
-	free(l->entries);
-	memset(l, 0, sizeof(*l));
 }
 
 /* A ledger read only in part is not listed: the scan is incomplete, so

@@ -18,46 +18,17 @@
 #include "vd_ledger.h"
 #include "vd_limits.h"
 #include "vd_util.h"
+#include "vd_scanned.h"
 
 #define VD_LEDGER_FILE "ledger.jsonl"
 #define VD_TAR_SUFFIX ".tar"          /* a regular file so named is a tar artifact */
-
-/* What an artifact is on disk. */
-typedef enum vd_artifact_kind {
-	VD_KIND_DIR,                   /* a directory holding header.json */
-	VD_KIND_TAR                    /* a tar of one, verified in place */
-} vd_artifact_kind;
-
-const char *vd_kind_name(vd_artifact_kind k);   /* "dir", "tar" */
 
 /* Whether a directory entry's name is a tar artifact's: "*.tar", not
  * hidden (".x.tar" is a save in progress, as a hidden directory is). */
 int vd_tar_name(const char *name);
 
-/* What header.json says, copied out of the parsed document. */
-typedef struct vd_hdrinfo {
-	vd_code code;                  /* VD_OK when header.json parsed */
-	char content_hash[VD_HASH_HEX_LEN + 1];
-	int has_parent;
-	char parent_hash[VD_HASH_HEX_LEN + 1];
-	int64_t schema_version, round_index;
-	char *wmcp_version, *config_hash, *created_at;
-	char **param_groups;
-	size_t n_param_groups;
-} vd_hdrinfo;
-
-void vd_hdrinfo_free(vd_hdrinfo *h);
 void vd_hdrinfo_read(int dirfd, const vd_bounds *bounds, vd_hdrinfo *out);
 void vd_hdrinfo_read_tar(int tarfd, const vd_bounds *bounds, vd_hdrinfo *out);
-
-/* A digest of every entry of a directory (name, type, device, inode, size,
- * times): equal digests mean nothing in it changed. */
-typedef struct vd_fingerprint {
-	uint8_t digest[32];
-	size_t entries;
-	size_t linked;      /* regular files with other hard links */
-	int ok;
-} vd_fingerprint;
 
 /* 0, or -ENOMEM or -EIO with fp->ok unset (a directory not fully listed). */
 int vd_fingerprint_dir(int dirfd, vd_fingerprint *fp);
@@ -70,7 +41,6 @@ void vd_fingerprint_file(const struct stat *st, const struct stat *sig, vd_finge
 /* Its identity into st, found in the tar's directory parent: st, or NULL
  * when there is none. */
 const struct stat *vd_tar_sig_stat(int parent, const char *tar_name, struct stat *st);
-int vd_fingerprint_eq(const vd_fingerprint *a, const vd_fingerprint *b);
 
 typedef struct vd_scan_artifact {
 	char *relpath;       /* relative to the store root */
@@ -80,29 +50,8 @@ typedef struct vd_scan_artifact {
 	vd_hdrinfo hdr;
 } vd_scan_artifact;
 
-typedef struct vd_ledger_entry {
-	int64_t round_index;
-	char global_model_hash[VD_HASH_HEX_LEN + 1];
-	char record_hash[VD_HASH_HEX_LEN + 1];
-	size_t line;
-	int trusted;
-} vd_ledger_entry;
-
-typedef struct vd_scan_ledger {
-	char *relpath;
-	char *run;
-	vd_file_id id;
-	int read_ok;
-	char read_error[VD_DETAIL_MAX];
-	vd_ledger_result result;
-	vd_ledger_entry *entries;
-	size_t n_entries, cap_entries;
-	int oom;             /* an entry could not be kept: the list is partial */
-} vd_scan_ledger;
-
 /* Read and verify one ledger file (opened beneath dirfd). */
 void vd_scan_read_ledger(int dirfd, vd_scan_ledger *l);
-void vd_scan_ledger_free(vd_scan_ledger *l);
 
 #define VD_COMMITMENTS_DIR "commitments"   /* signed statements of a run */
 
@@ -128,12 +77,6 @@ typedef struct vd_scope {
 	vd_scope_kind kind;
 	char *relpath;       /* a directory ("" the root), or FILE's file */
 } vd_scope;
-
-/* A change the watches reported: name in the directory dir, or dir
- * itself when name is "". */
-typedef struct vd_scan_change {
-	char *dir, *name;
-} vd_scan_change;
 
 typedef struct vd_scan_result {
 	vd_bounds bounds;           /* headers are read within these (0: defaults) */

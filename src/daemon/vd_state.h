@@ -40,14 +40,8 @@ typedef struct vd_stored_verdict {
 	                             * loaded: valid in the callback only */
 } vd_stored_verdict;
 
-typedef struct vd_commitment {
-	char run[1024];
-	int64_t round_index;
-	char hash[VD_HASH_HEX_LEN + 1];
-	int64_t schema_version;
-	double received_at;
-	char key_id[VD_KEYID_LEN + 1];    /* "" for the operator token */
-} vd_commitment;
+/* A RoundClose posted (vd_lineage.h). */
+typedef struct vd_commitment vd_commitment;
 
 /* A commitment the operator withdrew (trust.md section 8). */
 typedef struct vd_withdrawal {

@@ -339,19 +339,18 @@ static void retain_group(vd_store *s, const vd_group *g)
 }
 
 /* Of the groups the last refresh recomputed. */
-static void retain_committed(vd_store *s)
+static void retain_committed(vd_store *s, const vd_lineage_delta *d)
 {
-	const char *k;
-	void *v;
+	vd_group *g;
 	size_t it = 0, i;
 
-	if (!s->lineage.whole) {
-		for (i = 0; i < s->lineage.n_touched; i++)
-			retain_group(s, s->lineage.touched[i]);
+	if (!d->whole) {
+		for (i = 0; i < d->n_touched; i++)
+			retain_group(s, d->touched[i]);
 		return;
 	}
-	while (vd_map_next(&s->model.groups, &it, &k, &v))
-		retain_group(s, v);
+	while ((g = vd_model_next_group(&s->model, &it)) != NULL)
+		retain_group(s, g);
 }
 
 /* The last copy of a hash went away: a remembered artifact is pruned (an
@@ -533,13 +532,12 @@ static void copy_unreadable(vd_store *s, vd_copy *c, const char *reason)
  * unreadable keep their verdicts: seen, not swept, not pruned. */
 static void keep_covered(vd_store *s)
 {
-	const char *k;
-	void *v;
+	vd_copy *c;
 	size_t it = 0;
 
-	while (vd_map_next(&s->model.copies, &it, &k, &v))
-		if (!((vd_copy *)v)->seen && unreadable_covers(s, k, 0))
-			((vd_copy *)v)->seen = 1;
+	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
+		if (!c->seen && unreadable_covers(s, c->relpath, 0))
+			c->seen = 1;
 }
 
 /* Directories that cannot be opened or searched: each is reported once,
@@ -1109,15 +1107,14 @@ void vd_store_set_keys(vd_store *s, vd_keyring *keys)
 
 void vd_store_set_oms_keys(vd_store *s, vd_omskeys *keys)
 {
-	const char *k;
-	void *v;
+	vd_copy *c;
 	size_t it = 0;
 
 	vd_omskeys_unref(s->oms_keys);
 	s->oms_keys = vd_omskeys_ref(keys);
-	while (vd_map_next(&s->model.copies, &it, &k, &v))
-		if (oms_stale(s, v))
-			vd_sched_schedule(&s->sched, v, VD_JOB_BACKGROUND, NULL);
+	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
+		if (oms_stale(s, c))
+			vd_sched_schedule(&s->sched, c, VD_JOB_BACKGROUND, NULL);
 	/* A bundle checked under the old keys commits nothing meanwhile. */
 	vd_store_refresh(s);
 }
@@ -1211,17 +1208,15 @@ static void merge_ledgers(vd_store *s, vd_scan_result *r)
 /* Copies gone where the scan looked. */
 static void sweep(vd_store *s, const vd_scan_result *r)
 {
-	vd_copy *gone[256];
-	const char *k;
-	void *v;
+	vd_copy *gone[256], *c;
 	size_t it, n, i;
 
 	do {
 		n = 0;
 		it = 0;
-		while (n < VD_ARRAY_LEN(gone) && vd_map_next(&s->model.copies, &it, &k, &v))
-			if (!((vd_copy *)v)->seen && vd_scan_covers(r, k))
-				gone[n++] = v;
+		while (n < VD_ARRAY_LEN(gone) && (c = vd_model_next_copy(&s->model, &it)) != NULL)
+			if (!c->seen && vd_scan_covers(r, c->relpath))
+				gone[n++] = c;
 		for (i = 0; i < n; i++)
 			remove_copy(s, gone[i]);
 	} while (n == VD_ARRAY_LEN(gone));
@@ -1461,8 +1456,7 @@ static void after_scan(uv_work_t *req, int status)
 {
 	vd_store *s = req->data;
 	vd_scan_result *r = &s->scan_result;
-	const char *k;
-	void *v;
+	vd_copy *c;
 	size_t it = 0;
 
 	s->scanning = 0;
@@ -1498,8 +1492,8 @@ static void after_scan(uv_work_t *req, int status)
 		log_warn("the store scan was incomplete (%s); nothing it missed is taken for removed",
 		    r->incomplete_why);
 	}
-	while (vd_map_next(&s->model.copies, &it, &k, &v))
-		((vd_copy *)v)->seen = 0;
+	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
+		c->seen = 0;
 	s->merge_next = 0;
 	merge_more(s);
 }
@@ -1517,13 +1511,13 @@ static void scan_request(vd_store *s)
 		return;
 	}
 	whole = !s->scanned_once || s->changes.whole ||
-	    s->model.copies.count >= VD_SCAN_MAX_ARTIFACTS;
+	    vd_model_copy_count(&s->model) >= VD_SCAN_MAX_ARTIFACTS;
 	if (!whole && s->changes.n == 0)
 		return;
 	vd_changes_take(&s->changes, &s->scan_changes);
 	if (whole)
 		vd_changes_whole(&s->scan_changes);
-	s->scan_room = VD_SCAN_MAX_ARTIFACTS - s->model.copies.count;
+	s->scan_room = VD_SCAN_MAX_ARTIFACTS - vd_model_copy_count(&s->model);
 	vd_metrics_scan(s->metrics, whole);
 	s->scanning = 1;
 	s->scan_depth = s->cfg->scan_depth;
@@ -1919,20 +1913,145 @@ static void on_refresh_timer(uv_timer_t *t)
 		refresh_now(s, VD_REFRESH_MODEL);
 }
 
+/* ---- the alert history ------------------------------------------------ */
+
+/* The alert history follows the alerts counted in /metrics: a write the
+ * database refused, or a batch it lost, is written again once it takes
+ * writes, in the order the alerts changed. */
+static void write_alerts(vd_store *s)
+{
+	const vd_alert_change *a;
+	int rc;
+
+	if (s->alerts_written == 0)
+		s->alerts_failures = vd_state_failures(s->state);
+	while (s->alerts_written < s->n_unsaved) {
+		a = &s->unsaved[s->alerts_written];
+		rc = a->kind < 0 ? vd_state_alerts_settle(s->state) :
+		    vd_state_alert(s->state, vd_alert_name((vd_alert_kind)a->kind), a->subject,
+		    a->detail, a->raised);
+		if (rc < 0)
+			break;
+		s->alerts_written++;
+	}
+}
+
+static void on_alerts_timer(uv_timer_t *t)
+{
+	write_alerts(t->data);
+}
+
+/* One more write for the history; written at once when nothing waits. */
+static void save_alert(vd_store *s, int kind, const char *subject, const char *detail,
+    int raised)
+{
+	vd_alert_change *grown, *a;
+
+	if (s->state == NULL)
+		return;
+	if ((grown = vd_grow(s->unsaved, &s->cap_unsaved, s->n_unsaved, sizeof(*grown))) == NULL)
+		goto direct;
+	s->unsaved = grown;
+	a = &s->unsaved[s->n_unsaved];
+	a->kind = kind;
+	a->raised = raised;
+	a->subject = subject ? strdup(subject) : NULL;
+	a->detail = detail ? strdup(detail) : NULL;
+	if ((subject && a->subject == NULL) || (detail && a->detail == NULL)) {
+		free(a->subject);
+		free(a->detail);
+		goto direct;
+	}
+	s->n_unsaved++;
+	write_alerts(s);
+	return;
+direct:
+	/* Out of memory: written once, as it comes. */
+	if (kind < 0)
+		vd_state_alerts_settle(s->state);
+	else
+		vd_state_alert(s->state, vd_alert_name((vd_alert_kind)kind), subject, detail, raised);
+}
+
+/* The batch was committed (rc 0, and no write failed meanwhile): the
+ * writes in it are done. Else every one is written again. */
+static void alerts_flushed(vd_store *s, int rc)
+{
+	size_t i, done = s->alerts_written;
+
+	if (s->n_unsaved == 0)
+		return;
+	if (rc < 0 || vd_state_failures(s->state) != s->alerts_failures)
+		done = 0;
+	for (i = 0; i < done; i++) {
+		free(s->unsaved[i].subject);
+		free(s->unsaved[i].detail);
+	}
+	memmove(s->unsaved, s->unsaved + done, (s->n_unsaved - done) * sizeof(*s->unsaved));
+	s->n_unsaved -= done;
+	s->alerts_written = 0;
+	s->alerts_failures = vd_state_failures(s->state);
+	if (s->n_unsaved > 0 && !s->closing && !uv_is_active((uv_handle_t *)&s->alerts_timer))
+		uv_timer_start(&s->alerts_timer, on_alerts_timer, VD_ALERT_RETRY_MS, 0);
+}
+
 /* After the I/O callbacks of a turn and before the loop sleeps: what the
  * turn wrote to the state database is committed in one transaction. */
 static void on_flush_check(uv_check_t *h)
 {
 	vd_store *s = h->data;
 
-	vd_state_flush(s->state);
+	alerts_flushed(s, vd_state_flush(s->state));
 }
 
 static void on_flush_prepare(uv_prepare_t *h)
 {
 	vd_store *s = h->data;
 
-	vd_state_flush(s->state);
+	alerts_flushed(s, vd_state_flush(s->state));
+}
+
+/* The fields of an alert's log line: its subject is a content hash, a
+ * path in the store, or a run's round (equivocation). */
+static vd_log_fields alert_fields(const vd_alert_change *a, const char *kind)
+{
+	vd_log_fields f = { .kind = kind };
+
+	if (vd_is_hex64((vd_str){ a->subject, strlen(a->subject) }))
+		f.content_hash = a->subject;
+	else if (a->kind != VD_ALERT_EQUIVOCATION)
+		f.path = a->subject;
+	return f;
+}
+
+/* What a refresh changed, in the order it changed: each alert logged,
+ * recorded in the history and published once when raised and once when
+ * cleared. */
+static void apply_delta(vd_store *s, const vd_lineage_delta *d)
+{
+	const vd_alert_change *a;
+	const char *kind;
+	vd_log_fields f;
+	size_t i;
+
+	if (d->fallback != NULL)
+		log_warn("lineage: recomputing every chain (%s)", d->fallback);
+	for (i = 0; i < d->n_alerts; i++) {
+		a = &d->alerts[i];
+		kind = vd_alert_name((vd_alert_kind)a->kind);
+		f = alert_fields(a, kind);
+		if (a->raised)
+			vd_logf(VD_LOG_WARN, &f, "alert raised: %s: %s", kind, a->detail);
+		else
+			vd_logf(VD_LOG_INFO, &f, "alert cleared: %s: %s", kind, a->subject);
+		save_alert(s, a->kind, a->subject, a->detail, a->raised);
+		vd_events_alert(s->events, kind, a->subject, a->detail, a->raised);
+	}
+	if (d->settled)
+		save_alert(s, -1, NULL, NULL, 0);
+	if (!d->whole)
+		log_debug("lineage: %zu hash(es) looked at, %zu chain(s) recomputed", d->n_looked,
+		    d->n_touched);
 }
 
 void vd_store_touch(vd_store *s)
@@ -1969,7 +2088,7 @@ static void refresh_now(vd_store *s, vd_refresh what)
 
 	memset(&in, 0, sizeof(in));
 	in.model = &s->model;
-	in.cfg = s->cfg;
+	in.policy = vd_config_trust(s->cfg);
 	in.keys = s->keys;
 	in.ledgers = s->ledgers;
 	in.n_ledgers = s->n_ledgers;
@@ -1980,19 +2099,18 @@ static void refresh_now(vd_store *s, vd_refresh what)
 	in.n_equivs = s->n_equivs;
 	in.stmts = s->stmts;
 	in.n_stmts = s->n_stmts;
-	in.state = s->state;
 	in.scanned = s->scanned_once;
-	in.events = s->events;
 	in.withdrawn = &s->withdrawn;
 	in.retained = &s->retained;
 	in.retained_children = &s->retained_children;
 	in.oms_keys = s->oms_keys;
 	if (what == VD_REFRESH_MODEL && s->commits_dirty)
 		what = VD_REFRESH_COMMITS;
-	vd_lineage_refresh(&s->lineage, &in, what);
-	vd_events_lineage(s->events, &s->lineage, &s->model, s->cfg,
+	vd_lineage_refresh(&s->lineage, &in, what, &s->delta);
+	apply_delta(s, &s->delta);
+	vd_events_lineage(s->events, &s->lineage, &s->delta, &s->model, s->cfg,
 	    what != VD_REFRESH_MODEL, s->scanned_once);
-	retain_committed(s);
+	retain_committed(s, &s->delta);
 	vd_model_clear_dirty(&s->model);
 	s->lineage_dirty = s->commits_dirty = 0;
 	uv_timer_stop(&s->refresh_timer);
@@ -2003,15 +2121,14 @@ static void refresh_now(vd_store *s, vd_refresh what)
 
 void vd_store_gauges(vd_store *s, vd_gauges *g)
 {
-	const char *k;
-	void *v;
+	vd_copy *c;
 	size_t it = 0;
 
-	while (vd_map_next(&s->model.copies, &it, &k, &v))
-		g->artifacts[vd_copy_state(v)]++;
-	memcpy(g->alerts, s->lineage.alert_counts, sizeof(g->alerts));
-	memcpy(g->commitments, s->lineage.series, sizeof(g->commitments));
-	g->committed_head_round = s->lineage.head_round;
+	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
+		g->artifacts[vd_copy_state(c)]++;
+	memcpy(g->alerts, vd_lineage_alert_counts(&s->lineage), sizeof(g->alerts));
+	memcpy(g->commitments, vd_lineage_series(&s->lineage), sizeof(g->commitments));
+	g->committed_head_round = vd_lineage_head(&s->lineage, NULL, NULL);
 	g->state_ok = vd_state_ok(s->state);
 	g->state_write_failures = vd_state_failures(s->state);
 	if (s->pool != NULL) {
@@ -2096,6 +2213,7 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->root_ok = 1;
 	vd_model_init(&s->model);
 	vd_lineage_init(&s->lineage);
+	vd_lineage_delta_init(&s->delta);
 	vd_map_init(&s->mems);
 	vd_map_init(&s->env_cache);
 	vd_map_init(&s->stmt_seen);
@@ -2123,6 +2241,8 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	    (uint64_t)cfg->rescan_interval * 1000);
 	uv_timer_init(loop, &s->refresh_timer);
 	s->refresh_timer.data = s;
+	uv_timer_init(loop, &s->alerts_timer);
+	s->alerts_timer.data = s;
 	uv_timer_init(loop, &s->merge_timer);
 	s->merge_timer.data = s;
 	uv_check_init(loop, &s->flush_check);
@@ -2158,7 +2278,13 @@ static void free_all(vd_store *s)
 		vd_scan_result_free(&s->scan_result);
 	vd_changes_free(&s->changes);
 	vd_changes_free(&s->scan_changes);
+	vd_lineage_delta_free(&s->delta);
 	vd_lineage_free(&s->lineage);
+	for (i = 0; i < s->n_unsaved; i++) {
+		free(s->unsaved[i].subject);
+		free(s->unsaved[i].detail);
+	}
+	free(s->unsaved);
 	vd_model_free(&s->model);
 	while (vd_map_next(&s->mems, &it, &k, &v))
 		mem_free(v);
@@ -2223,13 +2349,14 @@ void vd_store_close(vd_store *s, void (*done)(void *), void *arg)
 	s->pool = NULL;             /* freed once its handle closes */
 	vd_watch_close(&s->watch);
 	vd_state_flush(s->state);
-	s->handles_open = 6 + (s->scanning ? 1 : 0);
+	s->handles_open = 7 + (s->scanning ? 1 : 0);
 	s->handles_open += vd_sched_close(&s->sched, handle_closed, s);
 	s->handles_open += vd_waiters_close(&s->waiters, handle_closed, s);
 	uv_close((uv_handle_t *)&s->merge_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_check, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_prepare, handle_closed);
 	uv_close((uv_handle_t *)&s->refresh_timer, handle_closed);
+	uv_close((uv_handle_t *)&s->alerts_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->debounce, handle_closed);
 	uv_close((uv_handle_t *)&s->rescan, handle_closed);
 }

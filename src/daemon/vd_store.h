@@ -81,6 +81,14 @@ typedef struct vd_store {
 	/* Lineage recomputation after verdicts, bounded in loop share. */
 	uv_timer_t refresh_timer;
 	int lineage_dirty, commits_dirty;
+	vd_lineage_delta delta;        /* what the last refresh changed */
+	/* The alert history's writes not yet known committed, in order (kind
+	 * -1: a settle): the first alerts_written are in the open batch, the
+	 * rest wait for the database to take writes again. */
+	vd_alert_change *unsaved;
+	size_t n_unsaved, cap_unsaved, alerts_written;
+	uint64_t alerts_failures;      /* vd_state_failures as they were written */
+	uv_timer_t alerts_timer;       /* writes them again */
 	uint64_t commit_sig;           /* what the last scan's commitment sources said */
 	uint64_t trimmed_at;           /* uv_now of the last malloc_trim */
 	/* When each copy is verified: backlog, retries, scrub. */

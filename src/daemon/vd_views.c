@@ -142,12 +142,6 @@ static void facts_json(int *oom, json_object *o, const vd_facts *f)
 	add_fact(oom, o, "remediation", f->remediation);
 }
 
-static int copy_trusted(const vd_copy *c, const vd_group *g)
-{
-	return vd_copy_state(c) == VD_AS_VERIFIED && g->chain == VD_CHAIN_INTACT &&
-	    g->committed && !g->legacy_untrusted;
-}
-
 /* The copy's OMS bundle as checked; null when it has none. */
 static json_object *oms_json(int *oom, const vd_oms_status *m)
 {
@@ -189,7 +183,7 @@ static json_object *copy_json(int *oom, const vd_copy *c, const vd_group *g)
 		facts_json(oom, o, c->facts);
 	add(oom, o, "oms", oms_json(oom, c->oms));
 	/* Each copy its own bit: a good copy beside a bad one can be loaded. */
-	add(oom, o, "trusted", jbool(oom, g != NULL && copy_trusted(c, g)));
+	add(oom, o, "trusted", jbool(oom, g != NULL && vd_copy_trusted(c, g)));
 	return o;
 }
 
@@ -286,30 +280,6 @@ static void summary(const vd_group *g, const vd_copy **failed, const vd_copy **g
 	}
 }
 
-/* Why a hash is not trusted: the first condition of trusted (lineage)
- * it misses; NULL when trusted. A chain lineage has not looked at since
- * the last verdict is pending. */
-static const char *untrusted_reason(const vd_group *g)
-{
-	if (g->trusted)
-		return NULL;
-	switch (vd_group_state(g)) {
-	case VD_AS_FAILED:
-		return "failed";
-	case VD_AS_VERIFIED:
-		break;
-	default:
-		return "unverified";
-	}
-	if (g->chain == VD_CHAIN_BROKEN)
-		return "chain_broken";
-	if (g->chain != VD_CHAIN_INTACT)
-		return "chain_pending";
-	if (!g->committed)
-		return "uncommitted";
-	return g->legacy_untrusted ? "legacy" : "chain_pending";
-}
-
 /* The legacy label and the reason for distrust, each only where it
  * applies. */
 static void trust_json(int *oom, json_object *o, int64_t migrated_from, const char *reason)
@@ -340,8 +310,8 @@ static json_object *group_json(int *oom, const vd_group *g)
 	add(oom, o, "bytes", good ? ju64(oom, good->bytes) : NULL);
 	add(oom, o, "commitment", commitment_json(oom, g));
 	add(oom, o, "chain", chain_json(oom, g));
-	add(oom, o, "trusted", jbool(oom, g->trusted));
-	trust_json(oom, o, vd_group_migrated_from(g), untrusted_reason(g));
+	add(oom, o, "trusted", jbool(oom, vd_group_trusted(g)));
+	trust_json(oom, o, vd_group_migrated_from(g), vd_group_untrusted_reason(g));
 	return o;
 }
 
@@ -394,15 +364,15 @@ json_object *vd_view_artifacts(vd_store *s, int want, const char *after, size_t 
 {
 	json_object *list, *o;
 	vd_group **groups;
+	const vd_copy *c;
 	size_t it = 0, n = 0, i, shown = 0;
-	const char *next = NULL, *last = NULL, *k;
-	void *v;
+	const char *next = NULL, *last = NULL;
 	int more = 0, oom = 0;
 
-	if ((groups = calloc(s->model.groups.count + 1, sizeof(*groups))) == NULL)
+	if ((groups = calloc(vd_model_group_count(&s->model) + 1, sizeof(*groups))) == NULL)
 		return NULL;
-	while (vd_map_next(&s->model.groups, &it, &k, &v))
-		groups[n++] = v;
+	while ((groups[n] = vd_model_next_group(&s->model, &it)) != NULL)
+		n++;
 	qsort(groups, n, sizeof(*groups), group_cmp);
 	list = jarr(&oom);
 	for (i = 0; i < n && !oom; i++) {
@@ -419,8 +389,7 @@ json_object *vd_view_artifacts(vd_store *s, int want, const char *after, size_t 
 	}
 	next = more ? last : NULL;
 	it = 0;
-	while (next == NULL && !oom && vd_map_next(&s->model.copies, &it, &k, &v)) {
-		vd_copy *c = v;
+	while (next == NULL && !oom && (c = vd_model_next_copy(&s->model, &it)) != NULL) {
 		if (c->hdr.code != VD_OK && (want < 0 || (int)vd_copy_state(c) == want))
 			push(&oom, list, headerless_json(&oom, c));
 	}
@@ -620,7 +589,7 @@ int vd_view_trusted_copy(vd_store *s, const char *hash, const vd_copy **out)
 	if (g == NULL)
 		return -ENOENT;
 	for (i = 0; i < g->n; i++)
-		if (copy_trusted(g->copies[i], g) &&
+		if (vd_copy_trusted(g->copies[i], g) &&
 		    (*out == NULL || ((*out)->kind == VD_KIND_TAR && g->copies[i]->kind == VD_KIND_DIR)))
 			*out = g->copies[i];
 	return *out != NULL ? 0 : -EPERM;
@@ -670,7 +639,7 @@ static void acc_group(int *oom, vd_map *accs, const vd_model *m, const vd_group 
 			;
 		if (a == NULL || j < i)
 			continue;       /* counted once per run */
-		if (g->trusted && (a->best == NULL || g->round_index > a->best->round_index))
+		if (vd_group_trusted(g) && (a->best == NULL || g->round_index > a->best->round_index))
 			a->best = g;
 		if (!verified_child_in(m, g, a->run))
 			push(oom, a->heads, head_json(oom, g->round_index, g->hash));
@@ -692,15 +661,14 @@ static json_object *acc_json(int *oom, const run_acc *a)
 /* The runs: a directory holding a ledger or an artifact, each once. */
 static int run_names(vd_store *s, vd_map *accs)
 {
-	const char *k;
-	void *v;
+	const vd_copy *c;
 	size_t it = 0, i;
 
 	for (i = 0; i < s->n_ledgers; i++)
 		if (vd_map_put(accs, s->ledgers[i].run, NULL) < 0)
 			return -ENOMEM;
-	while (vd_map_next(&s->model.copies, &it, &k, &v))
-		if (vd_map_put(accs, ((vd_copy *)v)->run, NULL) < 0)
+	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
+		if (vd_map_put(accs, c->run, NULL) < 0)
 			return -ENOMEM;
 	return 0;
 }
@@ -712,6 +680,7 @@ static json_object *runs_json(int *oom, vd_store *s)
 	json_object *list = jarr(oom);
 	run_acc *arr = NULL;
 	vd_map accs;
+	const vd_group *g;
 	const char *k;
 	void *v;
 	size_t it = 0, n = 0, i;
@@ -728,9 +697,9 @@ static json_object *runs_json(int *oom, vd_store *s)
 		vd_map_put(&accs, k, &arr[n++]);
 	}
 	it = 0;
-	while (vd_map_next(&s->model.groups, &it, &k, &v))
-		if (vd_group_state(v) == VD_AS_VERIFIED)
-			acc_group(oom, &accs, &s->model, v);
+	while ((g = vd_model_next_group(&s->model, &it)) != NULL)
+		if (vd_group_state(g) == VD_AS_VERIFIED)
+			acc_group(oom, &accs, &s->model, g);
 	qsort(arr, n, sizeof(*arr), str_cmp);
 	/* Every acc_json, out of memory or not: each takes its heads. */
 	for (i = 0; i < n; i++)
@@ -746,12 +715,10 @@ static json_object *forks_json(int *oom, vd_store *s)
 {
 	json_object *forks = jarr(oom), *children, *f;
 	const vd_group *c;
-	const char *k;
-	void *v;
+	const vd_alert *a;
 	size_t it = 0;
 
-	while (vd_map_next(&s->lineage.alerts, &it, &k, &v)) {
-		vd_alert *a = v;
+	while ((a = vd_lineage_next_alert(&s->lineage, &it)) != NULL) {
 		if (a->kind != VD_ALERT_FORK)
 			continue;
 		children = jarr(oom);
@@ -867,19 +834,16 @@ static int slot_cmp(const void *a, const void *b)
  * straight as text, since a long run holds one per round. */
 static void commitments_text(vd_buf *b, vd_store *s)
 {
-	const vd_map *commits = &s->lineage.commits;
-	vd_commit_slot **slots = calloc(commits->count + 1, sizeof(*slots));
+	const vd_commit_slot **slots = calloc(vd_lineage_slot_count(&s->lineage) + 1, sizeof(*slots));
 	int policy = vd_config_policy(s->cfg), src, first = 1;
-	const char *k;
-	void *v;
 	size_t it = 0, n = 0, i;
 
 	if (slots == NULL) {
 		b->oom = 1;
 		return;
 	}
-	while (vd_map_next(commits, &it, &k, &v))
-		slots[n++] = v;
+	while ((slots[n] = vd_lineage_next_slot(&s->lineage, &it)) != NULL)
+		n++;
 	qsort(slots, n, sizeof(*slots), slot_cmp);
 	vd_buf_putc(b, '[');
 	for (i = 0; i < n && !b->oom; i++)
@@ -912,7 +876,7 @@ static json_object *link_json(int *oom, const vd_group *g)
 	add(oom, o, "content_hash", jstr(oom, g->hash));
 	add(oom, o, "parent_hash", g->has_parent ? jstr(oom, g->parent) : NULL);
 	add(oom, o, "state", jstr(oom, vd_astate_name(vd_group_state(g))));
-	add(oom, o, "trusted", jbool(oom, g->trusted));
+	add(oom, o, "trusted", jbool(oom, vd_group_trusted(g)));
 	add(oom, c, "status", jstr(oom, vd_chain_status_name(g->chain)));
 	add(oom, c, "length", ju64(oom, g->chain_len));
 	add(oom, c, "pruned", ju64(oom, g->pruned));
@@ -967,22 +931,20 @@ static json_object *pruned_json(int *oom, vd_store *s, const char *run, long lon
 json_object *vd_view_run_chain(vd_store *s, const char *run, long long after, size_t limit)
 {
 	json_object *o, *list;
-	vd_group **gs, *best = NULL;
+	vd_group **gs, *best = NULL, *g;
 	size_t n = 0, i, shown = 0, it = 0;
 	int64_t last = -1;
-	const char *k;
-	void *v;
 	int more = 0, oom = 0;
 
-	if ((gs = calloc(s->model.groups.count + 1, sizeof(*gs))) == NULL)
+	if ((gs = calloc(vd_model_group_count(&s->model) + 1, sizeof(*gs))) == NULL)
 		return NULL;
-	while (vd_map_next(&s->model.groups, &it, &k, &v))
-		if (vd_group_in_run(v, run))
-			gs[n++] = v;
+	while ((g = vd_model_next_group(&s->model, &it)) != NULL)
+		if (vd_group_in_run(g, run))
+			gs[n++] = g;
 	qsort(gs, n, sizeof(*gs), round_cmp);
 	list = jarr(&oom);
 	for (i = 0; i < n; i++) {
-		if (gs[i]->trusted && (best == NULL || gs[i]->round_index >= best->round_index))
+		if (vd_group_trusted(gs[i]) && (best == NULL || gs[i]->round_index >= best->round_index))
 			best = gs[i];
 		if (gs[i]->round_index <= after || more || oom)
 			continue;
@@ -1009,12 +971,14 @@ json_object *vd_view_run_chain(vd_store *s, const char *run, long long after, si
 static json_object *chain_object(int *oom, vd_store *s)
 {
 	json_object *o = jobj(oom), *head = NULL, *ledgers = jarr(oom);
+	const char *hash, *run;
+	int64_t round;
 	size_t i;
 
 	add(oom, o, "runs", runs_json(oom, s));
-	if (s->lineage.head_round >= 0) {
-		head = head_json(oom, s->lineage.head_round, s->lineage.head_hash);
-		add(oom, head, "run", jstr(oom, vd_run_name(s->lineage.head_run)));
+	if ((round = vd_lineage_head(&s->lineage, &hash, &run)) >= 0) {
+		head = head_json(oom, round, hash);
+		add(oom, head, "run", jstr(oom, vd_run_name(run)));
 	}
 	add(oom, o, "committed_head", head);
 	add(oom, o, "forks", forks_json(oom, s));

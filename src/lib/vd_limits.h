@@ -220,6 +220,9 @@
  * verdicts of one burst are looked at together. Readers and waiters catch
  * it up at once (vd_store_sync). */
 #define VD_REFRESH_DELAY_MS 10
+/* An alert the state database could not record is written again this
+ * long after (and every time as long after, while writes fail). */
+#define VD_ALERT_RETRY_MS 1000
 /* While verdicts stream in, the hashers' short-lived buffers and the
  * store's long-lived records interleave in the heap: what is freed between
  * them stays resident unless handed back now and then. */

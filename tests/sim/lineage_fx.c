@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lineage_fx.h"
+#include "vd_pool.h"
 
 void fx_fatal(const char *file, int line, const char *what)
 {
@@ -47,6 +48,8 @@ fx *fx_new(void)
 	f->ring.n = 1;                 /* the second key is not trusted */
 	f->ring.refs = 1;
 	vd_lineage_init(&f->l);
+	vd_lineage_delta_init(&f->delta);
+	vd_map_init(&f->applied);
 	return f;
 }
 
@@ -72,6 +75,8 @@ void fx_free(fx *f)
 	size_t it = 0;
 
 	vd_lineage_free(&f->l);
+	vd_lineage_delta_free(&f->delta);
+	vd_map_free(&f->applied);
 	vd_model_free(&f->model);
 	while (vd_map_next(&f->mems, &it, &k, &v))
 		mem_free(v);
@@ -110,7 +115,7 @@ void input_for(fx *f, const vd_model *m, vd_lineage_input *in)
 {
 	memset(in, 0, sizeof(*in));
 	in->model = m;
-	in->cfg = &f->cfg;
+	in->policy = vd_config_trust(&f->cfg);
 	in->keys = &f->ring;
 	in->ledgers = f->ledgers;
 	in->n_ledgers = f->n_ledgers;
@@ -124,6 +129,26 @@ void input_for(fx *f, const vd_model *m, vd_lineage_input *in)
 	in->retained = &f->retained;
 	in->retained_children = &f->retained_children;
 	in->withdrawn = &f->withdrawn;
+}
+
+/* The delta applied to the alerts raised before it, as the shell applies
+ * it to the history: raised ones added, cleared ones removed. */
+static void apply_delta(fx *f)
+{
+	char key[VD_RUN_MAX + 64];
+	size_t i;
+
+	for (i = 0; i < f->delta.n_alerts; i++) {
+		const vd_alert_change *a = &f->delta.alerts[i];
+		snprintf(key, sizeof(key), "%s\n%s", vd_alert_name((vd_alert_kind)a->kind),
+		    a->subject);
+		if (a->raised) {
+			f->delta_bad |= vd_map_get(&f->applied, key) != NULL;
+			FX_REQUIRE(vd_map_put(&f->applied, key, f) == 0);
+		} else {
+			f->delta_bad |= vd_map_del(&f->applied, key) == NULL;
+		}
+	}
 }
 
 /* As the store does: commits set when anything but the model changed.
@@ -140,8 +165,18 @@ void refresh(fx *f, int commits)
 	if (commits)
 		f->whole = 0;
 	input_for(f, &f->model, &in);
-	vd_lineage_refresh(&f->l, &in, what);
+	vd_lineage_refresh(&f->l, &in, what, &f->delta);
+	apply_delta(f);
 	vd_model_clear_dirty(&f->model);
+}
+
+void refresh_alone(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
+{
+	vd_lineage_delta d;
+
+	vd_lineage_delta_init(&d);
+	vd_lineage_refresh(l, in, what, &d);
+	vd_lineage_delta_free(&d);
 }
 
 /* ---- copies ----------------------------------------------------------- */

@@ -51,6 +51,11 @@ typedef struct fx {
 	int whole;                     /* the configuration changed, or the memory
 	                                * of an artifact whose directory is gone */
 	vd_lineage l;
+	vd_lineage_delta delta;        /* what the last refresh changed */
+	vd_map applied;                /* "kind\nsubject" -> f: the alerts the deltas
+	                                * raised and did not clear since */
+	int delta_bad;                 /* a delta cleared what was not raised, or
+	                                * raised what was */
 } fx;
 
 extern vd_key *keys[N_KEYS];
@@ -68,6 +73,8 @@ void cfg_set(fx *f, const char *key, const char *value);
 void pin(fx *f, const char *key, const char *run, int64_t round, const char *hash);
 void input_for(fx *f, const vd_model *m, vd_lineage_input *in);
 void refresh(fx *f, int commits);
+/* A refresh with a delta of its own, thrown away: for lineages beside f's. */
+void refresh_alone(vd_lineage *l, const vd_lineage_input *in, vd_refresh what);
 void set_verdict(vd_copy *c, int v);
 void set_header(vd_copy *c, const char *hash, int64_t round, const char *parent);
 void verdict(vd_model *m, vd_copy *c, int v);

@@ -498,6 +498,24 @@ static void same_alerts(world *w, const vd_lineage *a, const vd_lineage *b)
 		DIFFER("%s", "alert counts differ");
 }
 
+/* The alerts the refreshes' deltas raised and did not clear, as the
+ * shell applies them, are the alerts computed from scratch. */
+static void same_applied(world *w, const fx *f, const vd_lineage *b)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	if (f->delta_bad)
+		DIFFER("%s", "a delta raised an alert raised already, or cleared one not raised");
+	if (f->applied.count != b->alerts.count)
+		DIFFER("%zu alerts applied from the deltas, from scratch %zu", f->applied.count,
+		    b->alerts.count);
+	while (vd_map_next(&b->alerts, &it, &k, &v))
+		if (vd_map_get(&f->applied, k) == NULL)
+			DIFFER("alert %s not applied from the deltas", k);
+}
+
 static void same_head(world *w, const vd_lineage *a, const vd_lineage *b)
 {
 	if (a->head_round != b->head_round || strcmp(a->head_hash, b->head_hash) != 0 ||
@@ -529,11 +547,12 @@ static void compare_with_scratch(world *w)
 	scratch_model(w, &m);
 	vd_lineage_init(&fresh);
 	input_for(w->f, &m, &in);
-	vd_lineage_refresh(&fresh, &in, 1);
+	refresh_alone(&fresh, &in, 1);
 	same_groups(w, &w->f->model, &m);
 	same_slots(w, &w->f->l, &fresh);
 	same_head(w, &w->f->l, &fresh);
 	same_alerts(w, &w->f->l, &fresh);
+	same_applied(w, w->f, &fresh);
 	vd_lineage_free(&fresh);
 	vd_model_free(&m);
 }
@@ -829,7 +848,7 @@ static void check_unsigned_inert(world *w)
 	scratch_model(w, &m);
 	vd_lineage_init(&l);
 	input_for(f, &m, &in);
-	vd_lineage_refresh(&l, &in, VD_REFRESH_WHOLE);
+	refresh_alone(&l, &in, VD_REFRESH_WHOLE);
 	it = n = 0;
 	while (vd_map_next(&f->mems, &it, &k, &v))
 		*(vd_ledger_mem *)v = saved[n++];

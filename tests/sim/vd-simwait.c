@@ -47,6 +47,7 @@
 #include "vd_limits.h"
 #include "vd_model.h"
 #include "vd_plan.h"
+#include "vd_pool.h"
 #include "vd_util.h"
 #include "vd_waitset.h"
 

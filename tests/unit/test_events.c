@@ -259,8 +259,11 @@ static void slot_drop(fx *f, const char *run, int64_t round)
 /* A whole refresh, as after a scan (commits: the slots were rebuilt). */
 static void refresh(fx *f, int commits)
 {
-	f->l.whole = 1;
-	vd_events_lineage(f->ev, &f->l, &f->model, &f->cfg, commits, 1);
+	vd_lineage_delta d;
+
+	vd_lineage_delta_init(&d);
+	d.whole = 1;
+	vd_events_lineage(f->ev, &f->l, &d, &f->model, &f->cfg, commits, 1);
 }
 
 typedef struct counted {

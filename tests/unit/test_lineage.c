@@ -1077,7 +1077,7 @@ static void cycle_refresh(fx *f, vd_model *m, vd_lineage *l)
 
 	vd_lineage_init(l);
 	input_for(f, m, &in);
-	vd_lineage_refresh(l, &in, 1);
+	refresh_alone(l, &in, 1);
 }
 
 /* Caught, whichever way it is walked: broken, nothing trusted. */

@@ -23,6 +23,7 @@
 #include "vd_limits.h"
 #include "vd_model.h"
 #include "vd_plan.h"
+#include "vd_pool.h"
 
 static void test_backlog_order(void **unused)
 {
