@@ -17,6 +17,7 @@
 #include "vd_dsse.h"
 #include "vd_keys.h"
 #include "vd_limits.h"
+#include "vd_memory.h"
 #include "vd_scan.h"
 
 #define VD_STATE_FILE "state.db"
@@ -39,26 +40,6 @@ typedef struct vd_stored_verdict {
 	const struct vd_oms_status *oms;  /* its OMS bundle as checked, or NULL;
 	                             * loaded: valid in the callback only */
 } vd_stored_verdict;
-
-typedef struct vd_commitment {
-	char run[1024];
-	int64_t round_index;
-	char hash[VD_HASH_HEX_LEN + 1];
-	int64_t schema_version;
-	double received_at;
-	char key_id[VD_KEYID_LEN + 1];    /* "" for the operator token */
-} vd_commitment;
-
-/* A commitment the operator withdrew (trust.md section 8). */
-typedef struct vd_withdrawal {
-	char run[VD_RUN_MAX];
-	int64_t round_index;
-	char hash[VD_HASH_HEX_LEN + 1];
-	char sources[64];                 /* the sources that named it, comma-separated */
-	char peer[64];                    /* the request's address */
-	char reason[VD_WITHDRAW_REASON_MAX + 1];
-	double at;
-} vd_withdrawal;
 
 /* Open (creating if absent) and migrate. -1 with a sentence on error. */
 int vd_state_open(const char *state_dir, vd_state **out, char *err, size_t errlen);
@@ -96,7 +77,6 @@ int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg);
 typedef void (*vd_ledger_rec_fn)(const char *path, int64_t seq, int64_t round_index,
     const char *hash, const char *record_hash, int64_t line, void *arg);
 int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg);
-typedef struct vd_ledger_rec vd_ledger_rec;
 /* Append recs[0..n) as seq first.. in one transaction, with their audit
  * rows (vd_state_audit). */
 int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
@@ -104,7 +84,6 @@ int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
 int vd_state_forget_ledger(vd_state *st, const char *path);
 
 /* Artifacts verified and committed, remembered after removal (batched). */
-typedef struct vd_retained vd_retained;
 typedef void (*vd_retained_fn)(const vd_retained *r, void *arg);
 int vd_state_retain(vd_state *st, const vd_retained *r);
 int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg);

@@ -17,6 +17,7 @@
 #include "vd_keys.h"
 #include "vd_lineage.h"
 #include "vd_map.h"
+#include "vd_memory.h"
 #include "vd_metrics.h"
 #include "vd_model.h"
 #include "vd_omskeys.h"
@@ -39,15 +40,11 @@ typedef struct vd_store {
 	vd_lineage lineage;         /* commitments, chains, alerts, head */
 	vd_scan_ledger *ledgers;    /* from the last scan */
 	size_t n_ledgers;
-	vd_map mems;                /* ledger relpath -> vd_ledger_mem */
+	vd_memory memory;           /* commitments remembered: applied once durable */
 	vd_keyring *keys;           /* trusted keys; NULL: none */
 	vd_omskeys *oms_keys;       /* run_oms_keys as last read; NULL: none */
 	unsigned keys_gen;          /* bumped when the keys change */
 	vd_map env_cache;           /* envelope relpath -> its last evaluation */
-	vd_signed_stmt *stmts;      /* posted checkpoints, then remembered statements */
-	size_t n_stmts, n_posted_stmts, cap_stmts;
-	vd_map stmt_seen;           /* remembered (statement, key) -> s itself */
-	vd_map withdrawn;           /* vd_withdrawal_key -> vd_withdrawal */
 	char *root;                 /* fixed for the daemon's life */
 	unsigned scan_depth;        /* for the scan under way */
 	vd_bounds scan_bounds;
@@ -70,12 +67,6 @@ typedef struct vd_store {
 	vd_map stored;                 /* relpath -> stored verdict, from the last run */
 	vd_map unreadable;             /* directories reported unreadable */
 	vd_map runs;                   /* directories that can be runs, from the last scan */
-	vd_map retained;               /* hash -> vd_retained: verified and committed */
-	vd_map retained_children;      /* parent hash -> first vd_retained naming it */
-	vd_commitment *posted;         /* RoundClose commitments posted */
-	size_t n_posted, cap_posted;
-	vd_commitment *equivs;         /* conflicting posts refused */
-	size_t n_equivs, cap_equivs;
 	/* Batched state writes end with each loop turn. */
 	uv_check_t flush_check;
 	uv_prepare_t flush_prepare;
