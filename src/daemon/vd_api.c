@@ -320,12 +320,26 @@ static void get_healthz(vd_api *api, vd_req *r)
 	vd_http_respond(r, 200, "text/plain; charset=utf-8", "ok\n", 3, NULL);
 }
 
+/* Starting: the first store scan or the state database is not done yet.
+ * /readyz says so, and so does every commitment route, whatever the run
+ * or the commitment: a coordinator that takes a 4xx for final would drop
+ * a good one, and until the first scan the store's own commitments are
+ * not known to conflict with it. NULL once started. */
+static const char *starting(const vd_api *api)
+{
+	if (!api->store->scanned_once)
+		return "the first store scan has not finished";
+	if (!api->state_ready)
+		return "the state database is not loaded yet";
+	return NULL;
+}
+
 static void get_readyz(vd_api *api, vd_req *r)
 {
-	if (!api->store->scanned_once || !api->state_ready) {
-		vd_http_error(r, 503, "not_ready",
-		    api->store->scanned_once ? "the state database is not loaded yet" :
-		    "the first store scan has not finished", (const char *const[]){
+	const char *why = starting(api);
+
+	if (why != NULL) {
+		vd_http_error(r, 503, "not_ready", why, (const char *const[]){
 		    "Retry-After", "1", NULL });
 		return;
 	}
@@ -1178,19 +1192,26 @@ static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundc
 /* A commitment names a run: a run directory of the store (not a file,
  * FIFO, symbolic link or artifact directory), or one the configuration
  * names before its directory exists. */
+static int not_started(vd_api *api, vd_req *r)
+{
+	char detail[160];
+	const char *why = starting(api);
+
+	if (why == NULL)
+		return 0;
+	snprintf(detail, sizeof(detail), "%s; try again", why);
+	vd_http_error(r, 503, "not_ready", detail, RETRY_AFTER);
+	return 1;
+}
+
 static int known_run(vd_api *api, vd_req *r, const char *run)
 {
 	char detail[VD_RUN_MAX + 160];
 
+	if (not_started(api, r))
+		return 0;
 	if (vd_store_run_known(api->store, run))
 		return 1;
-	/* Before the first scan no run is known yet: a coordinator that takes
-	 * a 4xx for final would drop a good commitment. */
-	if (!api->store->scanned_once) {
-		vd_http_error(r, 503, "not_ready", "the store's first scan is not done yet; try again",
-		    RETRY_AFTER);
-		return 0;
-	}
 	snprintf(detail, sizeof(detail), "run %s is not a run directory of the store (none, or not a plain directory) nor a run the configuration names",
 	    vd_run_name(run));
 	vd_http_error(r, 400, "bad_request", detail, NULL);
@@ -1414,11 +1435,8 @@ static void delete_commitment(vd_api *api, vd_req *r)
 
 	if (!authorized(api, r) || withdrawal_params(r, &w) < 0)
 		return;
-	if (!api->store->scanned_once) {
-		vd_http_error(r, 503, "not_ready", "the store's first scan is not done yet; try again",
-		    RETRY_AFTER);
+	if (not_started(api, r))
 		return;
-	}
 	if ((rc = vd_store_withdraw(api->store, &w)) == -ENOENT) {
 		vd_http_error(r, 404, "not_found", "no source commits that hash for that run and round", NULL);
 		return;
