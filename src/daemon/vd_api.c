@@ -1250,12 +1250,14 @@ static void post_checkpoint(vd_api *api, vd_req *r, const vd_statement *st, cons
 {
 	char peer[PEER_MAX];
 	const char *key_id = pk->ids[0];
-	int res = vd_store_post_checkpoint(api->store, st, key_id, r->body.p, r->body.len);
+	vd_audit audit;
+	int res;
 
 	peer_address(r, peer, sizeof(peer));
+	vd_audit_signed(&audit, st, st->run, key_id, peer, NULL);
+	res = vd_store_post_checkpoint(api->store, st, key_id, r->body.p, r->body.len, &audit);
 	/* Every trusted signer is remembered, as for a RoundClose. */
-	if (res < 0 || vd_state_audit_signed(api->store->state, st, st->run, key_id, peer, NULL) < 0 ||
-	    vd_store_remember_statement(api->store, st, st->run, pk->ids, pk->n, "api", r->body.p,
+	if (res < 0 || vd_store_remember_statement(api->store, st, st->run, pk->ids, pk->n, "api", r->body.p,
 	    r->body.len) < 0 || vd_state_flush(api->store->state) < 0) {
 		vd_http_error(r, 503, "overloaded", "the checkpoint could not be stored durably; try again",
 		    RETRY_AFTER);
@@ -1418,16 +1420,6 @@ static int withdrawal_params(vd_req *r, vd_withdrawal *w)
 	return 0;
 }
 
-static int audit_withdrawal(vd_api *api, const vd_withdrawal *w)
-{
-	vd_audit a = {
-		.run = w->run, .kind = VD_AUDIT_WITHDRAWAL, .number = w->round_index, .hash = w->hash,
-		.source = w->sources, .author = VD_AUDIT_OPERATOR, .key_id = "", .peer = w->peer,
-	};
-
-	return vd_state_audit(api->store->state, &a);
-}
-
 static void delete_commitment(vd_api *api, vd_req *r)
 {
 	vd_withdrawal w;
@@ -1441,7 +1433,7 @@ static void delete_commitment(vd_api *api, vd_req *r)
 		vd_http_error(r, 404, "not_found", "no source commits that hash for that run and round", NULL);
 		return;
 	}
-	if (rc < 0 || (rc == 0 && audit_withdrawal(api, &w) < 0)) {
+	if (rc < 0) {
 		vd_http_error(r, 503, "overloaded", "the withdrawal could not be stored durably; try again",
 		    RETRY_AFTER);
 		return;

@@ -962,17 +962,25 @@ int vd_state_audit(vd_state *st, const vd_audit *a)
 	return audit_insert(st, a) == 0 ? 0 : db_fail(st, "recording a commitment in the audit");
 }
 
-int vd_state_audit_signed(vd_state *st, const vd_statement *s, const char *run,
-    const char *key_id, const char *peer, const char *file)
+void vd_audit_signed(vd_audit *a, const vd_statement *s, const char *run, const char *key_id,
+    const char *peer, const char *file)
 {
 	int cp = s->kind == VD_STMT_CHECKPOINT;
-	vd_audit a = {
+
+	*a = (vd_audit){
 		.run = run, .kind = cp ? VD_AUDIT_CHECKPOINT : VD_AUDIT_ROUND_CLOSE,
 		.number = cp ? (int64_t)s->records : s->round_index,
 		.hash = cp ? s->head_record_hash : s->hash, .source = vd_commit_source_name(VD_SRC_SIGNED),
 		.author = VD_AUDIT_KEY, .key_id = key_id, .peer = peer, .file = file,
 	};
+}
 
+int vd_state_audit_signed(vd_state *st, const vd_statement *s, const char *run,
+    const char *key_id, const char *peer, const char *file)
+{
+	vd_audit a;
+
+	vd_audit_signed(&a, s, run, key_id, peer, file);
 	/* A post is durable before its answer. */
 	return file != NULL ? vd_state_audit_file(st, &a) : vd_state_audit(st, &a);
 }
@@ -1038,11 +1046,33 @@ int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn 
 	return list_page(st, s, pg, audit_row, &c);
 }
 
+/* s (prepared and bound) stepped and the audit entry (NULL: none)
+ * inserted in one transaction, durable before it returns: both or
+ * neither. The rows s changed, or -1 (s is finalized either way). */
+static int step_audited(vd_state *st, sqlite3_stmt *s, const vd_audit *audit, const char *what)
+{
+	int rc, changed;
+
+	if (exec(st, "BEGIN IMMEDIATE") < 0) {
+		sqlite3_finalize(s);
+		return db_fail(st, what);
+	}
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	changed = sqlite3_changes(st->db);
+	if (rc != SQLITE_DONE || (audit != NULL && audit_insert(st, audit) < 0) || commit(st) < 0) {
+		db_fail(st, what);
+		exec(st, "ROLLBACK");
+		return -1;
+	}
+	return changed;
+}
+
 int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *key_id,
-    const uint8_t *env, size_t env_len)
+    const uint8_t *env, size_t env_len, const vd_audit *audit)
 {
 	sqlite3_stmt *s;
-	int rc;
+	int changed;
 
 	if (vd_state_flush(st) < 0)
 		return -1;
@@ -1055,11 +1085,9 @@ int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *ke
 	sqlite3_bind_text(s, 4, key_id, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 5, env, (int)env_len, SQLITE_STATIC);
 	sqlite3_bind_double(s, 6, vd_wall_now());
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return db_fail(st, "posting a checkpoint");
-	return sqlite3_changes(st->db) == 1 ? 0 : 1;
+	if ((changed = step_audited(st, s, audit, "posting a checkpoint")) < 0)
+		return -1;
+	return changed == 1 ? 0 : 1;
 }
 
 int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg)
@@ -1366,10 +1394,9 @@ int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg)
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading statements");
 }
 
-int vd_state_withdraw(vd_state *st, const vd_withdrawal *w)
+int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const vd_audit *audit)
 {
 	sqlite3_stmt *s;
-	int rc;
 
 	if (vd_state_flush(st) < 0)
 		return -1;
@@ -1383,9 +1410,7 @@ int vd_state_withdraw(vd_state *st, const vd_withdrawal *w)
 	sqlite3_bind_text(s, 5, w->peer, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 6, w->reason, -1, SQLITE_STATIC);
 	sqlite3_bind_double(s, 7, w->at);
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "recording a withdrawal");
+	return step_audited(st, s, audit, "recording a withdrawal") < 0 ? -1 : 0;
 }
 
 int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg)

@@ -67,10 +67,11 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 int vd_state_ok(const vd_state *st);
 uint64_t vd_state_failures(const vd_state *st);
 
-/* Signed ledger checkpoints posted: 0 new, 1 known, -1 error. */
+/* Signed ledger checkpoints posted, with the audit entry (NULL: none) in
+ * the same transaction: 0 new, 1 known, -1 error (nothing written). */
 typedef void (*vd_checkpoint_fn)(const vd_statement *s, const char *key_id, void *arg);
 int vd_state_post_checkpoint(vd_state *st, const vd_statement *s, const char *key_id,
-    const uint8_t *env, size_t env_len);
+    const uint8_t *env, size_t env_len, const struct vd_audit *audit);
 int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg);
 
 /* The append-only memory of ledgers: record seq (0-based) of each path. */
@@ -162,6 +163,10 @@ typedef void (*vd_audit_fn)(const vd_audit *a, void *arg);
  * returns; st NULL records nothing. 0 or -1. The records of a ledger are
  * recorded by vd_state_append_ledger, in its transaction. */
 int vd_state_audit(vd_state *st, const vd_audit *a);
+/* The audit entry of a signed statement accepted: posted from peer, or
+ * read from file (a points at the arguments). */
+void vd_audit_signed(vd_audit *a, const vd_statement *s, const char *run, const char *key_id,
+    const char *peer, const char *file);
 /* A signed statement accepted: posted from peer, or read from file. */
 int vd_state_audit_signed(vd_state *st, const vd_statement *s, const char *run,
     const char *key_id, const char *peer, const char *file);
@@ -184,8 +189,9 @@ typedef void (*vd_stmt_row_fn)(const vd_statement *stm, const char *run, const c
     const char *source, void *arg);
 int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg);
 
-/* Withdrawals, durable before the call returns. */
-int vd_state_withdraw(vd_state *st, const vd_withdrawal *w);
+/* Withdrawals, durable before the call returns, with the audit entry
+ * (NULL: none) in the same transaction: 0, or -1 (nothing written). */
+int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const struct vd_audit *audit);
 typedef void (*vd_withdrawal_fn)(const vd_withdrawal *w, void *arg);
 int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg);
 

@@ -299,9 +299,9 @@ static int persist_record(const vd_mem_record *rec, void *arg)
 		    rec->c.key_id[0] ? "signed" : "roundclose");
 	case VD_MEM_CHECKPOINT:
 		return s->state == NULL || vd_state_post_checkpoint(s->state, &rec->stmt.st,
-		    rec->stmt.key_id, rec->env, rec->env_len) < 0 ? -1 : 0;
+		    rec->stmt.key_id, rec->env, rec->env_len, rec->audit) < 0 ? -1 : 0;
 	case VD_MEM_WITHDRAWAL:
-		return s->state == NULL ? -1 : vd_state_withdraw(s->state, &rec->w);
+		return s->state == NULL ? -1 : vd_state_withdraw(s->state, &rec->w, rec->audit);
 	default:
 		break;
 	}
@@ -1656,7 +1656,7 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
 }
 
 int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *key_id,
-    const uint8_t *env, size_t env_len)
+    const uint8_t *env, size_t env_len, const vd_audit *audit)
 {
 	vd_mem_record rec;
 
@@ -1666,6 +1666,7 @@ int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *ke
 		return 1;
 	rec.env = env;
 	rec.env_len = env_len;
+	rec.audit = audit;
 	if (commit_record(s, &rec) < 0)
 		return -1;
 	vd_store_refresh(s);
@@ -1705,6 +1706,7 @@ static void oms_naming(vd_store *s, vd_withdrawal *w)
 int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
 {
 	vd_mem_record rec;
+	vd_audit a;
 	int rc;
 
 	/* Every source that names (run, round) -> hash, into w->sources. */
@@ -1714,6 +1716,12 @@ int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
 	if ((rc = vd_memory_withdraw(&s->memory, w, vd_wall_now(), &rec)) != 0)
 		return rc;
 	w->at = rec.w.at;
+	a = (vd_audit){
+		.run = rec.w.run, .kind = VD_AUDIT_WITHDRAWAL, .number = rec.w.round_index,
+		.hash = rec.w.hash, .source = rec.w.sources, .author = VD_AUDIT_OPERATOR, .key_id = "",
+		.peer = rec.w.peer,
+	};
+	rec.audit = &a;
 	if (commit_record(s, &rec) < 0)
 		return -EIO;
 	vd_store_refresh(s);

@@ -132,9 +132,10 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
     const char *hash, int64_t schema_version, const char *key_id,
     const uint8_t *env, size_t env_len, const vd_audit *audit, char *existing_hash);
 
-/* Record a signed ledger checkpoint: 0 new, 1 known, -1 error. */
+/* Record a signed ledger checkpoint with its audit entry in the same
+ * transaction: 0 new, 1 known, -1 error (nothing recorded or changed). */
 int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *key_id,
-    const uint8_t *env, size_t env_len);
+    const uint8_t *env, size_t env_len, const vd_audit *audit);
 
 /* Remember a signed statement under each key whose signature verified
  * (trust.md section 8), where: its file, or "api". The number of keys
@@ -150,8 +151,9 @@ int vd_store_round_mismatch(vd_store *s, const char *run, int64_t round, const c
     int64_t *header_round);
 
 /* The operator withdraws (run, round) -> hash, from every source but the
- * configuration, durably: 0, 1 already withdrawn, -ENOENT no such
- * commitment, -EIO. w's sources are filled in. */
+ * configuration, durably with its audit entry in the same transaction: 0,
+ * 1 already withdrawn, -ENOENT no such commitment, -EIO (nothing recorded
+ * or changed). w's sources are filled in. */
 int vd_store_withdraw(vd_store *s, vd_withdrawal *w);
 
 /* Forget the remembered records of one ledger: 0, -ENOENT, -EIO. */

@@ -217,7 +217,7 @@ static void test_withdrawal_durable(void **state)
 	snprintf(w.peer, sizeof(w.peer), "::1");
 	snprintf(w.reason, sizeof(w.reason), "signed in error");
 	w.at = 1.5e9;
-	assert_int_equal(vd_state_withdraw(f->st, &w), 0);
+	assert_int_equal(vd_state_withdraw(f->st, &w, NULL), 0);
 	reopen(f);
 	memset(&back, 0, sizeof(back));
 	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back), 0);
@@ -240,11 +240,55 @@ static void test_withdrawal_failed(void **state)
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
 	memset(&w, 0, sizeof(w));
 	snprintf(w.hash, sizeof(w.hash), "%s", HASH_A);
-	assert_int_equal(vd_state_withdraw(f->st, &w), -1);
+	assert_int_equal(vd_state_withdraw(f->st, &w, NULL), -1);
 	assert_false(vd_state_ok(f->st));
 	memset(&back, 0, sizeof(back));
 	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back), 0);
 	assert_string_equal(back.hash, "");
+}
+
+/* A withdrawal and a checkpoint are recorded with their audit entries,
+ * or neither is: answered 503, nothing shows. */
+static void test_withdrawal_checkpoint_all_or_nothing(void **state)
+{
+	fx *f = *state;
+	vd_withdrawal w;
+	vd_statement cp;
+	vd_audit wa, ca;
+
+	memset(&w, 0, sizeof(w));
+	snprintf(w.run, sizeof(w.run), "run-a");
+	w.round_index = 3;
+	snprintf(w.hash, sizeof(w.hash), "%s", HASH_A);
+	snprintf(w.sources, sizeof(w.sources), "roundclose");
+	wa = (vd_audit){ .run = w.run, .kind = VD_AUDIT_WITHDRAWAL, .number = w.round_index,
+	    .hash = w.hash, .source = w.sources, .author = VD_AUDIT_OPERATOR, .key_id = "",
+	    .peer = "127.0.0.1" };
+	memset(&cp, 0, sizeof(cp));
+	cp.kind = VD_STMT_CHECKPOINT;
+	snprintf(cp.run, sizeof(cp.run), "run-a");
+	cp.records = 2;
+	snprintf(cp.head_record_hash, sizeof(cp.head_record_hash), "%s", HASH_B);
+	vd_audit_signed(&ca, &cp, cp.run, "k", "127.0.0.1", NULL);
+
+	outside(f, "CREATE TRIGGER full BEFORE INSERT ON commitment_audit"
+	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
+	assert_int_equal(vd_state_withdraw(f->st, &w, &wa), -1);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca), -1);
+	assert_false(vd_state_ok(f->st));
+	assert_int_equal(count(f, "SELECT count(*) FROM withdrawals"), 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM checkpoints"), 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 0);
+
+	outside(f, "DROP TRIGGER full;");
+	assert_int_equal(vd_state_withdraw(f->st, &w, &wa), 0);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca), 0);
+	assert_true(vd_state_ok(f->st));
+	assert_int_equal(count(f, "SELECT count(*) FROM withdrawals"), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM checkpoints"), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 2);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 2);
 }
 
 int main(void)
@@ -254,6 +298,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_statements_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_durable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_failed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_withdrawal_checkpoint_all_or_nothing, setup, teardown),
 	};
 
 	vd_log_set_level(VD_LOG_ERROR - 1);   /* the injected failures are logged */
