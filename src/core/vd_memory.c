@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vd_lineage.h"
 #include "vd_memory.h"
 #include "vd_util.h"
 
@@ -423,62 +422,49 @@ int vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *r
 	return 1;
 }
 
-static void add_source(char *list, size_t n, const char *name)
+static unsigned posts_naming(const vd_commitment *arr, size_t n, const char *run,
+    int64_t round, const char *hash)
 {
-	size_t len = strlen(list);
+	unsigned named = 0;
+	size_t i;
 
-	if (strstr(list, name) == NULL)
-		snprintf(list + len, n - len, "%s%s", len ? "," : "", name);
+	for (i = 0; i < n; i++)
+		if (same_commit(run, round, hash, arr[i].run, arr[i].round_index, arr[i].hash))
+			named |= arr[i].key_id[0] ? VD_MEM_NAMED_SIGNED : VD_MEM_NAMED_TOKEN;
+	return named;
 }
 
-static void posts_naming(const vd_commitment *arr, size_t n, vd_withdrawal *w)
+static int recs_name(const vd_ledger_rec *recs, size_t n, const char *lrun, const char *run,
+    int64_t round, const char *hash)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (same_commit(w->run, w->round_index, w->hash, arr[i].run, arr[i].round_index,
-		    arr[i].hash))
-			add_source(w->sources, sizeof(w->sources), vd_commit_source_name(
-			    arr[i].key_id[0] ? VD_SRC_SIGNED : VD_SRC_ROUNDCLOSE));
-}
-
-static int recs_name(const vd_ledger_rec *recs, size_t n, const char *run,
-    const vd_withdrawal *w)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (same_commit(w->run, w->round_index, w->hash, run, recs[i].round_index,
-		    recs[i].hash))
+		if (same_commit(run, round, hash, lrun, recs[i].round_index, recs[i].hash))
 			return 1;
 	return 0;
 }
 
-static void ledgers_naming(const vd_memory *m, vd_withdrawal *w)
+unsigned vd_memory_sources(const vd_memory *m, const char *run, int64_t round,
+    const char *hash)
 {
+	unsigned named = posts_naming(m->posted, m->n_posted, run, round, hash) |
+	    posts_naming(m->equivs, m->n_equivs, run, round, hash);
 	const char *k;
 	void *v;
-	size_t it = 0;
+	size_t i, it = 0;
 
+	for (i = 0; i < m->n_stmts; i++)
+		if (m->stmts[i].st.kind == VD_STMT_ROUNDCLOSE && same_commit(run, round, hash,
+		    m->stmts[i].run, m->stmts[i].st.round_index, m->stmts[i].st.hash))
+			named |= VD_MEM_NAMED_SIGNED;
 	while (vd_map_next(&m->mems, &it, &k, &v)) {
 		const vd_ledger_mem *lm = v;
-		if (recs_name(lm->recs, lm->n, lm->run, w) ||
-		    recs_name(lm->diverged, lm->n_diverged, lm->run, w))
-			add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_LEDGER));
+		if (recs_name(lm->recs, lm->n, lm->run, run, round, hash) ||
+		    recs_name(lm->diverged, lm->n_diverged, lm->run, run, round, hash))
+			named |= VD_MEM_NAMED_LEDGER;
 	}
-}
-
-void vd_memory_sources(const vd_memory *m, vd_withdrawal *w)
-{
-	size_t i;
-
-	posts_naming(m->posted, m->n_posted, w);
-	posts_naming(m->equivs, m->n_equivs, w);
-	for (i = 0; i < m->n_stmts; i++)
-		if (m->stmts[i].st.kind == VD_STMT_ROUNDCLOSE && same_commit(w->run, w->round_index,
-		    w->hash, m->stmts[i].run, m->stmts[i].st.round_index, m->stmts[i].st.hash))
-			add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_SIGNED));
-	ledgers_naming(m, w);
+	return named;
 }
 
 int vd_memory_withdraw(const vd_memory *m, const vd_withdrawal *w, double at,

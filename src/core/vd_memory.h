@@ -172,11 +172,15 @@ int vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const 
 int vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *run,
     const char *key_id, const char *where, vd_mem_record *rec);
 
-/* The sources of the memory naming (run, round) -> hash, added to
- * w->sources (an OMS bundle is the shell's to add). */
-void vd_memory_sources(const vd_memory *m, vd_withdrawal *w);
-/* A withdrawal by the operator at time at: 0 (VD_MEM_WITHDRAWAL), 1
- * already withdrawn, -ENOENT when w->sources names nothing. */
+/* The sources of the memory that name (run, round) -> hash, as bits. */
+#define VD_MEM_NAMED_TOKEN 1u      /* a post with a token */
+#define VD_MEM_NAMED_SIGNED 2u     /* a signed post or statement */
+#define VD_MEM_NAMED_LEDGER 4u     /* a remembered ledger record, or one diverged */
+unsigned vd_memory_sources(const vd_memory *m, const char *run, int64_t round,
+    const char *hash);
+/* A withdrawal by the operator at time at, w->sources naming every source
+ * (the shell's to fill): 0 (VD_MEM_WITHDRAWAL), 1 already withdrawn,
+ * -ENOENT when w->sources names nothing. */
 int vd_memory_withdraw(const vd_memory *m, const vd_withdrawal *w, double at,
     vd_mem_record *rec);
 

@@ -1707,11 +1707,18 @@ int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
 {
 	vd_mem_record rec;
 	vd_audit a;
+	unsigned named;
 	int rc;
 
 	/* Every source that names (run, round) -> hash, into w->sources. */
+	named = vd_memory_sources(&s->memory, w->run, w->round_index, w->hash);
 	w->sources[0] = '\0';
-	vd_memory_sources(&s->memory, w);
+	if (named & VD_MEM_NAMED_TOKEN)
+		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_ROUNDCLOSE));
+	if (named & VD_MEM_NAMED_SIGNED)
+		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_SIGNED));
+	if (named & VD_MEM_NAMED_LEDGER)
+		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_LEDGER));
 	oms_naming(s, w);
 	if ((rc = vd_memory_withdraw(&s->memory, w, vd_wall_now(), &rec)) != 0)
 		return rc;

@@ -534,6 +534,7 @@ static int ch_withdraw(world *w)
 	const vd_memory *m = &w->f->mem;
 	vd_withdrawal wd;
 	vd_mem_record rec;
+	unsigned named;
 
 	memset(&wd, 0, sizeof(wd));
 	if (m->n_posted > 0 && rnd(w, 3) == 0) {
@@ -547,7 +548,9 @@ static int ch_withdraw(world *w)
 		snprintf(wd.hash, sizeof(wd.hash), "%s", pick_commit(w, wd.round_index));
 	}
 	snprintf(wd.reason, sizeof(wd.reason), "step %d", w->step);
-	vd_memory_sources(m, &wd);
+	named = vd_memory_sources(m, wd.run, wd.round_index, wd.hash);
+	snprintf(wd.sources, sizeof(wd.sources), "%s%s%s", named & VD_MEM_NAMED_TOKEN ? "roundclose " : "",
+	    named & VD_MEM_NAMED_SIGNED ? "signed " : "", named & VD_MEM_NAMED_LEDGER ? "ledger" : "");
 	if (vd_memory_withdraw(m, &wd, (double)w->step, &rec) == 0)
 		sim_commit(w, &rec);
 	return 1;

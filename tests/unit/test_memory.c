@@ -314,17 +314,19 @@ static void test_withdraw(void **state)
 	(void)state;
 	vd_memory_init(&m);
 	withdrawal(&w, "r", 0, hx(1));
-	vd_memory_sources(&m, &w);
-	assert_string_equal(w.sources, "");
+	assert_int_equal(vd_memory_sources(&m, "r", 0, hx(1)), 0);
 	assert_int_equal(vd_memory_withdraw(&m, &w, 10.0, &rec), -ENOENT);
 
 	post_ok(&m, &db, "r", 0, hx(1), "");
 	roundclose(&st, "r", 0, hx(1));
 	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), 1);
 	commit_ok(&m, &rec, &db);
+	assert_int_equal(vd_memory_sources(&m, "r", 0, hx(1)),
+	    VD_MEM_NAMED_TOKEN | VD_MEM_NAMED_SIGNED);
+	assert_int_equal(vd_memory_sources(&m, "r", 0, hx(2)), 0);
+	assert_int_equal(vd_memory_sources(&m, "s", 0, hx(1)), 0);
 	withdrawal(&w, "r", 0, hx(1));
-	vd_memory_sources(&m, &w);
-	assert_string_equal(w.sources, "roundclose,signed");
+	snprintf(w.sources, sizeof(w.sources), "roundclose,signed");
 	assert_int_equal(vd_memory_withdraw(&m, &w, 10.0, &rec), 0);
 	assert_int_equal(rec.kind, VD_MEM_WITHDRAWAL);
 	assert_true(rec.w.at == 10.0);
@@ -545,7 +547,9 @@ static void test_restore(void **state)
 	file_init(&f, 2);
 	read_ok(&m, &f, &db, VD_MEM_LEDGER_APPEND);
 	withdrawal(&w, "r", 1, hx(3));
-	vd_memory_sources(&m, &w);
+	assert_int_equal(vd_memory_sources(&m, "r", 1, hx(3)), VD_MEM_NAMED_SIGNED);
+	assert_int_equal(vd_memory_sources(&m, "r", 1, hx(2)), VD_MEM_NAMED_LEDGER);
+	snprintf(w.sources, sizeof(w.sources), "signed");
 	assert_int_equal(vd_memory_withdraw(&m, &w, 5.0, &rec), 0);
 	commit_ok(&m, &rec, &db);
 
