@@ -104,6 +104,9 @@ int vd_memory_commit(vd_memory *m, const vd_mem_record *rec, vd_mem_persist_fn p
 	return vd_memory_apply(m, rec) < 0 ? -2 : 0;
 }
 
+static int has_commitment(const vd_commitment *arr, size_t n, const char *run, int64_t round,
+    const char *hash, const char *key_id);
+
 /* ---- applying ----------------------------------------------------------- */
 
 static int push_commitment(vd_commitment **arr, size_t *n, size_t *cap, const vd_commitment *c)
@@ -331,6 +334,9 @@ static int restorable(const vd_memory *m, const vd_mem_record *rec)
 		return 1;
 	case VD_MEM_RETAIN:
 		return vd_map_get(&m->retained, rec->r.hash) == NULL;
+	case VD_MEM_EQUIVOCATION:
+		return !has_commitment(m->equivs, m->n_equivs, rec->c.run, rec->c.round_index,
+		    rec->c.hash, rec->c.key_id);
 	default:
 		return !vd_memory_is_volatile(rec->kind) && rec->kind != VD_MEM_POST_AGAIN;
 	}
@@ -377,6 +383,9 @@ int vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *stron
 	if (rec->kind == VD_MEM_POST)
 		return 0;
 	memcpy(existing, rec->existing, VD_HASH_HEX_LEN + 1);
+	/* The same conflict by the same party again: nothing new. */
+	if (has_commitment(m->equivs, m->n_equivs, c->run, c->round_index, c->hash, c->key_id))
+		rec->kind = VD_MEM_NONE;
 	return 2;
 }
 

@@ -158,7 +158,8 @@ const char *vd_mem_kind_name(vd_mem_kind kind);
 /* A RoundClose c posted. strong_other: another hash a commitment by the
  * token or a trusted key already names for the round (from lineage), or
  * NULL. 0 new (VD_MEM_POST), 1 the same again (VD_MEM_POST_AGAIN), 2 a
- * conflict (VD_MEM_EQUIVOCATION, existing filled). An unsigned ledger
+ * conflict (VD_MEM_EQUIVOCATION, existing filled; VD_MEM_NONE when the
+ * same party's conflict is remembered already). An unsigned ledger
  * record never blocks a post. */
 int vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *strong_other,
     vd_mem_record *rec, char *existing);

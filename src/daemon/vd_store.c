@@ -296,7 +296,7 @@ static int persist_record(const vd_mem_record *rec, void *arg)
 	case VD_MEM_EQUIVOCATION:
 		return s->state == NULL ? -1 : vd_state_record_equivocation(s->state, rec->c.run,
 		    rec->c.round_index, rec->existing, rec->c.hash,
-		    rec->c.key_id[0] ? "signed" : "roundclose");
+		    rec->c.key_id[0] ? "signed" : "roundclose", rec->c.key_id);
 	case VD_MEM_CHECKPOINT:
 		return s->state == NULL || vd_state_post_checkpoint(s->state, &rec->stmt.st,
 		    rec->stmt.key_id, rec->env, rec->env_len, rec->audit) < 0 ? -1 : 0;

@@ -151,6 +151,13 @@ static void test_post_outcomes(void **state)
 	assert_int_equal(m.n_posted, 1);
 	assert_true(vd_memory_has_equivocation(&m, "r", 0, hx(2)));
 
+	/* The same conflict by the same party: refused again, nothing new. */
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 2);
+	assert_int_equal(rec.kind, VD_MEM_NONE);
+	commitment(&c, "r", 0, hx(2), "k2");
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 2);
+	assert_int_equal(rec.kind, VD_MEM_EQUIVOCATION);
+
 	/* Another round, another run: new. */
 	commitment(&c, "r", 1, hx(2), "");
 	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 0);

@@ -291,6 +291,47 @@ static void test_withdrawal_checkpoint_all_or_nothing(void **state)
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 2);
 }
 
+typedef struct equivs {
+	int n;
+	vd_commitment c[8];
+} equivs;
+
+static void one_equivocation(const vd_commitment *c, void *arg)
+{
+	equivs *e = arg;
+
+	assert_true(e->n < 8);
+	e->c[e->n++] = *c;
+}
+
+/* An equivocation is restored with the key that signed the conflicting
+ * post (the token's: none); one row per party, in the order recorded. */
+static void test_equivocation_keyed(void **state)
+{
+	fx *f = *state;
+	equivs back;
+
+	assert_int_equal(vd_state_record_equivocation(f->st, "run-a", 4, HASH_A, HASH_B, "signed",
+	    "k1"), 0);
+	assert_int_equal(vd_state_record_equivocation(f->st, "run-a", 4, HASH_A, HASH_B, "signed",
+	    "k2"), 0);
+	assert_int_equal(vd_state_record_equivocation(f->st, "run-a", 4, HASH_A, HASH_B, "signed",
+	    "k1"), 0);
+	assert_int_equal(vd_state_record_equivocation(f->st, "run-a", 5, HASH_A, HASH_B,
+	    "roundclose", ""), 0);
+	reopen(f);
+	memset(&back, 0, sizeof(back));
+	assert_int_equal(vd_state_load_equivocations(f->st, one_equivocation, &back), 0);
+	assert_int_equal(back.n, 3);
+	assert_string_equal(back.c[0].run, "run-a");
+	assert_int_equal(back.c[0].round_index, 4);
+	assert_string_equal(back.c[0].hash, HASH_B);
+	assert_string_equal(back.c[0].key_id, "k1");
+	assert_string_equal(back.c[1].key_id, "k2");
+	assert_int_equal(back.c[2].round_index, 5);
+	assert_string_equal(back.c[2].key_id, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -299,6 +340,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_withdrawal_durable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_failed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_checkpoint_all_or_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_equivocation_keyed, setup, teardown),
 	};
 
 	vd_log_set_level(VD_LOG_ERROR - 1);   /* the injected failures are logged */
