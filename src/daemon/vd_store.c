@@ -309,8 +309,12 @@ static int persist_record(const vd_mem_record *rec, void *arg)
 		return 0;       /* memory only */
 	switch (rec->kind) {
 	case VD_MEM_STATEMENT:
-		return vd_state_remember_statement(s->state, &rec->stmt.st, rec->stmt.run,
-		    rec->stmt.key_id, rec->stmt.where, rec->env, rec->env_len) < 0 ? -1 : 0;
+		if (vd_state_remember_statement(s->state, &rec->stmt.st, rec->stmt.run,
+		    rec->stmt.key_id, rec->stmt.where, rec->env, rec->env_len) < 0)
+			return -1;
+		/* A post is answered once durable: the loop turn's batch the row
+		 * may have joined is committed now. A file is read again. */
+		return strcmp(rec->stmt.where, "api") == 0 && vd_state_flush(s->state) < 0 ? -1 : 0;
 	case VD_MEM_LEDGER_APPEND:
 		return rec->n == 0 ? 0 : vd_state_append_ledger(s->state, rec->relpath, rec->first,
 		    rec->recs, rec->n);
