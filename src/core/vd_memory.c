@@ -85,7 +85,7 @@ void vd_mem_record_free(vd_mem_record *rec)
 const char *vd_mem_kind_name(vd_mem_kind kind)
 {
 	static const char *const names[VD_MEM_KINDS] = { "none", "post", "post again",
-		"equivocation", "checkpoint", "statement", "withdrawal", "ledger append",
+		"equivocation", "checkpoint", "statement", "signatures", "withdrawal", "ledger append",
 		"ledger diverged", "ledger forget", "retain" };
 
 	return (unsigned)kind < VD_MEM_KINDS ? names[kind] : "unknown";
@@ -283,15 +283,36 @@ static int apply_retain(vd_memory *m, const vd_mem_record *rec)
 	return 0;
 }
 
+/* The posted statement under each new signer. */
+static int apply_signers(vd_memory *m, const vd_mem_record *rec)
+{
+	vd_signed_stmt ss = rec->stmt;
+	size_t i;
+
+	for (i = 0; i < rec->n_signers; i++) {
+		snprintf(ss.key_id, sizeof(ss.key_id), "%s", rec->signers[i]);
+		if (apply_statement(m, &ss) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int vd_memory_apply(vd_memory *m, const vd_mem_record *rec)
 {
 	switch (rec->kind) {
 	case VD_MEM_POST:
-		return push_commitment(&m->posted, &m->n_posted, &m->cap_posted, &rec->c);
+		if (push_commitment(&m->posted, &m->n_posted, &m->cap_posted, &rec->c) < 0)
+			return -1;
+		return apply_signers(m, rec);
+	case VD_MEM_POST_AGAIN:
+	case VD_MEM_SIGNATURES:
+		return apply_signers(m, rec);
 	case VD_MEM_EQUIVOCATION:
 		return push_commitment(&m->equivs, &m->n_equivs, &m->cap_equivs, &rec->c);
 	case VD_MEM_CHECKPOINT:
-		return apply_checkpoint(m, &rec->stmt);
+		if (apply_checkpoint(m, &rec->stmt) < 0)
+			return -1;
+		return apply_signers(m, rec);
 	case VD_MEM_STATEMENT:
 		return apply_statement(m, &rec->stmt);
 	case VD_MEM_WITHDRAWAL:
@@ -338,7 +359,7 @@ static int restorable(const vd_memory *m, const vd_mem_record *rec)
 		return !has_commitment(m->equivs, m->n_equivs, rec->c.run, rec->c.round_index,
 		    rec->c.hash, rec->c.key_id);
 	default:
-		return !vd_memory_is_volatile(rec->kind) && rec->kind != VD_MEM_POST_AGAIN;
+		return !vd_memory_is_volatile(rec->kind);
 	}
 }
 
@@ -415,6 +436,30 @@ int vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const 
 	rec->kind = VD_MEM_CHECKPOINT;
 	api_stmt(&rec->stmt, st, st->run, key_id, "api");
 	return 0;
+}
+
+void vd_memory_post_signers(const vd_memory *m, const vd_statement *st, const char *run,
+    const char *const *key_ids, size_t n, vd_mem_record *rec)
+{
+	char key[STMT_KEY_MAX];
+	size_t i, j;
+	int dup;
+
+	if (rec->kind != VD_MEM_POST && rec->kind != VD_MEM_POST_AGAIN &&
+	    rec->kind != VD_MEM_CHECKPOINT && rec->kind != VD_MEM_NONE)
+		return;
+	if (rec->kind != VD_MEM_CHECKPOINT)
+		api_stmt(&rec->stmt, st, run, "", "api");
+	rec->n_signers = 0;
+	for (i = 0; i < n && rec->n_signers < VD_DSSE_MAX_SIGS; i++) {
+		stmt_key(key, sizeof(key), st, run, key_ids[i]);
+		for (j = 0, dup = 0; j < rec->n_signers; j++)
+			dup |= strcmp(rec->signers[j], key_ids[i]) == 0;
+		if (!dup && vd_map_get(&m->stmt_seen, key) == NULL)
+			snprintf(rec->signers[rec->n_signers++], sizeof(rec->signers[0]), "%s", key_ids[i]);
+	}
+	if (rec->kind == VD_MEM_NONE && rec->n_signers > 0)
+		rec->kind = VD_MEM_SIGNATURES;
 }
 
 int vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *run,

@@ -100,11 +100,12 @@ typedef struct vd_memory {
  * finds them again after a restart. */
 typedef enum vd_mem_kind {
 	VD_MEM_NONE,              /* nothing to record or apply */
-	VD_MEM_POST,              /* a RoundClose accepted: c */
-	VD_MEM_POST_AGAIN,        /* the same again: only its audit entry may be new */
+	VD_MEM_POST,              /* a RoundClose accepted: c, and signers */
+	VD_MEM_POST_AGAIN,        /* the same again: its audit entry and signers may be new */
 	VD_MEM_EQUIVOCATION,      /* a RoundClose refused: c against existing */
-	VD_MEM_CHECKPOINT,        /* a signed ledger checkpoint posted: stmt */
+	VD_MEM_CHECKPOINT,        /* a signed ledger checkpoint posted: stmt, and signers */
 	VD_MEM_STATEMENT,         /* a signed statement under one key: stmt */
+	VD_MEM_SIGNATURES,        /* a statement known, new signers of it */
 	VD_MEM_WITHDRAWAL,        /* w */
 	VD_MEM_LEDGER_APPEND,     /* recs[0..n) appended at seq first of relpath */
 	VD_MEM_LEDGER_DIVERGED,   /* volatile: the file no longer extends the memory */
@@ -118,6 +119,10 @@ typedef struct vd_mem_record {
 	vd_commitment c;
 	char existing[VD_HASH_HEX_LEN + 1];
 	vd_signed_stmt stmt;
+	/* A signed post's statement (stmt, key_id aside) is remembered under
+	 * each of these keys with it, in the same record. */
+	char signers[VD_DSSE_MAX_SIGS][VD_KEYID_LEN + 1];
+	size_t n_signers;
 	vd_withdrawal w;
 	vd_retained r;
 	char relpath[VD_RUN_MAX], run[VD_RUN_MAX];
@@ -167,6 +172,14 @@ int vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *stron
 /* A signed checkpoint posted: 0 new, 1 known (VD_MEM_NONE). */
 int vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const char *key_id,
     vd_mem_record *rec);
+
+/* The keys that signed a posted statement st (run in store form), those
+ * the memory does not hold yet, into rec: a VD_MEM_POST, POST_AGAIN or
+ * CHECKPOINT remembers the statement under them with what it records; a
+ * VD_MEM_NONE becomes VD_MEM_SIGNATURES when some are new. An
+ * equivocation records none. */
+void vd_memory_post_signers(const vd_memory *m, const vd_statement *st, const char *run,
+    const char *const *key_ids, size_t n, vd_mem_record *rec);
 
 /* A signed statement under one key: 0 known (VD_MEM_NONE), 1 new. run in
  * store form; where: its file or "api". */

@@ -1130,28 +1130,6 @@ static int round_mismatch(vd_api *api, vd_req *r, const char *run, const vd_roun
 	return 1;
 }
 
-/* Every trusted key that signed a posted statement is remembered, so that
- * a statement re-signed by a current key survives the revocation of an
- * old one. -1 when it could not be stored. */
-static int remember_signers(vd_api *api, const char *run, const vd_roundclose *rc,
-    const vd_post_keys *pk, const uint8_t *env, size_t env_len)
-{
-	vd_statement st;
-
-	if (pk == NULL)
-		return 0;
-	memset(&st, 0, sizeof(st));
-	st.kind = VD_STMT_ROUNDCLOSE;
-	snprintf(st.run, sizeof(st.run), "%s", run[0] ? run : ".");
-	st.schema_version = rc->schema_version;
-	st.round_index = rc->round_index;
-	memcpy(st.hash, rc->global_model_hash, sizeof(st.hash));
-	if (vd_store_remember_statement(api->store, &st, run, pk->ids, pk->n, "api", env,
-	    env_len) < 0 || vd_state_flush(api->store->state) < 0)
-		return -1;
-	return 0;
-}
-
 static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundclose *rc,
     const vd_post_keys *pk, const uint8_t *env, size_t env_len)
 {
@@ -1164,9 +1142,12 @@ static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundc
 	if (round_mismatch(api, r, run, rc))
 		return;
 	post_audit(api, r, run, rc, key_id, peer, sizeof(peer), &audit);
+	/* Every trusted key that signed it is remembered with it, so that a
+	 * statement re-signed by a current key survives the revocation of an
+	 * old one. */
 	res = vd_store_post_commitment(api->store, run, rc->round_index, rc->global_model_hash,
-	    rc->schema_version, key_id, env, env_len, &audit, existing);
-	if (res < 0 || (res != 2 && remember_signers(api, run, rc, pk, env, env_len) < 0)) {
+	    rc->schema_version, pk ? pk->ids : NULL, pk ? pk->n : 0, env, env_len, &audit, existing);
+	if (res < 0) {
 		vd_http_error(r, 503, "overloaded", "the commitment could not be stored durably; try again",
 		    RETRY_AFTER);
 		return;
@@ -1255,10 +1236,9 @@ static void post_checkpoint(vd_api *api, vd_req *r, const vd_statement *st, cons
 
 	peer_address(r, peer, sizeof(peer));
 	vd_audit_signed(&audit, st, st->run, key_id, peer, NULL);
-	res = vd_store_post_checkpoint(api->store, st, key_id, r->body.p, r->body.len, &audit);
-	/* Every trusted signer is remembered, as for a RoundClose. */
-	if (res < 0 || vd_store_remember_statement(api->store, st, st->run, pk->ids, pk->n, "api", r->body.p,
-	    r->body.len) < 0 || vd_state_flush(api->store->state) < 0) {
+	/* Every trusted signer is remembered with it, as for a RoundClose. */
+	res = vd_store_post_checkpoint(api->store, st, pk->ids, pk->n, r->body.p, r->body.len, &audit);
+	if (res < 0) {
 		vd_http_error(r, 503, "overloaded", "the checkpoint could not be stored durably; try again",
 		    RETRY_AFTER);
 		return;

@@ -696,8 +696,83 @@ static int find_commitment(vd_state *st, const char *run, int64_t round, vd_comm
 
 /* The commitment and its audit entry are durable together or not at
  * all: a post answered 503 has changed nothing. */
+static int64_t stmt_number(const vd_statement *st)
+{
+	return st->kind == VD_STMT_CHECKPOINT ? (int64_t)st->records : st->round_index;
+}
+
+static const char *stmt_hash(const vd_statement *st)
+{
+	return st->kind == VD_STMT_CHECKPOINT ? st->head_record_hash : st->hash;
+}
+
+/* 1 a new row, 0 known, -1 error (not failed yet: the caller says so). */
+static int statement_insert(vd_state *st, const vd_statement *stm, const char *run,
+    const char *key_id, const char *source, const uint8_t *env, size_t env_len)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO statements (run, kind, number,"
+	    " hash, schema_version, key_id, source, envelope, received_at)"
+	    " VALUES (?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(s, 1, run, -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 2, (int)stm->kind);
+	sqlite3_bind_int64(s, 3, stmt_number(stm));
+	sqlite3_bind_text(s, 4, stmt_hash(stm), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 5, stm->schema_version);
+	sqlite3_bind_text(s, 6, key_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 7, source, -1, SQLITE_STATIC);
+	if (env != NULL)
+		sqlite3_bind_blob(s, 8, env, (int)env_len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 8);
+	sqlite3_bind_double(s, 9, vd_wall_now());
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return -1;
+	return sqlite3_changes(st->db) > 0 ? 1 : 0;
+}
+
+/* Every signature of sigs (NULL: none), in the transaction under way. */
+static int sigs_insert(vd_state *st, const vd_stmt_sigs *sigs)
+{
+	size_t i;
+
+	for (i = 0; sigs != NULL && i < sigs->n; i++)
+		if (statement_insert(st, sigs->stm, sigs->run, sigs->key_ids[i], sigs->source,
+		    sigs->env, sigs->env_len) < 0)
+			return -1;
+	return 0;
+}
+
+int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const char *run,
+    const char *key_id, const char *source, const uint8_t *env, size_t env_len)
+{
+	int rc = statement_insert(st, stm, run, key_id, source, env, env_len);
+
+	return rc < 0 ? db_fail(st, "remembering a statement") : rc;
+}
+
+int vd_state_remember_signatures(vd_state *st, const vd_stmt_sigs *sigs)
+{
+	if (vd_state_flush(st) < 0)
+		return -1;
+	if (exec(st, "BEGIN IMMEDIATE") < 0)
+		return db_fail(st, "remembering a statement");
+	if (sigs_insert(st, sigs) < 0 || commit(st) < 0) {
+		db_fail(st, "remembering a statement");
+		exec(st, "ROLLBACK");
+		return -1;
+	}
+	return 0;
+}
+
 int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
-    const uint8_t *env, size_t env_len, const struct vd_audit *audit, vd_commitment *existing)
+    const uint8_t *env, size_t env_len, const struct vd_audit *audit, const vd_stmt_sigs *sigs,
+    vd_commitment *existing)
 {
 	sqlite3_stmt *s;
 	int rc;
@@ -712,8 +787,10 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 		return rc < 0 ? -1 : 2;
 	}
 	if (rc > 0) {
-		/* The same again: only its audit entry, by this party, may be new. */
-		if ((audit != NULL && audit_insert(st, audit) < 0) || commit(st) < 0) {
+		/* The same again: only its audit entry, by this party, and its
+		 * signatures may be new. */
+		if ((audit != NULL && audit_insert(st, audit) < 0) || sigs_insert(st, sigs) < 0 ||
+		    commit(st) < 0) {
 			db_fail(st, "recording a commitment in the audit");
 			exec(st, "ROLLBACK");
 			return -1;
@@ -740,7 +817,7 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE || (audit != NULL && audit_insert(st, audit) < 0) ||
-	    commit(st) < 0) {
+	    sigs_insert(st, sigs) < 0 || commit(st) < 0) {
 		db_fail(st, "posting a commitment");
 		exec(st, "ROLLBACK");
 		return -1;
@@ -1061,10 +1138,11 @@ int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn 
 	return list_page(st, s, pg, audit_row, &c);
 }
 
-/* s (prepared and bound) stepped and the audit entry (NULL: none)
- * inserted in one transaction, durable before it returns: both or
- * neither. The rows s changed, or -1 (s is finalized either way). */
-static int step_audited(vd_state *st, sqlite3_stmt *s, const vd_audit *audit, const char *what)
+/* s (prepared and bound) stepped, the audit entry (NULL: none) and the
+ * signatures (NULL: none) inserted in one transaction, durable before it
+ * returns: all or nothing. The rows s changed, or -1 (s is finalized either way). */
+static int step_audited(vd_state *st, sqlite3_stmt *s, const vd_audit *audit,
+    const vd_stmt_sigs *sigs, const char *what)
 {
 	int rc, changed;
 
@@ -1075,7 +1153,8 @@ static int step_audited(vd_state *st, sqlite3_stmt *s, const vd_audit *audit, co
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	changed = sqlite3_changes(st->db);
-	if (rc != SQLITE_DONE || (audit != NULL && audit_insert(st, audit) < 0) || commit(st) < 0) {
+	if (rc != SQLITE_DONE || (audit != NULL && audit_insert(st, audit) < 0) ||
+	    sigs_insert(st, sigs) < 0 || commit(st) < 0) {
 		db_fail(st, what);
 		exec(st, "ROLLBACK");
 		return -1;
@@ -1084,7 +1163,7 @@ static int step_audited(vd_state *st, sqlite3_stmt *s, const vd_audit *audit, co
 }
 
 int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *key_id,
-    const uint8_t *env, size_t env_len, const vd_audit *audit)
+    const uint8_t *env, size_t env_len, const vd_audit *audit, const vd_stmt_sigs *sigs)
 {
 	sqlite3_stmt *s;
 	int changed;
@@ -1100,7 +1179,7 @@ int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *ke
 	sqlite3_bind_text(s, 4, key_id, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 5, env, (int)env_len, SQLITE_STATIC);
 	sqlite3_bind_double(s, 6, vd_wall_now());
-	if ((changed = step_audited(st, s, audit, "posting a checkpoint")) < 0)
+	if ((changed = step_audited(st, s, audit, sigs, "posting a checkpoint")) < 0)
 		return -1;
 	return changed == 1 ? 0 : 1;
 }
@@ -1339,45 +1418,6 @@ int vd_state_trim_events(vd_state *st, uint64_t through)
 
 /* ---- statement memory and withdrawals (trust.md section 8) ------------- */
 
-static int64_t stmt_number(const vd_statement *st)
-{
-	return st->kind == VD_STMT_CHECKPOINT ? (int64_t)st->records : st->round_index;
-}
-
-static const char *stmt_hash(const vd_statement *st)
-{
-	return st->kind == VD_STMT_CHECKPOINT ? st->head_record_hash : st->hash;
-}
-
-int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const char *run,
-    const char *key_id, const char *source, const uint8_t *env, size_t env_len)
-{
-	sqlite3_stmt *s;
-	int rc;
-
-	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO statements (run, kind, number,"
-	    " hash, schema_version, key_id, source, envelope, received_at)"
-	    " VALUES (?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "remembering a statement");
-	sqlite3_bind_text(s, 1, run, -1, SQLITE_STATIC);
-	sqlite3_bind_int(s, 2, (int)stm->kind);
-	sqlite3_bind_int64(s, 3, stmt_number(stm));
-	sqlite3_bind_text(s, 4, stmt_hash(stm), -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 5, stm->schema_version);
-	sqlite3_bind_text(s, 6, key_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 7, source, -1, SQLITE_STATIC);
-	if (env != NULL)
-		sqlite3_bind_blob(s, 8, env, (int)env_len, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(s, 8);
-	sqlite3_bind_double(s, 9, vd_wall_now());
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return db_fail(st, "remembering a statement");
-	return sqlite3_changes(st->db) > 0 ? 1 : 0;
-}
-
 int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg)
 {
 	sqlite3_stmt *s;
@@ -1425,7 +1465,7 @@ int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const vd_audit *audi
 	sqlite3_bind_text(s, 5, w->peer, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 6, w->reason, -1, SQLITE_STATIC);
 	sqlite3_bind_double(s, 7, w->at);
-	return step_audited(st, s, audit, "recording a withdrawal") < 0 ? -1 : 0;
+	return step_audited(st, s, audit, NULL, "recording a withdrawal") < 0 ? -1 : 0;
 }
 
 int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg)

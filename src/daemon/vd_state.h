@@ -53,13 +53,28 @@ int vd_state_put_verdict(vd_state *st, const vd_stored_verdict *v);
 int vd_state_forget_verdict(vd_state *st, const char *relpath);
 
 int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg);
+
+/* The signatures of one statement (trust.md section 8), one row per key,
+ * written in the transaction of what they come with. */
+typedef struct vd_stmt_sigs {
+	const vd_statement *stm;
+	const char *run;                  /* store form */
+	const char *source;               /* "api", or the statement's file */
+	const char *const *key_ids;
+	size_t n;
+	const uint8_t *env;
+	size_t env_len;
+} vd_stmt_sigs;
+
 /* 0 inserted; 1 the same one was there; 2 another hash is there (conflict,
  * *existing filled); -1 error, and nothing written. Durable before it
- * returns, with its audit entry (NULL: none) in the same transaction. A
- * signed post keeps its envelope (env, or NULL for a token post). */
+ * returns, with its audit entry and its statement's signatures (NULL:
+ * none) in the same transaction, the same again included. A signed post
+ * keeps its envelope (env, or NULL for a token post). */
 struct vd_audit;
 int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
-    const uint8_t *env, size_t env_len, const struct vd_audit *audit, vd_commitment *existing);
+    const uint8_t *env, size_t env_len, const struct vd_audit *audit, const vd_stmt_sigs *sigs,
+    vd_commitment *existing);
 
 /* Whether the last write succeeded (a failed one is logged, counted and
  * shown by /readyz until a write succeeds again); the failures since
@@ -67,11 +82,12 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 int vd_state_ok(const vd_state *st);
 uint64_t vd_state_failures(const vd_state *st);
 
-/* Signed ledger checkpoints posted, with the audit entry (NULL: none) in
- * the same transaction: 0 new, 1 known, -1 error (nothing written). */
+/* Signed ledger checkpoints posted, with the audit entry and the
+ * statement's signatures (NULL: none) in the same transaction: 0 new, 1
+ * known, -1 error (nothing written). */
 typedef void (*vd_checkpoint_fn)(const vd_statement *s, const char *key_id, void *arg);
 int vd_state_post_checkpoint(vd_state *st, const vd_statement *s, const char *key_id,
-    const uint8_t *env, size_t env_len, const struct vd_audit *audit);
+    const uint8_t *env, size_t env_len, const struct vd_audit *audit, const vd_stmt_sigs *sigs);
 int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg);
 
 /* The append-only memory of ledgers: record seq (0-based) of each path. */
@@ -183,9 +199,13 @@ int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn 
 int vd_state_flush(vd_state *st);
 
 /* The memory of signed statements: one row per (statement, key). 1 when
- * the row is new, 0 when it was known, -1 on error. run in store form. */
+ * the row is new, 0 when it was known, -1 on error. run in store form.
+ * A row joins the loop turn's batch when one is open. */
 int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const char *run,
     const char *key_id, const char *source, const uint8_t *env, size_t env_len);
+/* Signatures in one transaction of their own, durable before it returns:
+ * 0, or -1 (nothing written). */
+int vd_state_remember_signatures(vd_state *st, const vd_stmt_sigs *sigs);
 typedef void (*vd_stmt_row_fn)(const vd_statement *stm, const char *run, const char *key_id,
     const char *source, void *arg);
 int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg);

@@ -273,11 +273,28 @@ out:
 
 /* ---- the memory of commitments ------------------------------------------ */
 
-/* A record of the memory made durable; a post's audit entry in its
- * transaction. Without a state database what needs one is refused. */
+/* The signers a record remembers its statement under, as rows. */
+static const vd_stmt_sigs *sigs_of(const vd_mem_record *rec, vd_stmt_sigs *sigs,
+    const char **ids)
+{
+	size_t i;
+
+	for (i = 0; i < rec->n_signers; i++)
+		ids[i] = rec->signers[i];
+	*sigs = (vd_stmt_sigs){ .stm = &rec->stmt.st, .run = rec->stmt.run,
+		.source = rec->stmt.where, .key_ids = ids, .n = rec->n_signers, .env = rec->env,
+		.env_len = rec->env_len };
+	return rec->n_signers > 0 ? sigs : NULL;
+}
+
+/* A record of the memory made durable; a post's audit entry and its
+ * statement's signatures in its transaction. Without a state database
+ * what needs one is refused. */
 static int persist_record(const vd_mem_record *rec, void *arg)
 {
 	vd_store *s = arg;
+	const char *ids[VD_DSSE_MAX_SIGS];
+	vd_stmt_sigs sigs;
 	vd_commitment old;
 	vd_retained r;
 	int rc;
@@ -288,7 +305,7 @@ static int persist_record(const vd_mem_record *rec, void *arg)
 		if (s->state == NULL)
 			return -1;
 		rc = vd_state_post_commitment(s->state, &rec->c, rec->env, rec->env_len, rec->audit,
-		    &old);
+		    sigs_of(rec, &sigs, ids), &old);
 		if (rc == 2)
 			log_error("the state database holds %s for run %s round %lld, which the daemon's memory does not",
 			    old.hash, vd_run_name(rec->c.run), (long long)rec->c.round_index);
@@ -299,7 +316,11 @@ static int persist_record(const vd_mem_record *rec, void *arg)
 		    rec->c.key_id[0] ? "signed" : "roundclose", rec->c.key_id);
 	case VD_MEM_CHECKPOINT:
 		return s->state == NULL || vd_state_post_checkpoint(s->state, &rec->stmt.st,
-		    rec->stmt.key_id, rec->env, rec->env_len, rec->audit) < 0 ? -1 : 0;
+		    rec->stmt.key_id, rec->env, rec->env_len, rec->audit,
+		    sigs_of(rec, &sigs, ids)) < 0 ? -1 : 0;
+	case VD_MEM_SIGNATURES:
+		return s->state == NULL ? -1 :
+		    vd_state_remember_signatures(s->state, sigs_of(rec, &sigs, ids));
 	case VD_MEM_WITHDRAWAL:
 		return s->state == NULL ? -1 : vd_state_withdraw(s->state, &rec->w, rec->audit);
 	default:
@@ -309,12 +330,9 @@ static int persist_record(const vd_mem_record *rec, void *arg)
 		return 0;       /* memory only */
 	switch (rec->kind) {
 	case VD_MEM_STATEMENT:
-		if (vd_state_remember_statement(s->state, &rec->stmt.st, rec->stmt.run,
-		    rec->stmt.key_id, rec->stmt.where, rec->env, rec->env_len) < 0)
-			return -1;
-		/* A post is answered once durable: the loop turn's batch the row
-		 * may have joined is committed now. A file is read again. */
-		return strcmp(rec->stmt.where, "api") == 0 && vd_state_flush(s->state) < 0 ? -1 : 0;
+		/* A file's statement (a post's come with it): read again if lost. */
+		return vd_state_remember_statement(s->state, &rec->stmt.st, rec->stmt.run,
+		    rec->stmt.key_id, rec->stmt.where, rec->env, rec->env_len) < 0 ? -1 : 0;
 	case VD_MEM_LEDGER_APPEND:
 		return rec->n == 0 ? 0 : vd_state_append_ledger(s->state, rec->relpath, rec->first,
 		    rec->recs, rec->n);
@@ -878,19 +896,6 @@ static int remember_sigs(vd_store *s, const vd_statement *st, const char *run,
 			return -1;
 		added += rc;
 	}
-	return added;
-}
-
-/* Lineage's entries point into the memory's statements, which a statement kept may have
- * moved: lineage is refreshed before anything reads it again. */
-int vd_store_remember_statement(vd_store *s, const vd_statement *st, const char *run,
-    const char *const *key_ids, size_t n_keys, const char *where,
-    const uint8_t *env, size_t env_len)
-{
-	int added = remember_sigs(s, st, run, key_ids, n_keys, where, env, env_len);
-
-	if (added != 0)
-		vd_store_refresh(s);
 	return added;
 }
 
@@ -1634,11 +1639,24 @@ int vd_store_attach_state(vd_store *s, vd_state *st)
 	return 0;
 }
 
+/* The statement a signed RoundClose post is. */
+static void posted_statement(vd_statement *st, const vd_commitment *c)
+{
+	memset(st, 0, sizeof(*st));
+	st->kind = VD_STMT_ROUNDCLOSE;
+	snprintf(st->run, sizeof(st->run), "%s", c->run[0] ? c->run : ".");
+	st->schema_version = c->schema_version;
+	st->round_index = c->round_index;
+	memcpy(st->hash, c->hash, sizeof(st->hash));
+}
+
 int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
-    const char *hash, int64_t schema_version, const char *key_id,
+    const char *hash, int64_t schema_version, const char *const *key_ids, size_t n_keys,
     const uint8_t *env, size_t env_len, const vd_audit *audit, char *existing_hash)
 {
+	const char *key_id = n_keys > 0 ? key_ids[0] : NULL;
 	vd_commitment c;
+	vd_statement st;
 	vd_mem_record rec;
 	int rc;
 
@@ -1650,6 +1668,8 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
 	snprintf(c.key_id, sizeof(c.key_id), "%s", key_id ? key_id : "");
 	rc = vd_memory_post(&s->memory, &c, vd_lineage_strong_other(&s->lineage, run, round, hash),
 	    &rec, existing_hash);
+	posted_statement(&st, &c);
+	vd_memory_post_signers(&s->memory, &st, run, key_ids, n_keys, &rec);
 	rec.env = env;
 	rec.env_len = env_len;
 	rec.audit = rc == 2 ? NULL : audit;
@@ -1659,22 +1679,25 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
 	return rc;
 }
 
-int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *key_id,
-    const uint8_t *env, size_t env_len, const vd_audit *audit)
+int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *const *key_ids,
+    size_t n_keys, const uint8_t *env, size_t env_len, const vd_audit *audit)
 {
 	vd_mem_record rec;
+	int rc;
 
-	if (s->state == NULL)
+	if (s->state == NULL || n_keys == 0)
 		return -1;
-	if (vd_memory_post_checkpoint(&s->memory, st, key_id, &rec) == 1)
-		return 1;
+	rc = vd_memory_post_checkpoint(&s->memory, st, key_ids[0], &rec);
+	vd_memory_post_signers(&s->memory, st, st->run, key_ids, n_keys, &rec);
+	if (rec.kind == VD_MEM_NONE)
+		return rc;
 	rec.env = env;
 	rec.env_len = env_len;
-	rec.audit = audit;
+	rec.audit = rc == 0 ? audit : NULL;
 	if (commit_record(s, &rec) < 0)
 		return -1;
 	vd_store_refresh(s);
-	return 0;
+	return rc;
 }
 
 /* ---- withdrawals by the operator (trust.md section 8) --------------- */

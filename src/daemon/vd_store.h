@@ -122,27 +122,23 @@ void vd_store_gauges(vd_store *s, vd_gauges *g);
  * scan merges (call right after vd_store_init). */
 int vd_store_attach_state(vd_store *s, vd_state *st);
 
-/* Record a RoundClose posted with the operator token (key_id NULL) or
- * signed by a trusted key (key_id and the envelope), with its audit entry
- * in the same transaction: 0 new, 1 the same again, 2 conflict with a
- * commitment by the token or a key (*existing_hash filled, equivocation
- * recorded), -1 error (nothing recorded, nothing changed). An unsigned
- * ledger record never blocks a post: the conflict is an equivocation. */
+/* Record a RoundClose posted with the operator token (no keys) or signed
+ * by trusted keys (key_ids, the first the post's, and the envelope), with
+ * its audit entry and its statement under each key new to it in the same
+ * transaction: 0 new, 1 the same again, 2 conflict with a commitment by
+ * the token or a key (*existing_hash filled, equivocation recorded), -1
+ * error (nothing recorded, nothing changed). An unsigned ledger record
+ * never blocks a post: the conflict is an equivocation. */
 int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
-    const char *hash, int64_t schema_version, const char *key_id,
+    const char *hash, int64_t schema_version, const char *const *key_ids, size_t n_keys,
     const uint8_t *env, size_t env_len, const vd_audit *audit, char *existing_hash);
 
-/* Record a signed ledger checkpoint with its audit entry in the same
- * transaction: 0 new, 1 known, -1 error (nothing recorded or changed). */
-int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *key_id,
-    const uint8_t *env, size_t env_len, const vd_audit *audit);
-
-/* Remember a signed statement under each key whose signature verified
- * (trust.md section 8), where: its file, or "api". The number of keys
- * new to it, or -1 when it could not be stored. */
-int vd_store_remember_statement(vd_store *s, const vd_statement *st, const char *run,
-    const char *const *key_ids, size_t n_keys, const char *where,
-    const uint8_t *env, size_t env_len);
+/* Record a signed ledger checkpoint (st->run in store form) signed by
+ * key_ids, with its audit entry and the statement under each key new to
+ * it in the same transaction: 0 new, 1 known, -1 error (nothing recorded
+ * or changed). */
+int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *const *key_ids,
+    size_t n_keys, const uint8_t *env, size_t env_len, const vd_audit *audit);
 
 /* Whether an artifact of run with this hash has a header round other
  * than round + 1 (*header_round: that round): its RoundClose commits

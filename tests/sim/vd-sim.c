@@ -457,10 +457,28 @@ static int ch_posted(world *w)
 	vd_commitment c;
 	vd_mem_record rec;
 
+	const char *signers[N_KEYS];
+	vd_statement st;
+	size_t n = 0;
+
 	fill_commitment(&c, run, t, pick_commit(w, t), p_key(w));
 	vd_memory_post(&w->f->mem, &c, vd_lineage_strong_other(&w->f->l, run, t, c.hash), &rec,
 	    existing);
-	sim_commit(w, &rec);
+	/* A signed post is its signers' statement too, remembered with it. */
+	if (c.key_id[0] != '\0') {
+		signers[n++] = c.key_id;
+		if (rnd(w, 2))
+			signers[n++] = vd_key_id(keys[rnd(w, N_KEYS)]);
+		memset(&st, 0, sizeof(st));
+		st.kind = VD_STMT_ROUNDCLOSE;
+		snprintf(st.run, sizeof(st.run), "%s", run);
+		st.schema_version = c.schema_version;
+		st.round_index = t;
+		snprintf(st.hash, sizeof(st.hash), "%s", c.hash);
+		vd_memory_post_signers(&w->f->mem, &st, run, signers, n, &rec);
+	}
+	if (rec.kind != VD_MEM_NONE)
+		sim_commit(w, &rec);
 	return 1;
 }
 
@@ -488,9 +506,11 @@ static int ch_stmt(world *w)
 		ss.st.records = n;
 		snprintf(ss.st.head_record_hash, sizeof(ss.st.head_record_hash), "%s",
 		    m->recs[n - 1].record_hash);
-		if (k == 3)
+		if (k == 3) {
+			const char *signers[] = { key, vd_key_id(keys[rnd(w, N_KEYS)]) };
 			vd_memory_post_checkpoint(&f->mem, &ss.st, key, &rec);
-		else
+			vd_memory_post_signers(&f->mem, &ss.st, run, signers, 1 + rnd(w, 2), &rec);
+		} else
 			vd_memory_remember(&f->mem, &ss.st, run, key, ss.where, &rec);
 	} else {
 		int64_t t = (int64_t)rnd(w, P_ROUNDS) - 1;
@@ -752,6 +772,17 @@ static void compare_with_scratch(world *w)
 	vd_model_free(&m);
 }
 
+/* The signatures a post came with are remembered after a restart. */
+static void check_signers_kept(world *w, const vd_memory *m, const vd_mem_record *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->n_signers && !w->failed; i++)
+		if (!vd_memory_has_statement(m, &r->stmt.st, r->stmt.run, r->signers[i]))
+			violation(w, "after a restart: the signature by %.12s of a posted statement of %s is lost",
+			    r->signers[i], r->stmt.run);
+}
+
 /* Every commitment the fake database holds is in the memory rebuilt from
  * it: nothing accepted is lost, and an equivocation stays one. */
 static void check_not_lost(world *w, const vd_memory *m)
@@ -775,6 +806,8 @@ static void check_not_lost(world *w, const vd_memory *m)
 		    !vd_memory_is_withdrawn(m, r->w.run, r->w.round_index, r->w.hash))
 			violation(w, "after a restart: the withdrawal of %s round %lld -> %.12s is lost",
 			    r->w.run, (long long)r->w.round_index, r->w.hash);
+		else
+			check_signers_kept(w, m, r);
 	}
 }
 

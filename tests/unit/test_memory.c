@@ -299,6 +299,87 @@ static void test_post_checkpoint(void **state)
 	vd_memory_free(&m);
 }
 
+/* A signed post remembers its statement under every key new to it, in
+ * the same record; the same again only the keys it lacks. */
+static void test_post_signers(void **state)
+{
+	char existing[VD_HASH_HEX_LEN + 1];
+	const char *keys[] = { "k1", "k2", "k1" };
+	vd_memory m;
+	vd_commitment c;
+	vd_statement st;
+	vd_mem_record rec;
+	fake_db db = { .n = 0 };
+
+	(void)state;
+	vd_memory_init(&m);
+	commitment(&c, "r", 0, hx(1), "k1");
+	roundclose(&st, "r", 0, hx(1));
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 0);
+	vd_memory_post_signers(&m, &st, "r", keys, 1, &rec);
+	assert_int_equal(rec.n_signers, 1);
+	commit_ok(&m, &rec, &db);
+	assert_true(vd_memory_has_post(&m, &c));
+	assert_true(vd_memory_has_statement(&m, &st, "r", "k1"));
+	assert_string_equal(m.stmts[0].where, "api");
+
+	/* Again, signed by one more key (and one twice): only that one. */
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 1);
+	vd_memory_post_signers(&m, &st, "r", keys, 3, &rec);
+	assert_int_equal(rec.kind, VD_MEM_POST_AGAIN);
+	assert_int_equal(rec.n_signers, 1);
+	assert_string_equal(rec.signers[0], "k2");
+	db.fail = 1;
+	assert_int_equal(vd_memory_commit(&m, &rec, fake_persist, &db), -1);
+	assert_false(vd_memory_has_statement(&m, &st, "r", "k2"));
+	db.fail = 0;
+	commit_ok(&m, &rec, &db);
+	assert_true(vd_memory_has_statement(&m, &st, "r", "k2"));
+	assert_int_equal(m.n_posted, 1);
+	assert_int_equal(m.n_stmts, 2);
+
+	/* A conflict remembers no signer. */
+	commitment(&c, "r", 0, hx(2), "k1");
+	roundclose(&st, "r", 0, hx(2));
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 2);
+	vd_memory_post_signers(&m, &st, "r", keys, 2, &rec);
+	assert_int_equal(rec.kind, VD_MEM_EQUIVOCATION);
+	assert_int_equal(rec.n_signers, 0);
+	fake_free(&db);
+	vd_memory_free(&m);
+}
+
+/* A checkpoint known already: only new signatures, if any. */
+static void test_checkpoint_signers(void **state)
+{
+	const char *keys[] = { "k1", "k2" };
+	vd_memory m;
+	vd_statement cp;
+	vd_mem_record rec;
+	fake_db db = { .n = 0 };
+
+	(void)state;
+	vd_memory_init(&m);
+	checkpoint(&cp, "r", 2, hx(5));
+	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k1", &rec), 0);
+	vd_memory_post_signers(&m, &cp, "r", keys, 1, &rec);
+	assert_int_equal(rec.kind, VD_MEM_CHECKPOINT);
+	commit_ok(&m, &rec, &db);
+	assert_int_equal(m.n_posted_stmts, 1);
+	assert_true(vd_memory_has_statement(&m, &cp, "r", "k1"));
+	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k1", &rec), 1);
+	vd_memory_post_signers(&m, &cp, "r", keys, 1, &rec);
+	assert_int_equal(rec.kind, VD_MEM_NONE);
+	vd_memory_post_signers(&m, &cp, "r", keys, 2, &rec);
+	assert_int_equal(rec.kind, VD_MEM_SIGNATURES);
+	commit_ok(&m, &rec, &db);
+	assert_true(vd_memory_has_statement(&m, &cp, "r", "k2"));
+	assert_int_equal(m.n_posted_stmts, 1);
+	assert_int_equal(m.n_stmts, 3);
+	fake_free(&db);
+	vd_memory_free(&m);
+}
+
 /* ---- withdrawals --------------------------------------------------------- */
 
 static void withdrawal(vd_withdrawal *w, const char *run, int64_t round, const char *hash)
@@ -611,6 +692,8 @@ int main(void)
 		cmocka_unit_test(test_commit_volatile),
 		cmocka_unit_test(test_remember),
 		cmocka_unit_test(test_post_checkpoint),
+		cmocka_unit_test(test_post_signers),
+		cmocka_unit_test(test_checkpoint_signers),
 		cmocka_unit_test(test_withdraw),
 		cmocka_unit_test(test_ledger_append),
 		cmocka_unit_test(test_ledger_rewritten),

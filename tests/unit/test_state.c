@@ -122,24 +122,24 @@ static void test_post_all_or_nothing(void **state)
 
 	outside(f, "CREATE TRIGGER full BEFORE INSERT ON commitment_audit"
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, &old), -1);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), -1);
 	assert_false(vd_state_ok(f->st));
 	assert_true(vd_state_failures(f->st) >= 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 0);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 0);
 
 	outside(f, "DROP TRIGGER full;");
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, &old), 0);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), 0);
 	assert_true(vd_state_ok(f->st));
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 1);
 
 	/* The same again by the same party: nothing new; another hash: a
 	 * conflict, and nothing written either. */
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, &old), 1);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), 1);
 	c = rc(HASH_B);
 	a = audit_of(&c);
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, &old), 2);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), 2);
 	assert_string_equal(old.hash, HASH_A);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 1);
@@ -274,7 +274,7 @@ static void test_withdrawal_checkpoint_all_or_nothing(void **state)
 	outside(f, "CREATE TRIGGER full BEFORE INSERT ON commitment_audit"
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
 	assert_int_equal(vd_state_withdraw(f->st, &w, &wa), -1);
-	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca), -1);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), -1);
 	assert_false(vd_state_ok(f->st));
 	assert_int_equal(count(f, "SELECT count(*) FROM withdrawals"), 0);
 	assert_int_equal(count(f, "SELECT count(*) FROM checkpoints"), 0);
@@ -282,12 +282,12 @@ static void test_withdrawal_checkpoint_all_or_nothing(void **state)
 
 	outside(f, "DROP TRIGGER full;");
 	assert_int_equal(vd_state_withdraw(f->st, &w, &wa), 0);
-	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca), 0);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), 0);
 	assert_true(vd_state_ok(f->st));
 	assert_int_equal(count(f, "SELECT count(*) FROM withdrawals"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM checkpoints"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 2);
-	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca), 1);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 2);
 }
 
@@ -332,6 +332,48 @@ static void test_equivocation_keyed(void **state)
 	assert_string_equal(back.c[2].key_id, "");
 }
 
+/* A signed post, its audit entry and its statement under every key that
+ * signed it, or none of them. */
+static void test_signed_post_all_or_nothing(void **state)
+{
+	fx *f = *state;
+	vd_commitment c = rc(HASH_A), old;
+	vd_audit a = audit_of(&c);
+	const char *keys[] = { "k1", "k2" };
+	vd_statement stm;
+	vd_stmt_sigs sigs;
+
+	memset(&stm, 0, sizeof(stm));
+	stm.kind = VD_STMT_ROUNDCLOSE;
+	snprintf(stm.run, sizeof(stm.run), ".");
+	stm.schema_version = 2;
+	stm.round_index = c.round_index;
+	snprintf(stm.hash, sizeof(stm.hash), "%s", c.hash);
+	snprintf(c.key_id, sizeof(c.key_id), "k1");
+	sigs = (vd_stmt_sigs){ .stm = &stm, .run = "", .source = "api", .key_ids = keys, .n = 2,
+		.env = (const uint8_t *)"{}", .env_len = 2 };
+	outside(f, "CREATE TRIGGER full BEFORE INSERT ON statements"
+	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
+	assert_int_equal(vd_state_post_commitment(f->st, &c, (const uint8_t *)"{}", 2, &a, &sigs,
+	    &old), -1);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 0);
+	assert_int_equal(vd_state_remember_signatures(f->st, &sigs), -1);
+	assert_int_equal(count(f, "SELECT count(*) FROM statements"), 0);
+
+	outside(f, "DROP TRIGGER full;");
+	sigs.n = 1;
+	assert_int_equal(vd_state_post_commitment(f->st, &c, (const uint8_t *)"{}", 2, &a, &sigs,
+	    &old), 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM statements"), 1);
+	/* The same again, signed by one more key: its row is added. */
+	sigs.n = 2;
+	assert_int_equal(vd_state_post_commitment(f->st, &c, (const uint8_t *)"{}", 2, &a, &sigs,
+	    &old), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM statements"), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +383,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_withdrawal_failed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_checkpoint_all_or_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_equivocation_keyed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_signed_post_all_or_nothing, setup, teardown),
 	};
 
 	vd_log_set_level(VD_LOG_ERROR - 1);   /* the injected failures are logged */
