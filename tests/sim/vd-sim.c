@@ -30,8 +30,10 @@
  *     equivocations, trust of every group, head) is what it was.
  *
  * Each step draws from its own generator (the seed and the step's number),
- * so a failing history can be shortened by leaving steps out. Prints, last,
- * "N histories, M steps, V invariant violations"; exits 1 when V > 0.
+ * so a failing history can be shortened by leaving steps out. Prints how
+ * many records were persisted, persists failed and restarts were made,
+ * then, last, "N histories, M steps, V invariant violations"; exits 1 when
+ * V > 0.
  *
  *   vd-sim [--seeds N] [--seed S] [--steps K] [--quiet]
  */
@@ -265,14 +267,23 @@ static int ch_header(world *w)
 
 /* ---- the memory, through its decisions and a persistence that fails ---- */
 
+/* What the histories exercised, for the summary (replays not counted). */
+static struct {
+	unsigned long persisted, failed, restarts;
+	int counting;
+} tally;
+
 static int sim_persist(const vd_mem_record *rec, void *arg)
 {
 	world *w = arg;
 	sim_db *db = &w->db;
 	vd_mem_record *copy;
 
-	if (db->fail)
+	if (db->fail) {
+		tally.failed += (unsigned long)tally.counting;
 		return -1;
+	}
+	tally.persisted += (unsigned long)tally.counting;
 	if (db->n == db->cap) {
 		db->cap = db->cap ? 2 * db->cap : 32;
 		FX_REQUIRE(db->recs = realloc(db->recs, db->cap * sizeof(*db->recs)));
@@ -825,6 +836,7 @@ static int ch_restart(world *w)
 	size_t i;
 	int r, readable = 1;
 
+	tally.restarts += (unsigned long)tally.counting;
 	w->no_fail = 1;
 	for (r = 0; r < P_RUNS; r++)
 		scan_ledger(w, r);
@@ -1297,12 +1309,14 @@ static int run_history(unsigned seed, int steps, unsigned long *total)
 	char why[sizeof(w.why)];
 
 	world_start(&w, seed);
+	tally.counting = 1;
 	for (w.step = 0; w.step < steps && !w.failed; w.step++) {
 		world_step(&w, (unsigned)w.step);
 		(*total)++;
 		if (w.failed)
 			failed_at = w.step;
 	}
+	tally.counting = 0;
 	snprintf(why, sizeof(why), "%s", w.why);
 	fx_free(w.f);
 	db_free(&w.db);
@@ -1358,6 +1372,8 @@ int main(int argc, char **argv)
 		violations += (unsigned long)run_history((unsigned)s, (int)steps, &total);
 	for (k = 0; k < N_KEYS; k++)
 		vd_key_free(keys[k]);
+	printf("memory: %lu records persisted, %lu persists failed, %lu restarts\n",
+	    tally.persisted, tally.failed, tally.restarts);
 	printf("%lu histories, %lu steps, %lu invariant violations\n", seeds, total, violations);
 	return violations > 0;
 }
