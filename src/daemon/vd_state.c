@@ -187,14 +187,14 @@ static const char *const migrations[VD_STATE_SCHEMA] = {
 	"ALTER TABLE verdicts ADD COLUMN oms_key_id TEXT;"
 	"ALTER TABLE verdicts ADD COLUMN oms_detail TEXT;"
 	"ALTER TABLE verdicts ADD COLUMN oms_trust TEXT;",
-	/* 9 -> 10: the key of a conflicting signed post, so that a restart
-	 * restores the equivocation as it was (a key revoked stops it
-	 * counting); one row per key. Rows from before were the token's or of
-	 * a key not kept: ''. */
+	/* 9 -> 10: the key and schema_version of a conflicting post, so that
+	 * a restart restores the equivocation as it was (a key revoked stops
+	 * it counting); one row per key. Rows from before were the token's or
+	 * of a key not kept: '', and of no known schema_version: 0. */
 	"CREATE TABLE equivocations_keyed ("
 	"  run TEXT NOT NULL, round_index INTEGER NOT NULL, hash_a TEXT NOT NULL,"
 	"  hash_b TEXT NOT NULL, source TEXT NOT NULL, seen_at REAL NOT NULL,"
-	"  key_id TEXT NOT NULL DEFAULT '',"
+	"  key_id TEXT NOT NULL DEFAULT '', schema_version INTEGER NOT NULL DEFAULT 0,"
 	"  PRIMARY KEY (run, round_index, hash_a, hash_b, key_id));"
 	"INSERT INTO equivocations_keyed (run, round_index, hash_a, hash_b, source, seen_at)"
 	"  SELECT run, round_index, hash_a, hash_b, source, seen_at FROM equivocations;"
@@ -825,8 +825,8 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 	return 0;
 }
 
-int vd_state_record_equivocation(vd_state *st, const char *run, int64_t round,
-    const char *hash_a, const char *hash_b, const char *source, const char *key_id)
+int vd_state_record_equivocation(vd_state *st, const vd_commitment *c, const char *hash_a,
+    const char *source)
 {
 	sqlite3_stmt *s;
 	int rc;
@@ -834,15 +834,16 @@ int vd_state_record_equivocation(vd_state *st, const char *run, int64_t round,
 	if (vd_state_flush(st) < 0)
 		return -1;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO equivocations (run, round_index,"
-	    " hash_a, hash_b, source, seen_at, key_id) VALUES (?,?,?,?,?,?,?)",
+	    " hash_a, hash_b, source, seen_at, key_id, schema_version) VALUES (?,?,?,?,?,?,?,?)",
 	    -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "recording an equivocation");
-	sqlite3_bind_text(s, 7, key_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 1, run, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, round);
+	sqlite3_bind_text(s, 1, c->run, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, c->round_index);
 	sqlite3_bind_text(s, 3, hash_a, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 4, hash_b, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, c->hash, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 5, source, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 7, c->key_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 8, c->schema_version);
 	sqlite3_bind_double(s, 6, vd_wall_now());
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
@@ -856,8 +857,8 @@ int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg)
 	int rc;
 
 	/* Reported as the rejected hash (hash_b) for the round. */
-	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, hash_b, 0, seen_at, key_id"
-	    " FROM equivocations ORDER BY rowid", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, hash_b, schema_version, seen_at,"
+	    " key_id FROM equivocations ORDER BY rowid", -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "loading equivocations");
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		row_commitment(s, &c);

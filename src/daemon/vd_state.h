@@ -105,10 +105,11 @@ typedef void (*vd_retained_fn)(const vd_retained *r, void *arg);
 int vd_state_retain(vd_state *st, const vd_retained *r);
 int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg);
 
-/* Equivocations: two hashes for one round of one run, hash_b posted by
- * the token (key_id "") or signed by key_id. */
-int vd_state_record_equivocation(vd_state *st, const char *run, int64_t round,
-    const char *hash_a, const char *hash_b, const char *source, const char *key_id);
+/* Equivocations: two hashes for one round of one run, c (hash_b) posted
+ * by the token (key_id "") or signed by its key against hash_a. Loaded as
+ * c was, received_at the time it was recorded. */
+int vd_state_record_equivocation(vd_state *st, const vd_commitment *c, const char *hash_a,
+    const char *source);
 int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg);
 
 /* The alert history: an alert raised opens an episode, cleared closes it.

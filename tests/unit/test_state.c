@@ -309,16 +309,19 @@ static void one_equivocation(const vd_commitment *c, void *arg)
 static void test_equivocation_keyed(void **state)
 {
 	fx *f = *state;
+	vd_commitment c = rc(HASH_B);
 	equivs back;
 
-	assert_int_equal(vd_state_record_equivocation(f->st, "run-a", 4, HASH_A, HASH_B, "signed",
-	    "k1"), 0);
-	assert_int_equal(vd_state_record_equivocation(f->st, "run-a", 4, HASH_A, HASH_B, "signed",
-	    "k2"), 0);
-	assert_int_equal(vd_state_record_equivocation(f->st, "run-a", 4, HASH_A, HASH_B, "signed",
-	    "k1"), 0);
-	assert_int_equal(vd_state_record_equivocation(f->st, "run-a", 5, HASH_A, HASH_B,
-	    "roundclose", ""), 0);
+	snprintf(c.run, sizeof(c.run), "run-a");
+	snprintf(c.key_id, sizeof(c.key_id), "k1");
+	assert_int_equal(vd_state_record_equivocation(f->st, &c, HASH_A, "signed"), 0);
+	snprintf(c.key_id, sizeof(c.key_id), "k2");
+	assert_int_equal(vd_state_record_equivocation(f->st, &c, HASH_A, "signed"), 0);
+	snprintf(c.key_id, sizeof(c.key_id), "k1");
+	assert_int_equal(vd_state_record_equivocation(f->st, &c, HASH_A, "signed"), 0);
+	c.round_index = 5;
+	c.key_id[0] = '\0';
+	assert_int_equal(vd_state_record_equivocation(f->st, &c, HASH_A, "roundclose"), 0);
 	reopen(f);
 	memset(&back, 0, sizeof(back));
 	assert_int_equal(vd_state_load_equivocations(f->st, one_equivocation, &back), 0);
@@ -327,6 +330,7 @@ static void test_equivocation_keyed(void **state)
 	assert_int_equal(back.c[0].round_index, 4);
 	assert_string_equal(back.c[0].hash, HASH_B);
 	assert_string_equal(back.c[0].key_id, "k1");
+	assert_int_equal(back.c[0].schema_version, 2);
 	assert_string_equal(back.c[1].key_id, "k2");
 	assert_int_equal(back.c[2].round_index, 5);
 	assert_string_equal(back.c[2].key_id, "");
