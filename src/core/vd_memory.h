@@ -149,7 +149,8 @@ typedef int (*vd_mem_persist_fn)(const vd_mem_record *rec, void *arg);
  * durable: a restart restores it). A volatile record is applied only. */
 int vd_memory_commit(vd_memory *m, const vd_mem_record *rec, vd_mem_persist_fn persist,
     void *arg);
-/* Apply a decided record: 0, or -1 out of memory. */
+/* Apply a decided record: 0, or -1 (out of memory, or a ledger append
+ * that does not follow the records remembered). */
 int vd_memory_apply(vd_memory *m, const vd_mem_record *rec);
 /* Apply a record loaded from the database at start: one that is not
  * consistent with what is restored (a ledger record out of sequence, a
