@@ -232,11 +232,6 @@ static void put(vd_lineage *l, vd_commit_slot *sl, vd_commit_source src, const c
 	e->is_signed = e->key_id[0] != '\0';
 }
 
-void vd_withdrawal_key(char *out, size_t n, const char *run, int64_t round, const char *hash)
-{
-	snprintf(out, n, "%s\n%lld\n%s", run, (long long)round, hash);
-}
-
 /* The operator withdrew (run, round) -> hash: no source of it counts. */
 static int withdrawn(const vd_lineage_input *in, const char *run, int64_t round,
     const char *hash)
@@ -1569,4 +1564,35 @@ void vd_lineage_free(vd_lineage *l)
 	vd_map_free(&l->alerts);
 	free(l->touched);
 	free(l->queue);
+}
+
+void vd_lineage_input_memory(vd_lineage_input *in, const vd_memory *m)
+{
+	in->mems = &m->mems;
+	in->posted = m->posted;
+	in->n_posted = m->n_posted;
+	in->equivs = m->equivs;
+	in->n_equivs = m->n_equivs;
+	in->stmts = m->stmts;
+	in->n_stmts = m->n_stmts;
+	in->withdrawn = &m->withdrawn;
+	in->retained = &m->retained;
+	in->retained_children = &m->retained_children;
+}
+
+const char *vd_lineage_strong_other(const vd_lineage *l, const char *run, int64_t round,
+    const char *hash)
+{
+	const vd_commit_slot *sl = vd_lineage_slot(l, run, round);
+	const vd_commit_entry *e;
+
+	if (sl == NULL)
+		return NULL;
+	e = &sl->src[VD_SRC_SIGNED];
+	if (e->has && strcmp(e->hash, hash) != 0)
+		return e->hash;
+	e = &sl->src[VD_SRC_LEDGER];
+	if (e->has && e->is_signed && strcmp(e->hash, hash) != 0)
+		return e->hash;
+	return NULL;
 }

@@ -15,6 +15,7 @@
 #include "vd_dsse.h"
 #include "vd_keys.h"
 #include "vd_map.h"
+#include "vd_memory.h"
 #include "vd_model.h"
 #include "vd_policy.h"
 #include "vd_scanned.h"
@@ -59,55 +60,6 @@ typedef struct vd_commit_slot {
 	const char *other_where;
 	int anchor;                    /* an anchor pins this round: a chain root */
 } vd_commit_slot;
-
-/* A ledger record as remembered. */
-typedef struct vd_ledger_rec {
-	int64_t round_index;
-	char hash[VD_HASH_HEX_LEN + 1];
-	char record_hash[VD_HASH_HEX_LEN + 1];
-	size_t line;
-} vd_ledger_rec;
-
-/* The append-only memory of one ledger (trust.md section 5). */
-typedef struct vd_ledger_mem {
-	char *relpath, *run;
-	vd_ledger_rec *recs;           /* the remembered prefix */
-	size_t n, cap;
-	int rewritten;                 /* the file no longer extends it */
-	char detail[VD_DETAIL_MAX];
-	vd_ledger_rec *diverged;       /* what the file says now, past the departure */
-	size_t n_diverged;
-} vd_ledger_mem;
-
-/* A statement whose envelope verified under a trusted key. */
-typedef struct vd_signed_stmt {
-	vd_statement st;
-	char run[VD_RUN_MAX];          /* store form: "" for the root */
-	char key_id[VD_KEYID_LEN + 1];
-	char where[VD_RUN_MAX];        /* the envelope file, or "api" */
-} vd_signed_stmt;
-
-/* An artifact once verified and committed, remembered after its
- * directory is removed: chains pass through it as a pruned link. */
-typedef struct vd_retained {
-	char hash[VD_HASH_HEX_LEN + 1];
-	char *run;
-	int64_t round_index;
-	int has_parent;
-	char parent[VD_HASH_HEX_LEN + 1];
-	double verified_at;
-	struct vd_retained *next_child;  /* the next one naming the same parent */
-} vd_retained;
-
-/* A RoundClose posted (token: key_id ""; signed: the key) or refused. */
-typedef struct vd_commitment {
-	char run[VD_RUN_MAX];
-	int64_t round_index;
-	char hash[VD_HASH_HEX_LEN + 1];
-	int64_t schema_version;
-	double received_at;
-	char key_id[VD_KEYID_LEN + 1];    /* "" for the operator token */
-} vd_commitment;
 
 typedef struct vd_lineage_input {
 	const vd_model *model;
@@ -255,9 +207,16 @@ int vd_commit_counts(const vd_commit_entry *e, vd_commit_source src, int policy)
  * reads a slot through this. */
 const vd_commit_entry *vd_slot_entry(const vd_commit_slot *sl, int src);
 
-/* The map key of a withdrawn commitment (run in store form). */
-#define VD_WITHDRAWAL_KEY_MAX (VD_RUN_MAX + 24 + VD_HASH_HEX_LEN + 2)
-void vd_withdrawal_key(char *out, size_t n, const char *run, int64_t round, const char *hash);
+/* The memory's part of the inputs: its pointers, valid until it next
+ * changes. */
+void vd_lineage_input_memory(vd_lineage_input *in, const vd_memory *m);
+
+/* Another hash than hash that a commitment by the token or a trusted key
+ * names for (run, round) as lineage last saw it: a signed statement or a
+ * ledger record a signed checkpoint covers (never an unsigned record);
+ * NULL when none does. */
+const char *vd_lineage_strong_other(const vd_lineage *l, const char *run, int64_t round,
+    const char *hash);
 
 /* Whether a verified artifact of run with content hash, present or pruned
  * (retained: hash -> vd_retained, may be NULL), has a header round_index

@@ -320,12 +320,26 @@ static void get_healthz(vd_api *api, vd_req *r)
 	vd_http_respond(r, 200, "text/plain; charset=utf-8", "ok\n", 3, NULL);
 }
 
+/* Starting: the first store scan or the state database is not done yet.
+ * /readyz says so, and so does every commitment route, whatever the run
+ * or the commitment: a coordinator that takes a 4xx for final would drop
+ * a good one, and until the first scan the store's own commitments are
+ * not known to conflict with it. NULL once started. */
+static const char *starting(const vd_api *api)
+{
+	if (!api->store->scanned_once)
+		return "the first store scan has not finished";
+	if (!api->state_ready)
+		return "the state database is not loaded yet";
+	return NULL;
+}
+
 static void get_readyz(vd_api *api, vd_req *r)
 {
-	if (!api->store->scanned_once || !api->state_ready) {
-		vd_http_error(r, 503, "not_ready",
-		    api->store->scanned_once ? "the state database is not loaded yet" :
-		    "the first store scan has not finished", (const char *const[]){
+	const char *why = starting(api);
+
+	if (why != NULL) {
+		vd_http_error(r, 503, "not_ready", why, (const char *const[]){
 		    "Retry-After", "1", NULL });
 		return;
 	}
@@ -1116,28 +1130,6 @@ static int round_mismatch(vd_api *api, vd_req *r, const char *run, const vd_roun
 	return 1;
 }
 
-/* Every trusted key that signed a posted statement is remembered, so that
- * a statement re-signed by a current key survives the revocation of an
- * old one. -1 when it could not be stored. */
-static int remember_signers(vd_api *api, const char *run, const vd_roundclose *rc,
-    const vd_post_keys *pk, const uint8_t *env, size_t env_len)
-{
-	vd_statement st;
-
-	if (pk == NULL)
-		return 0;
-	memset(&st, 0, sizeof(st));
-	st.kind = VD_STMT_ROUNDCLOSE;
-	snprintf(st.run, sizeof(st.run), "%s", run[0] ? run : ".");
-	st.schema_version = rc->schema_version;
-	st.round_index = rc->round_index;
-	memcpy(st.hash, rc->global_model_hash, sizeof(st.hash));
-	if (vd_store_remember_statement(api->store, &st, run, pk->ids, pk->n, "api", env,
-	    env_len) < 0 || vd_state_flush(api->store->state) < 0)
-		return -1;
-	return 0;
-}
-
 static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundclose *rc,
     const vd_post_keys *pk, const uint8_t *env, size_t env_len)
 {
@@ -1150,9 +1142,12 @@ static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundc
 	if (round_mismatch(api, r, run, rc))
 		return;
 	post_audit(api, r, run, rc, key_id, peer, sizeof(peer), &audit);
+	/* Every trusted key that signed it is remembered with it, so that a
+	 * statement re-signed by a current key survives the revocation of an
+	 * old one. */
 	res = vd_store_post_commitment(api->store, run, rc->round_index, rc->global_model_hash,
-	    rc->schema_version, key_id, env, env_len, &audit, existing);
-	if (res < 0 || (res != 2 && remember_signers(api, run, rc, pk, env, env_len) < 0)) {
+	    rc->schema_version, pk ? pk->ids : NULL, pk ? pk->n : 0, env, env_len, &audit, existing);
+	if (res < 0) {
 		vd_http_error(r, 503, "overloaded", "the commitment could not be stored durably; try again",
 		    RETRY_AFTER);
 		return;
@@ -1178,19 +1173,26 @@ static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundc
 /* A commitment names a run: a run directory of the store (not a file,
  * FIFO, symbolic link or artifact directory), or one the configuration
  * names before its directory exists. */
+static int not_started(vd_api *api, vd_req *r)
+{
+	char detail[160];
+	const char *why = starting(api);
+
+	if (why == NULL)
+		return 0;
+	snprintf(detail, sizeof(detail), "%s; try again", why);
+	vd_http_error(r, 503, "not_ready", detail, RETRY_AFTER);
+	return 1;
+}
+
 static int known_run(vd_api *api, vd_req *r, const char *run)
 {
 	char detail[VD_RUN_MAX + 160];
 
+	if (not_started(api, r))
+		return 0;
 	if (vd_store_run_known(api->store, run))
 		return 1;
-	/* Before the first scan no run is known yet: a coordinator that takes
-	 * a 4xx for final would drop a good commitment. */
-	if (!api->store->scanned_once) {
-		vd_http_error(r, 503, "not_ready", "the store's first scan is not done yet; try again",
-		    RETRY_AFTER);
-		return 0;
-	}
 	snprintf(detail, sizeof(detail), "run %s is not a run directory of the store (none, or not a plain directory) nor a run the configuration names",
 	    vd_run_name(run));
 	vd_http_error(r, 400, "bad_request", detail, NULL);
@@ -1229,13 +1231,14 @@ static void post_checkpoint(vd_api *api, vd_req *r, const vd_statement *st, cons
 {
 	char peer[PEER_MAX];
 	const char *key_id = pk->ids[0];
-	int res = vd_store_post_checkpoint(api->store, st, key_id, r->body.p, r->body.len);
+	vd_audit audit;
+	int res;
 
 	peer_address(r, peer, sizeof(peer));
-	/* Every trusted signer is remembered, as for a RoundClose. */
-	if (res < 0 || vd_state_audit_signed(api->store->state, st, st->run, key_id, peer, NULL) < 0 ||
-	    vd_store_remember_statement(api->store, st, st->run, pk->ids, pk->n, "api", r->body.p,
-	    r->body.len) < 0 || vd_state_flush(api->store->state) < 0) {
+	vd_audit_signed(&audit, st, st->run, key_id, peer, NULL);
+	/* Every trusted signer is remembered with it, as for a RoundClose. */
+	res = vd_store_post_checkpoint(api->store, st, pk->ids, pk->n, r->body.p, r->body.len, &audit);
+	if (res < 0) {
 		vd_http_error(r, 503, "overloaded", "the checkpoint could not be stored durably; try again",
 		    RETRY_AFTER);
 		return;
@@ -1397,16 +1400,6 @@ static int withdrawal_params(vd_req *r, vd_withdrawal *w)
 	return 0;
 }
 
-static int audit_withdrawal(vd_api *api, const vd_withdrawal *w)
-{
-	vd_audit a = {
-		.run = w->run, .kind = VD_AUDIT_WITHDRAWAL, .number = w->round_index, .hash = w->hash,
-		.source = w->sources, .author = VD_AUDIT_OPERATOR, .key_id = "", .peer = w->peer,
-	};
-
-	return vd_state_audit(api->store->state, &a);
-}
-
 static void delete_commitment(vd_api *api, vd_req *r)
 {
 	vd_withdrawal w;
@@ -1414,16 +1407,13 @@ static void delete_commitment(vd_api *api, vd_req *r)
 
 	if (!authorized(api, r) || withdrawal_params(r, &w) < 0)
 		return;
-	if (!api->store->scanned_once) {
-		vd_http_error(r, 503, "not_ready", "the store's first scan is not done yet; try again",
-		    RETRY_AFTER);
+	if (not_started(api, r))
 		return;
-	}
 	if ((rc = vd_store_withdraw(api->store, &w)) == -ENOENT) {
 		vd_http_error(r, 404, "not_found", "no source commits that hash for that run and round", NULL);
 		return;
 	}
-	if (rc < 0 || (rc == 0 && audit_withdrawal(api, &w) < 0)) {
+	if (rc < 0) {
 		vd_http_error(r, 503, "overloaded", "the withdrawal could not be stored durably; try again",
 		    RETRY_AFTER);
 		return;

@@ -187,6 +187,19 @@ static const char *const migrations[VD_STATE_SCHEMA] = {
 	"ALTER TABLE verdicts ADD COLUMN oms_key_id TEXT;"
 	"ALTER TABLE verdicts ADD COLUMN oms_detail TEXT;"
 	"ALTER TABLE verdicts ADD COLUMN oms_trust TEXT;",
+	/* 9 -> 10: the key and schema_version of a conflicting post, so that
+	 * a restart restores the equivocation as it was (a key revoked stops
+	 * it counting); one row per key. Rows from before were the token's or
+	 * of a key not kept: '', and of no known schema_version: 0. */
+	"CREATE TABLE equivocations_keyed ("
+	"  run TEXT NOT NULL, round_index INTEGER NOT NULL, hash_a TEXT NOT NULL,"
+	"  hash_b TEXT NOT NULL, source TEXT NOT NULL, seen_at REAL NOT NULL,"
+	"  key_id TEXT NOT NULL DEFAULT '', schema_version INTEGER NOT NULL DEFAULT 0,"
+	"  PRIMARY KEY (run, round_index, hash_a, hash_b, key_id));"
+	"INSERT INTO equivocations_keyed (run, round_index, hash_a, hash_b, source, seen_at)"
+	"  SELECT run, round_index, hash_a, hash_b, source, seen_at FROM equivocations;"
+	"DROP TABLE equivocations;"
+	"ALTER TABLE equivocations_keyed RENAME TO equivocations;",
 };
 
 const char *vd_state_error(vd_state *st)
@@ -683,8 +696,83 @@ static int find_commitment(vd_state *st, const char *run, int64_t round, vd_comm
 
 /* The commitment and its audit entry are durable together or not at
  * all: a post answered 503 has changed nothing. */
+static int64_t stmt_number(const vd_statement *st)
+{
+	return st->kind == VD_STMT_CHECKPOINT ? (int64_t)st->records : st->round_index;
+}
+
+static const char *stmt_hash(const vd_statement *st)
+{
+	return st->kind == VD_STMT_CHECKPOINT ? st->head_record_hash : st->hash;
+}
+
+/* 1 a new row, 0 known, -1 error (not failed yet: the caller says so). */
+static int statement_insert(vd_state *st, const vd_statement *stm, const char *run,
+    const char *key_id, const char *source, const uint8_t *env, size_t env_len)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO statements (run, kind, number,"
+	    " hash, schema_version, key_id, source, envelope, received_at)"
+	    " VALUES (?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(s, 1, run, -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 2, (int)stm->kind);
+	sqlite3_bind_int64(s, 3, stmt_number(stm));
+	sqlite3_bind_text(s, 4, stmt_hash(stm), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 5, stm->schema_version);
+	sqlite3_bind_text(s, 6, key_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 7, source, -1, SQLITE_STATIC);
+	if (env != NULL)
+		sqlite3_bind_blob(s, 8, env, (int)env_len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 8);
+	sqlite3_bind_double(s, 9, vd_wall_now());
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return -1;
+	return sqlite3_changes(st->db) > 0 ? 1 : 0;
+}
+
+/* Every signature of sigs (NULL: none), in the transaction under way. */
+static int sigs_insert(vd_state *st, const vd_stmt_sigs *sigs)
+{
+	size_t i;
+
+	for (i = 0; sigs != NULL && i < sigs->n; i++)
+		if (statement_insert(st, sigs->stm, sigs->run, sigs->key_ids[i], sigs->source,
+		    sigs->env, sigs->env_len) < 0)
+			return -1;
+	return 0;
+}
+
+int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const char *run,
+    const char *key_id, const char *source, const uint8_t *env, size_t env_len)
+{
+	int rc = statement_insert(st, stm, run, key_id, source, env, env_len);
+
+	return rc < 0 ? db_fail(st, "remembering a statement") : rc;
+}
+
+int vd_state_remember_signatures(vd_state *st, const vd_stmt_sigs *sigs)
+{
+	if (vd_state_flush(st) < 0)
+		return -1;
+	if (exec(st, "BEGIN IMMEDIATE") < 0)
+		return db_fail(st, "remembering a statement");
+	if (sigs_insert(st, sigs) < 0 || commit(st) < 0) {
+		db_fail(st, "remembering a statement");
+		exec(st, "ROLLBACK");
+		return -1;
+	}
+	return 0;
+}
+
 int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
-    const uint8_t *env, size_t env_len, const struct vd_audit *audit, vd_commitment *existing)
+    const uint8_t *env, size_t env_len, const struct vd_audit *audit, const vd_stmt_sigs *sigs,
+    vd_commitment *existing)
 {
 	sqlite3_stmt *s;
 	int rc;
@@ -699,8 +787,10 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 		return rc < 0 ? -1 : 2;
 	}
 	if (rc > 0) {
-		/* The same again: only its audit entry, by this party, may be new. */
-		if ((audit != NULL && audit_insert(st, audit) < 0) || commit(st) < 0) {
+		/* The same again: only its audit entry, by this party, and its
+		 * signatures may be new. */
+		if ((audit != NULL && audit_insert(st, audit) < 0) || sigs_insert(st, sigs) < 0 ||
+		    commit(st) < 0) {
 			db_fail(st, "recording a commitment in the audit");
 			exec(st, "ROLLBACK");
 			return -1;
@@ -727,7 +817,7 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE || (audit != NULL && audit_insert(st, audit) < 0) ||
-	    commit(st) < 0) {
+	    sigs_insert(st, sigs) < 0 || commit(st) < 0) {
 		db_fail(st, "posting a commitment");
 		exec(st, "ROLLBACK");
 		return -1;
@@ -735,22 +825,25 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 	return 0;
 }
 
-int vd_state_record_equivocation(vd_state *st, const char *run, int64_t round,
-    const char *hash_a, const char *hash_b, const char *source)
+int vd_state_record_equivocation(vd_state *st, const vd_commitment *c, const char *hash_a,
+    const char *source)
 {
 	sqlite3_stmt *s;
 	int rc;
 
 	if (vd_state_flush(st) < 0)
 		return -1;
-	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO equivocations VALUES (?,?,?,?,?,?)",
+	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO equivocations (run, round_index,"
+	    " hash_a, hash_b, source, seen_at, key_id, schema_version) VALUES (?,?,?,?,?,?,?,?)",
 	    -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "recording an equivocation");
-	sqlite3_bind_text(s, 1, run, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, round);
+	sqlite3_bind_text(s, 1, c->run, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, c->round_index);
 	sqlite3_bind_text(s, 3, hash_a, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 4, hash_b, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, c->hash, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 5, source, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 7, c->key_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 8, c->schema_version);
 	sqlite3_bind_double(s, 6, vd_wall_now());
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
@@ -764,8 +857,8 @@ int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg)
 	int rc;
 
 	/* Reported as the rejected hash (hash_b) for the round. */
-	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, hash_b, 0, seen_at, ''"
-	    " FROM equivocations", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, hash_b, schema_version, seen_at,"
+	    " key_id FROM equivocations ORDER BY rowid", -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "loading equivocations");
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		row_commitment(s, &c);
@@ -962,17 +1055,25 @@ int vd_state_audit(vd_state *st, const vd_audit *a)
 	return audit_insert(st, a) == 0 ? 0 : db_fail(st, "recording a commitment in the audit");
 }
 
-int vd_state_audit_signed(vd_state *st, const vd_statement *s, const char *run,
-    const char *key_id, const char *peer, const char *file)
+void vd_audit_signed(vd_audit *a, const vd_statement *s, const char *run, const char *key_id,
+    const char *peer, const char *file)
 {
 	int cp = s->kind == VD_STMT_CHECKPOINT;
-	vd_audit a = {
+
+	*a = (vd_audit){
 		.run = run, .kind = cp ? VD_AUDIT_CHECKPOINT : VD_AUDIT_ROUND_CLOSE,
 		.number = cp ? (int64_t)s->records : s->round_index,
 		.hash = cp ? s->head_record_hash : s->hash, .source = vd_commit_source_name(VD_SRC_SIGNED),
 		.author = VD_AUDIT_KEY, .key_id = key_id, .peer = peer, .file = file,
 	};
+}
 
+int vd_state_audit_signed(vd_state *st, const vd_statement *s, const char *run,
+    const char *key_id, const char *peer, const char *file)
+{
+	vd_audit a;
+
+	vd_audit_signed(&a, s, run, key_id, peer, file);
 	/* A post is durable before its answer. */
 	return file != NULL ? vd_state_audit_file(st, &a) : vd_state_audit(st, &a);
 }
@@ -1038,11 +1139,35 @@ int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn 
 	return list_page(st, s, pg, audit_row, &c);
 }
 
+/* s (prepared and bound) stepped, the audit entry (NULL: none) and the
+ * signatures (NULL: none) inserted in one transaction, durable before it
+ * returns: all or nothing. The rows s changed, or -1 (s is finalized either way). */
+static int step_audited(vd_state *st, sqlite3_stmt *s, const vd_audit *audit,
+    const vd_stmt_sigs *sigs, const char *what)
+{
+	int rc, changed;
+
+	if (exec(st, "BEGIN IMMEDIATE") < 0) {
+		sqlite3_finalize(s);
+		return db_fail(st, what);
+	}
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	changed = sqlite3_changes(st->db);
+	if (rc != SQLITE_DONE || (audit != NULL && audit_insert(st, audit) < 0) ||
+	    sigs_insert(st, sigs) < 0 || commit(st) < 0) {
+		db_fail(st, what);
+		exec(st, "ROLLBACK");
+		return -1;
+	}
+	return changed;
+}
+
 int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *key_id,
-    const uint8_t *env, size_t env_len)
+    const uint8_t *env, size_t env_len, const vd_audit *audit, const vd_stmt_sigs *sigs)
 {
 	sqlite3_stmt *s;
-	int rc;
+	int changed;
 
 	if (vd_state_flush(st) < 0)
 		return -1;
@@ -1055,11 +1180,9 @@ int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *ke
 	sqlite3_bind_text(s, 4, key_id, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 5, env, (int)env_len, SQLITE_STATIC);
 	sqlite3_bind_double(s, 6, vd_wall_now());
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return db_fail(st, "posting a checkpoint");
-	return sqlite3_changes(st->db) == 1 ? 0 : 1;
+	if ((changed = step_audited(st, s, audit, sigs, "posting a checkpoint")) < 0)
+		return -1;
+	return changed == 1 ? 0 : 1;
 }
 
 int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg)
@@ -1296,45 +1419,6 @@ int vd_state_trim_events(vd_state *st, uint64_t through)
 
 /* ---- statement memory and withdrawals (trust.md section 8) ------------- */
 
-static int64_t stmt_number(const vd_statement *st)
-{
-	return st->kind == VD_STMT_CHECKPOINT ? (int64_t)st->records : st->round_index;
-}
-
-static const char *stmt_hash(const vd_statement *st)
-{
-	return st->kind == VD_STMT_CHECKPOINT ? st->head_record_hash : st->hash;
-}
-
-int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const char *run,
-    const char *key_id, const char *source, const uint8_t *env, size_t env_len)
-{
-	sqlite3_stmt *s;
-	int rc;
-
-	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO statements (run, kind, number,"
-	    " hash, schema_version, key_id, source, envelope, received_at)"
-	    " VALUES (?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "remembering a statement");
-	sqlite3_bind_text(s, 1, run, -1, SQLITE_STATIC);
-	sqlite3_bind_int(s, 2, (int)stm->kind);
-	sqlite3_bind_int64(s, 3, stmt_number(stm));
-	sqlite3_bind_text(s, 4, stmt_hash(stm), -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 5, stm->schema_version);
-	sqlite3_bind_text(s, 6, key_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 7, source, -1, SQLITE_STATIC);
-	if (env != NULL)
-		sqlite3_bind_blob(s, 8, env, (int)env_len, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(s, 8);
-	sqlite3_bind_double(s, 9, vd_wall_now());
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return db_fail(st, "remembering a statement");
-	return sqlite3_changes(st->db) > 0 ? 1 : 0;
-}
-
 int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg)
 {
 	sqlite3_stmt *s;
@@ -1366,10 +1450,9 @@ int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg)
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading statements");
 }
 
-int vd_state_withdraw(vd_state *st, const vd_withdrawal *w)
+int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const vd_audit *audit)
 {
 	sqlite3_stmt *s;
-	int rc;
 
 	if (vd_state_flush(st) < 0)
 		return -1;
@@ -1383,9 +1466,7 @@ int vd_state_withdraw(vd_state *st, const vd_withdrawal *w)
 	sqlite3_bind_text(s, 5, w->peer, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 6, w->reason, -1, SQLITE_STATIC);
 	sqlite3_bind_double(s, 7, w->at);
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "recording a withdrawal");
+	return step_audited(st, s, audit, NULL, "recording a withdrawal") < 0 ? -1 : 0;
 }
 
 int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg)

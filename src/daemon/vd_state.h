@@ -17,10 +17,11 @@
 #include "vd_dsse.h"
 #include "vd_keys.h"
 #include "vd_limits.h"
+#include "vd_memory.h"
 #include "vd_scan.h"
 
 #define VD_STATE_FILE "state.db"
-#define VD_STATE_SCHEMA 9
+#define VD_STATE_SCHEMA 10
 
 typedef struct vd_state vd_state;
 
@@ -40,20 +41,6 @@ typedef struct vd_stored_verdict {
 	                             * loaded: valid in the callback only */
 } vd_stored_verdict;
 
-/* A RoundClose posted (vd_lineage.h). */
-typedef struct vd_commitment vd_commitment;
-
-/* A commitment the operator withdrew (trust.md section 8). */
-typedef struct vd_withdrawal {
-	char run[VD_RUN_MAX];
-	int64_t round_index;
-	char hash[VD_HASH_HEX_LEN + 1];
-	char sources[64];                 /* the sources that named it, comma-separated */
-	char peer[64];                    /* the request's address */
-	char reason[VD_WITHDRAW_REASON_MAX + 1];
-	double at;
-} vd_withdrawal;
-
 /* Open (creating if absent) and migrate. -1 with a sentence on error. */
 int vd_state_open(const char *state_dir, vd_state **out, char *err, size_t errlen);
 void vd_state_close(vd_state *st);
@@ -66,13 +53,28 @@ int vd_state_put_verdict(vd_state *st, const vd_stored_verdict *v);
 int vd_state_forget_verdict(vd_state *st, const char *relpath);
 
 int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg);
+
+/* The signatures of one statement (trust.md section 8), one row per key,
+ * written in the transaction of what they come with. */
+typedef struct vd_stmt_sigs {
+	const vd_statement *stm;
+	const char *run;                  /* store form */
+	const char *source;               /* "api", or the statement's file */
+	const char *const *key_ids;
+	size_t n;
+	const uint8_t *env;
+	size_t env_len;
+} vd_stmt_sigs;
+
 /* 0 inserted; 1 the same one was there; 2 another hash is there (conflict,
  * *existing filled); -1 error, and nothing written. Durable before it
- * returns, with its audit entry (NULL: none) in the same transaction. A
- * signed post keeps its envelope (env, or NULL for a token post). */
+ * returns, with its audit entry and its statement's signatures (NULL:
+ * none) in the same transaction, the same again included. A signed post
+ * keeps its envelope (env, or NULL for a token post). */
 struct vd_audit;
 int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
-    const uint8_t *env, size_t env_len, const struct vd_audit *audit, vd_commitment *existing);
+    const uint8_t *env, size_t env_len, const struct vd_audit *audit, const vd_stmt_sigs *sigs,
+    vd_commitment *existing);
 
 /* Whether the last write succeeded (a failed one is logged, counted and
  * shown by /readyz until a write succeeds again); the failures since
@@ -80,17 +82,18 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 int vd_state_ok(const vd_state *st);
 uint64_t vd_state_failures(const vd_state *st);
 
-/* Signed ledger checkpoints posted: 0 new, 1 known, -1 error. */
+/* Signed ledger checkpoints posted, with the audit entry and the
+ * statement's signatures (NULL: none) in the same transaction: 0 new, 1
+ * known, -1 error (nothing written). */
 typedef void (*vd_checkpoint_fn)(const vd_statement *s, const char *key_id, void *arg);
 int vd_state_post_checkpoint(vd_state *st, const vd_statement *s, const char *key_id,
-    const uint8_t *env, size_t env_len);
+    const uint8_t *env, size_t env_len, const struct vd_audit *audit, const vd_stmt_sigs *sigs);
 int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg);
 
 /* The append-only memory of ledgers: record seq (0-based) of each path. */
 typedef void (*vd_ledger_rec_fn)(const char *path, int64_t seq, int64_t round_index,
     const char *hash, const char *record_hash, int64_t line, void *arg);
 int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg);
-typedef struct vd_ledger_rec vd_ledger_rec;
 /* Append recs[0..n) as seq first.. in one transaction, with their audit
  * rows (vd_state_audit). */
 int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
@@ -98,14 +101,15 @@ int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
 int vd_state_forget_ledger(vd_state *st, const char *path);
 
 /* Artifacts verified and committed, remembered after removal (batched). */
-typedef struct vd_retained vd_retained;
 typedef void (*vd_retained_fn)(const vd_retained *r, void *arg);
 int vd_state_retain(vd_state *st, const vd_retained *r);
 int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg);
 
-/* Equivocations: two hashes for one round of one run. */
-int vd_state_record_equivocation(vd_state *st, const char *run, int64_t round,
-    const char *hash_a, const char *hash_b, const char *source);
+/* Equivocations: two hashes for one round of one run, c (hash_b) posted
+ * by the token (key_id "") or signed by its key against hash_a. Loaded as
+ * c was, received_at the time it was recorded. */
+int vd_state_record_equivocation(vd_state *st, const vd_commitment *c, const char *hash_a,
+    const char *source);
 int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg);
 
 /* The alert history: an alert raised opens an episode, cleared closes it.
@@ -177,6 +181,10 @@ typedef void (*vd_audit_fn)(const vd_audit *a, void *arg);
  * returns; st NULL records nothing. 0 or -1. The records of a ledger are
  * recorded by vd_state_append_ledger, in its transaction. */
 int vd_state_audit(vd_state *st, const vd_audit *a);
+/* The audit entry of a signed statement accepted: posted from peer, or
+ * read from file (a points at the arguments). */
+void vd_audit_signed(vd_audit *a, const vd_statement *s, const char *run, const char *key_id,
+    const char *peer, const char *file);
 /* A signed statement accepted: posted from peer, or read from file. */
 int vd_state_audit_signed(vd_state *st, const vd_statement *s, const char *run,
     const char *key_id, const char *peer, const char *file);
@@ -192,15 +200,20 @@ int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn 
 int vd_state_flush(vd_state *st);
 
 /* The memory of signed statements: one row per (statement, key). 1 when
- * the row is new, 0 when it was known, -1 on error. run in store form. */
+ * the row is new, 0 when it was known, -1 on error. run in store form.
+ * A row joins the loop turn's batch when one is open. */
 int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const char *run,
     const char *key_id, const char *source, const uint8_t *env, size_t env_len);
+/* Signatures in one transaction of their own, durable before it returns:
+ * 0, or -1 (nothing written). */
+int vd_state_remember_signatures(vd_state *st, const vd_stmt_sigs *sigs);
 typedef void (*vd_stmt_row_fn)(const vd_statement *stm, const char *run, const char *key_id,
     const char *source, void *arg);
 int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg);
 
-/* Withdrawals, durable before the call returns. */
-int vd_state_withdraw(vd_state *st, const vd_withdrawal *w);
+/* Withdrawals, durable before the call returns, with the audit entry
+ * (NULL: none) in the same transaction: 0, or -1 (nothing written). */
+int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const struct vd_audit *audit);
 typedef void (*vd_withdrawal_fn)(const vd_withdrawal *w, void *arg);
 int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg);
 

@@ -13,6 +13,7 @@
 #include "vd_hash.h"
 #include "vd_limits.h"
 #include "vd_log.h"
+#include "vd_memstate.h"
 #include "vd_state.h"
 #include "vd_store.h"
 
@@ -269,47 +270,18 @@ out:
 
 /* ---- retention --------------------------------------------------------- */
 
-static void retained_free(vd_retained *r)
+/* ---- the memory of commitments ------------------------------------------ */
+
+/* Persisted, then applied: -1 when it could not be made durable (the
+ * memory is as it was). Applying may run out of memory after the record
+ * is durable: it counts from the next start. */
+static int commit_record(vd_store *s, const vd_mem_record *rec)
 {
-	if (r != NULL) {
-		free(r->run);
-		free(r);
-	}
-}
+	int rc = vd_memory_commit(&s->memory, rec, vd_memstate_persist, s->state);
 
-static vd_retained *retained_put(vd_store *s, const vd_retained *src)
-{
-	vd_retained *r = calloc(1, sizeof(*r));
-
-	if (r == NULL || (r->run = strdup(src->run)) == NULL) {
-		free(r);
-		return NULL;
-	}
-	memcpy(r->hash, src->hash, sizeof(r->hash));
-	r->round_index = src->round_index;
-	r->has_parent = src->has_parent;
-	memcpy(r->parent, src->parent, sizeof(r->parent));
-	r->verified_at = src->verified_at;
-	if (vd_map_put(&s->retained, r->hash, r) < 0) {
-		retained_free(r);
-		return NULL;
-	}
-	/* Indexed by parent too: a change there reaches the chains that pass
-	 * through r once its directory is gone. */
-	if (r->has_parent) {
-		r->next_child = vd_map_get(&s->retained_children, r->parent);
-		if (vd_map_put(&s->retained_children, r->parent, r) < 0)
-			r->next_child = NULL;
-	}
-	return r;
-}
-
-static void load_retained(const vd_retained *r, void *arg)
-{
-	vd_store *s = arg;
-
-	if (vd_map_get(&s->retained, r->hash) == NULL)
-		retained_put(s, r);
+	if (rc == -2)
+		log_error("out of memory remembering a commitment; it is stored and counts after a restart");
+	return rc == -1 ? -1 : 0;
 }
 
 /* An artifact verified and committed is remembered (once), so that its
@@ -317,10 +289,11 @@ static void load_retained(const vd_retained *r, void *arg)
 static void retain_group(vd_store *s, const vd_group *g)
 {
 	const vd_copy *c = NULL;
+	vd_mem_record rec;
 	vd_retained r;
 	size_t i;
 
-	if (!g->committed || vd_map_get(&s->retained, g->hash) != NULL)
+	if (!g->committed || vd_map_get(&s->memory.retained, g->hash) != NULL)
 		return;
 	for (i = 0; i < g->n && c == NULL; i++)
 		if (vd_copy_settled(g->copies[i]) == VD_AS_VERIFIED)
@@ -334,8 +307,8 @@ static void retain_group(vd_store *s, const vd_group *g)
 	r.has_parent = g->has_parent;
 	memcpy(r.parent, g->parent, sizeof(r.parent));
 	r.verified_at = c->verified_at;
-	if (retained_put(s, &r) != NULL && s->state != NULL)
-		vd_state_retain(s->state, &r);
+	if (vd_memory_retain(&s->memory, &r, &rec) == 0)
+		(void)commit_record(s, &rec);     /* not durable: tried at its next refresh */
 }
 
 /* Of the groups the last refresh recomputed. */
@@ -359,7 +332,7 @@ static void note_removed(vd_store *s, const char *hash, int64_t round, const cha
 {
 	if (vd_model_group(&s->model, hash) != NULL)
 		return;
-	if (vd_map_get(&s->retained, hash) != NULL) {
+	if (vd_map_get(&s->memory.retained, hash) != NULL) {
 		s->metrics->artifacts_pruned_total++;
 		log_info("round %lld (%s, %s) was removed; it stays in its descendants' chains as a pruned link",
 		    (long long)round, relpath, hash);
@@ -601,7 +574,7 @@ static void prune_stored(vd_store *s)
 		const char *hash = ((stored *)v)->v.content_hash;
 		if (unreadable_covers(s, k, 0) && vd_map_put(&keep, k, v) == 0)
 			continue;
-		if ((r = vd_map_get(&s->retained, hash)) != NULL && vd_map_get(&noted, hash) == NULL &&
+		if ((r = vd_map_get(&s->memory.retained, hash)) != NULL && vd_map_get(&noted, hash) == NULL &&
 		    vd_map_put(&noted, hash, (void *)1) == 0)
 			note_removed(s, r->hash, r->round_index, k);
 		if (s->state)
@@ -615,127 +588,29 @@ static void prune_stored(vd_store *s)
 
 /* ---- the append-only memory of ledgers -------------------------------- */
 
-static vd_ledger_mem *mem_get(vd_store *s, const char *relpath, const char *run)
-{
-	vd_ledger_mem *m = vd_map_get(&s->mems, relpath);
-
-	if (m != NULL)
-		return m;
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		return NULL;
-	m->relpath = strdup(relpath);
-	m->run = strdup(run);
-	if (m->relpath == NULL || m->run == NULL || vd_map_put(&s->mems, relpath, m) < 0) {
-		free(m->relpath);
-		free(m->run);
-		free(m);
-		return NULL;
-	}
-	return m;
-}
-
-static void mem_free(vd_ledger_mem *m)
-{
-	free(m->relpath);
-	free(m->run);
-	free(m->recs);
-	free(m->diverged);
-	free(m);
-}
-
-static int mem_push(vd_ledger_rec **arr, size_t *n, size_t *cap, const vd_ledger_rec *r)
-{
-	vd_ledger_rec *grown = vd_grow(*arr, cap, *n, sizeof(*grown));
-
-	if (grown == NULL)
-		return -1;
-	*arr = grown;
-	grown[(*n)++] = *r;
-	return 0;
-}
-
-static void rec_from_entry(vd_ledger_rec *r, const vd_ledger_entry *e)
-{
-	r->round_index = e->round_index;
-	memcpy(r->hash, e->global_model_hash, sizeof(r->hash));
-	memcpy(r->record_hash, e->record_hash, sizeof(r->record_hash));
-	r->line = e->line;
-}
-
-/* The file no longer extends what was seen: keep the remembered records,
- * note what the file says instead (for equivocations), say it once. */
-static void mark_rewritten(vd_ledger_mem *m, const vd_scan_ledger *l, size_t from,
-    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static void mark_rewritten(vd_ledger_mem *m, const vd_scan_ledger *l, size_t from,
-    const char *fmt, ...)
-{
-	char detail[VD_DETAIL_MAX];
-	size_t i, cap = 0;
-	va_list ap;
-	vd_ledger_rec r;
-
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	if (!m->rewritten || strcmp(detail, m->detail) != 0)
-		log_warn("%s was rewritten: %s; keeping the %zu records seen before", m->relpath,
-		    detail, m->n);
-	m->rewritten = 1;
-	snprintf(m->detail, sizeof(m->detail), "%s", detail);
-	free(m->diverged);
-	m->diverged = NULL;
-	m->n_diverged = 0;
-	for (i = from; l != NULL && i < l->n_entries; i++) {
-		rec_from_entry(&r, &l->entries[i]);
-		if (mem_push(&m->diverged, &m->n_diverged, &cap, &r) < 0)
-			break;
-	}
-}
-
-/* Append the file's new records, durably, to what is remembered. */
-static void extend(vd_store *s, vd_ledger_mem *m, const vd_scan_ledger *l)
-{
-	size_t first = m->n, i;
-	vd_ledger_rec r;
-
-	if (m->rewritten)
-		log_info("%s extends its remembered records again", m->relpath);
-	m->rewritten = 0;
-	m->detail[0] = '\0';
-	free(m->diverged);
-	m->diverged = NULL;
-	m->n_diverged = 0;
-	for (i = first; i < l->n_entries && l->entries[i].trusted; i++) {
-		rec_from_entry(&r, &l->entries[i]);
-		if (mem_push(&m->recs, &m->n, &m->cap, &r) < 0)
-			break;
-	}
-	if (m->n > first && s->state != NULL &&
-	    vd_state_append_ledger(s->state, m->relpath, first, m->recs + first, m->n - first) < 0)
-		m->n = first;     /* not durable: not remembered; read again next scan */
-}
-
+/* What a scan read of a ledger: its new records remembered durably, or
+ * the file no longer extending them noted (said once). */
 static void remember_ledger(vd_store *s, const vd_scan_ledger *l)
 {
-	vd_ledger_mem *m = mem_get(s, l->relpath, l->run);
-	size_t i;
+	const vd_ledger_mem *m = vd_memory_ledger(&s->memory, l->relpath);
+	int was_rewritten = m != NULL && m->rewritten, same_detail;
+	size_t seen = m ? m->n : 0;
+	vd_mem_record rec;
 
-	if (m == NULL || !l->read_ok)
-		return;         /* unreadable: ledger_broken says so; memory stands */
-	for (i = 0; i < m->n; i++) {
-		if (i >= l->n_entries) {
-			mark_rewritten(m, l, l->n_entries, "it now holds %zu records; %zu were seen before",
-			    l->n_entries, m->n);
-			return;
-		}
-		if (strcmp(l->entries[i].record_hash, m->recs[i].record_hash) != 0) {
-			mark_rewritten(m, l, i, "line %zu (record %zu) differs from the record seen there before (line %zu)",
-			    l->entries[i].line, i + 1, m->recs[i].line);
-			return;
-		}
+	if (vd_memory_read_ledger(&s->memory, l, &rec) < 0) {
+		log_error("out of memory reading %s against its remembered records; read again next scan",
+		    l->relpath);
+		vd_mem_record_free(&rec);
+		return;
 	}
-	extend(s, m, l);
+	same_detail = m != NULL && strcmp(m->detail, rec.detail) == 0;
+	if (rec.kind == VD_MEM_LEDGER_DIVERGED && (!was_rewritten || !same_detail))
+		log_warn("%s was rewritten: %s; keeping the %zu records seen before", l->relpath,
+		    rec.detail, seen);
+	/* Not durable: not remembered; read again next scan. */
+	if (commit_record(s, &rec) == 0 && rec.kind == VD_MEM_LEDGER_APPEND && was_rewritten)
+		log_info("%s extends its remembered records again", l->relpath);
+	vd_mem_record_free(&rec);
 }
 
 /* A remembered ledger missing where a complete scan looked was deleted
@@ -744,66 +619,54 @@ static void remember_ledgers(vd_store *s, vd_scan_result *r)
 {
 	const char *k;
 	void *v;
-	vd_map seen;
+	vd_map seen, gone;
+	vd_mem_record rec;
 	size_t i, it = 0;
 	int listed = !r->incomplete;
 
 	vd_map_init(&seen);
+	vd_map_init(&gone);
 	for (i = 0; i < r->n_ledgers; i++) {
 		remember_ledger(s, &r->ledgers[i]);
 		if (vd_map_put(&seen, r->ledgers[i].relpath, (void *)1) < 0)
 			listed = 0;     /* which are missing is not known */
 	}
-	while (listed && vd_map_next(&s->mems, &it, &k, &v)) {
-		vd_ledger_mem *m = v;
-		if (vd_map_get(&seen, k) == NULL && m->n > 0 && vd_scan_covers(r, k) &&
-		    !unreadable_covers(s, k, 0))
-			mark_rewritten(m, NULL, 0, "the file is gone");
+	while (listed && vd_map_next(&s->memory.mems, &it, &k, &v))
+		if (vd_map_get(&seen, k) == NULL && vd_scan_covers(r, k) && !unreadable_covers(s, k, 0))
+			vd_map_put(&gone, k, (void *)1);
+	/* Noted after the walk: the memory's map is not changed under it. */
+	for (it = 0; vd_map_next(&gone, &it, &k, &v); ) {
+		const vd_ledger_mem *m = vd_memory_ledger(&s->memory, k);
+		vd_memory_ledger_gone(&s->memory, k, &rec);
+		if (rec.kind != VD_MEM_NONE && (!m->rewritten || strcmp(m->detail, rec.detail) != 0))
+			log_warn("%s was rewritten: %s; keeping the %zu records seen before", k,
+			    rec.detail, m->n);
+		(void)commit_record(s, &rec);
 	}
+	vd_map_free(&gone);
 	vd_map_free(&seen);
 }
 
 const vd_ledger_mem *vd_store_ledger_mem(vd_store *s, const char *relpath)
 {
-	return vd_map_get(&s->mems, relpath);
+	return vd_memory_ledger(&s->memory, relpath);
 }
 
 int vd_store_forget_ledger(vd_store *s, const char *relpath)
 {
-	vd_ledger_mem *m = vd_map_get(&s->mems, relpath);
+	vd_mem_record rec;
+	size_t n;
 
-	if (m == NULL)
+	if (vd_memory_forget_ledger(&s->memory, relpath, &rec) < 0)
 		return -ENOENT;
-	if (s->state != NULL && vd_state_forget_ledger(s->state, relpath) < 0)
+	n = vd_memory_ledger(&s->memory, relpath)->n;
+	if (commit_record(s, &rec) < 0)
 		return -EIO;
 	log_warn("forgot the %zu remembered records of %s; re-learning it from the file as it is now",
-	    m->n, relpath);
-	mem_free(vd_map_del(&s->mems, relpath));
+	    n, relpath);
 	vd_store_scan(s);
 	vd_store_refresh(s);
 	return 0;
-}
-
-static void load_ledger_rec(const char *path, int64_t seq, int64_t round, const char *hash,
-    const char *record_hash, int64_t line, void *arg)
-{
-	vd_store *s = arg;
-	const char *slash = strrchr(path, '/');
-	char run[VD_RUN_MAX];
-	vd_ledger_mem *m;
-	vd_ledger_rec r;
-
-	snprintf(run, sizeof(run), "%.*s", slash ? (int)(slash - path) : 0, path);
-	if ((m = mem_get(s, path, run)) == NULL || seq != (int64_t)m->n ||
-	    !vd_is_hex64((vd_str){ hash, strlen(hash) }) ||
-	    !vd_is_hex64((vd_str){ record_hash, strlen(record_hash) }))
-		return;
-	memset(&r, 0, sizeof(r));
-	r.round_index = round;
-	memcpy(r.hash, hash, sizeof(r.hash));
-	memcpy(r.record_hash, record_hash, sizeof(r.record_hash));
-	r.line = (size_t)line;
-	mem_push(&m->recs, &m->n, &m->cap, &r);
 }
 
 /* ---- signed statements ------------------------------------------------ */
@@ -817,17 +680,6 @@ typedef struct env_eval {
 	size_t n_signers;
 	int seen;
 } env_eval;
-
-static int push_stmt(vd_store *s, const vd_signed_stmt *st)
-{
-	vd_signed_stmt *grown = vd_grow(s->stmts, &s->cap_stmts, s->n_stmts, sizeof(*grown));
-
-	if (grown == NULL)
-		return -1;
-	s->stmts = grown;
-	grown[s->n_stmts++] = *st;
-	return 0;
-}
 
 /* "." names the store root, stored as "". */
 static void store_run(const char *run, char *out, size_t n)
@@ -861,7 +713,7 @@ static vd_env_reason check_round(vd_store *s, const vd_signed_stmt *st, char *wh
 	int64_t hr;
 
 	if (st->st.kind != VD_STMT_ROUNDCLOSE ||
-	    !vd_round_mismatch(&s->model, &s->retained, st->run, st->st.round_index, st->st.hash, &hr))
+	    !vd_round_mismatch(&s->model, &s->memory.retained, st->run, st->st.round_index, st->st.hash, &hr))
 		return VD_ENV_OK;
 	snprintf(why, whylen, "the statement commits round %lld to %s, whose header.json says round_index %lld, not %lld",
 	    (long long)st->st.round_index, st->st.hash, (long long)hr,
@@ -900,50 +752,17 @@ static vd_env_reason evaluate(vd_store *s, const vd_scan_envelope *e, env_eval *
 	return check_round(s, &ev->stmt, why, whylen);
 }
 
-/* "run\nkind\nnumber\nhash\nkey": one (statement, key) remembered. */
-static void stmt_key(char *out, size_t n, const vd_statement *st, const char *run,
-    const char *key_id)
-{
-	int cp = st->kind == VD_STMT_CHECKPOINT;
-
-	snprintf(out, n, "%s\n%d\n%lld\n%s\n%s", run, (int)st->kind,
-	    cp ? (long long)st->records : (long long)st->round_index,
-	    cp ? st->head_record_hash : st->hash, key_id);
-}
-
-/* In memory: one more (statement, key) for lineage. */
-static int keep_stmt(vd_store *s, const char *key, const vd_statement *st, const char *run,
-    const char *key_id, const char *where)
-{
-	vd_signed_stmt ss;
-
-	memset(&ss, 0, sizeof(ss));
-	ss.st = *st;
-	snprintf(ss.run, sizeof(ss.run), "%s", run);
-	snprintf(ss.key_id, sizeof(ss.key_id), "%s", key_id);
-	snprintf(ss.where, sizeof(ss.where), "%s", where);
-	if (push_stmt(s, &ss) < 0)
-		return -1;
-	if (vd_map_put(&s->stmt_seen, key, s) < 0) {
-		s->n_stmts--;
-		return -1;
-	}
-	return 1;
-}
-
 /* Known already: 0; new and kept: 1; -1 when it could not be kept. */
 static int remember_one(vd_store *s, const vd_statement *st, const char *run,
     const char *key_id, const char *where, const uint8_t *env, size_t env_len)
 {
-	char key[2 * VD_RUN_MAX];
+	vd_mem_record rec;
 
-	stmt_key(key, sizeof(key), st, run, key_id);
-	if (vd_map_get(&s->stmt_seen, key) != NULL)
+	if (vd_memory_remember(&s->memory, st, run, key_id, where, &rec) == 0)
 		return 0;
-	if (s->state != NULL &&
-	    vd_state_remember_statement(s->state, st, run, key_id, where, env, env_len) < 0)
-		return -1;
-	return keep_stmt(s, key, st, run, key_id, where);
+	rec.env = env;
+	rec.env_len = env_len;
+	return commit_record(s, &rec) < 0 ? -1 : 1;
 }
 
 static int remember_sigs(vd_store *s, const vd_statement *st, const char *run,
@@ -961,23 +780,10 @@ static int remember_sigs(vd_store *s, const vd_statement *st, const char *run,
 	return added;
 }
 
-/* Lineage's entries point into s->stmts, which a statement kept may have
- * moved: lineage is refreshed before anything reads it again. */
-int vd_store_remember_statement(vd_store *s, const vd_statement *st, const char *run,
-    const char *const *key_ids, size_t n_keys, const char *where,
-    const uint8_t *env, size_t env_len)
-{
-	int added = remember_sigs(s, st, run, key_ids, n_keys, where, env, env_len);
-
-	if (added != 0)
-		vd_store_refresh(s);
-	return added;
-}
-
 int vd_store_round_mismatch(vd_store *s, const char *run, int64_t round, const char *hash,
     int64_t *header_round)
 {
-	return vd_round_mismatch(&s->model, &s->retained, run, round, hash, header_round);
+	return vd_round_mismatch(&s->model, &s->memory.retained, run, round, hash, header_round);
 }
 
 /* A file statement accepted is remembered under each of its signers: it
@@ -1369,11 +1175,11 @@ static uint64_t commit_sources_sig(const vd_store *s)
 		h = fnv_str(h, l->read_error);
 		h = fnv_str(h, l->result.break_detail);
 	}
-	while (vd_map_next(&s->mems, &it, &k, &v))
+	while (vd_map_next(&s->memory.mems, &it, &k, &v))
 		mems ^= mem_sig(v);       /* in any order */
 	h = fnv(h, &mems, sizeof(mems));
-	for (i = 0; i < s->n_stmts; i++) {
-		const vd_signed_stmt *st = &s->stmts[i];
+	for (i = 0; i < s->memory.n_stmts; i++) {
+		const vd_signed_stmt *st = &s->memory.stmts[i];
 		h = fnv_str(h, st->where);
 		h = fnv_str(h, st->key_id);
 		h = fnv_str(h, st->run);
@@ -1635,124 +1441,39 @@ static void load_verdict(const vd_stored_verdict *v, void *arg)
 		free_stored(copy);
 }
 
-static int push_commitment(vd_commitment **arr, size_t *n, size_t *cap,
-    const vd_commitment *c)
-{
-	vd_commitment *grown = vd_grow(*arr, cap, *n, sizeof(*grown));
-
-	if (grown == NULL)
-		return -1;
-	*arr = grown;
-	grown[(*n)++] = *c;
-	return 0;
-}
-
-static void load_posted(const vd_commitment *c, void *arg)
-{
-	vd_store *s = arg;
-
-	push_commitment(&s->posted, &s->n_posted, &s->cap_posted, c);
-}
-
-static void load_equiv(const vd_commitment *c, void *arg)
-{
-	vd_store *s = arg;
-
-	push_commitment(&s->equivs, &s->n_equivs, &s->cap_equivs, c);
-}
-
-static void load_checkpoint(const vd_statement *c, const char *key_id, void *arg)
-{
-	vd_store *s = arg;
-	vd_signed_stmt st;
-
-	memset(&st, 0, sizeof(st));
-	st.st = *c;
-	snprintf(st.run, sizeof(st.run), "%s", c->run);
-	snprintf(st.key_id, sizeof(st.key_id), "%s", key_id);
-	snprintf(st.where, sizeof(st.where), "api");
-	if (push_stmt(s, &st) == 0)
-		s->n_posted_stmts = s->n_stmts;
-}
-
-static void load_statement(const vd_statement *stm, const char *run, const char *key_id,
-    const char *where, void *arg)
-{
-	vd_store *s = arg;
-	char key[2 * VD_RUN_MAX];
-
-	stmt_key(key, sizeof(key), stm, run, key_id);
-	if (vd_map_get(&s->stmt_seen, key) == NULL)
-		keep_stmt(s, key, stm, run, key_id, where);
-}
-
-static void load_withdrawal(const vd_withdrawal *w, void *arg)
-{
-	vd_store *s = arg;
-	char key[VD_WITHDRAWAL_KEY_MAX];
-	vd_withdrawal *copy = malloc(sizeof(*copy));
-
-	if (copy == NULL)
-		return;
-	*copy = *w;
-	vd_withdrawal_key(key, sizeof(key), w->run, w->round_index, w->hash);
-	if (vd_map_put(&s->withdrawn, key, copy) < 0)
-		free(copy);
-}
-
 int vd_store_attach_state(vd_store *s, vd_state *st)
 {
 	s->state = st;
-	if (vd_state_load_verdicts(st, load_verdict, s) < 0 ||
-	    vd_state_load_commitments(st, load_posted, s) < 0 ||
-	    vd_state_load_equivocations(st, load_equiv, s) < 0 ||
-	    vd_state_load_checkpoints(st, load_checkpoint, s) < 0 ||
-	    vd_state_load_statements(st, load_statement, s) < 0 ||
-	    vd_state_load_withdrawals(st, load_withdrawal, s) < 0 ||
-	    vd_state_load_ledgers(st, load_ledger_rec, s) < 0 ||
-	    vd_state_load_retained(st, load_retained, s) < 0)
+	if (vd_state_load_verdicts(st, load_verdict, s) < 0 || vd_memstate_load(st, &s->memory) < 0)
 		return -1;
 	log_info("state: %zu stored verdicts, %zu posted commitments, %zu posted checkpoints, %zu remembered statement signatures, %zu withdrawn commitments, %zu remembered ledgers",
-	    s->stored.count, s->n_posted, s->n_posted_stmts, s->n_stmts - s->n_posted_stmts,
-	    s->withdrawn.count, s->mems.count);
+	    s->stored.count, s->memory.n_posted, s->memory.n_posted_stmts,
+	    s->memory.n_stmts - s->memory.n_posted_stmts, s->memory.withdrawn.count,
+	    s->memory.mems.count);
 	s->events = vd_events_new(s->loop, s->cfg, st);
 	vd_store_scan(s);
 	return 0;
 }
 
-/* A commitment by the token or a trusted key that names another hash for
- * (run, round): a signed statement or a ledger record a signed checkpoint
- * covers. An unsigned ledger record never counts here. */
-static const char *strong_other(vd_store *s, const char *run, int64_t round, const char *hash)
+/* The statement a signed RoundClose post is. */
+static void posted_statement(vd_statement *st, const vd_commitment *c)
 {
-	const vd_commit_slot *sl = vd_lineage_slot(&s->lineage, run, round);
-	const vd_commit_entry *e;
-
-	if (sl == NULL)
-		return NULL;
-	e = &sl->src[VD_SRC_SIGNED];
-	if (e->has && strcmp(e->hash, hash) != 0)
-		return e->hash;
-	e = &sl->src[VD_SRC_LEDGER];
-	if (e->has && e->is_signed && strcmp(e->hash, hash) != 0)
-		return e->hash;
-	return NULL;
-}
-
-static void record_equivocation(vd_store *s, const vd_commitment *c, const char *existing)
-{
-	if (s->state)
-		vd_state_record_equivocation(s->state, c->run, c->round_index, existing, c->hash,
-		    c->key_id[0] ? "signed" : "roundclose");
-	push_commitment(&s->equivs, &s->n_equivs, &s->cap_equivs, c);
+	memset(st, 0, sizeof(*st));
+	st->kind = VD_STMT_ROUNDCLOSE;
+	snprintf(st->run, sizeof(st->run), "%s", c->run[0] ? c->run : ".");
+	st->schema_version = c->schema_version;
+	st->round_index = c->round_index;
+	memcpy(st->hash, c->hash, sizeof(st->hash));
 }
 
 int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
-    const char *hash, int64_t schema_version, const char *key_id,
+    const char *hash, int64_t schema_version, const char *const *key_ids, size_t n_keys,
     const uint8_t *env, size_t env_len, const vd_audit *audit, char *existing_hash)
 {
-	vd_commitment c, old;
-	const char *other = strong_other(s, run, round, hash);
+	const char *key_id = n_keys > 0 ? key_ids[0] : NULL;
+	vd_commitment c;
+	vd_statement st;
+	vd_mem_record rec;
 	int rc;
 
 	memset(&c, 0, sizeof(c));
@@ -1761,47 +1482,37 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
 	memcpy(c.hash, hash, sizeof(c.hash));
 	c.schema_version = schema_version;
 	snprintf(c.key_id, sizeof(c.key_id), "%s", key_id ? key_id : "");
-	if (other != NULL) {
-		memcpy(existing_hash, other, VD_HASH_HEX_LEN + 1);
-		rc = 2;
-	} else if (s->state == NULL) {
+	rc = vd_memory_post(&s->memory, &c, vd_lineage_strong_other(&s->lineage, run, round, hash),
+	    &rec, existing_hash);
+	posted_statement(&st, &c);
+	vd_memory_post_signers(&s->memory, &st, run, key_ids, n_keys, &rec);
+	rec.env = env;
+	rec.env_len = env_len;
+	rec.audit = rc == 2 ? NULL : audit;
+	if (commit_record(s, &rec) < 0)
 		return -1;
-	} else {
-		rc = vd_state_post_commitment(s->state, &c, env, env_len, audit, &old);
-		if (rc == 2)
-			memcpy(existing_hash, old.hash, VD_HASH_HEX_LEN + 1);
-	}
-	if (rc == 0)
-		push_commitment(&s->posted, &s->n_posted, &s->cap_posted, &c);
-	if (rc == 2)
-		record_equivocation(s, &c, existing_hash);
-	if (rc >= 0)
-		vd_store_refresh(s);
+	vd_store_refresh(s);
 	return rc;
 }
 
-int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *key_id,
-    const uint8_t *env, size_t env_len)
+int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *const *key_ids,
+    size_t n_keys, const uint8_t *env, size_t env_len, const vd_audit *audit)
 {
-	vd_signed_stmt ss;
+	vd_mem_record rec;
 	int rc;
 
-	if (s->state == NULL || (rc = vd_state_post_checkpoint(s->state, st, key_id, env, env_len)) < 0)
+	if (s->state == NULL || n_keys == 0)
 		return -1;
-	if (rc == 0) {
-		memset(&ss, 0, sizeof(ss));
-		ss.st = *st;
-		snprintf(ss.run, sizeof(ss.run), "%s", st->run);
-		snprintf(ss.key_id, sizeof(ss.key_id), "%s", key_id);
-		snprintf(ss.where, sizeof(ss.where), "api");
-		/* Posted checkpoints stay ahead of the file statements. */
-		if (push_stmt(s, &ss) == 0) {
-			memmove(&s->stmts[s->n_posted_stmts + 1], &s->stmts[s->n_posted_stmts],
-			    (s->n_stmts - 1 - s->n_posted_stmts) * sizeof(*s->stmts));
-			s->stmts[s->n_posted_stmts++] = ss;
-		}
-		vd_store_refresh(s);
-	}
+	rc = vd_memory_post_checkpoint(&s->memory, st, key_ids[0], &rec);
+	vd_memory_post_signers(&s->memory, st, st->run, key_ids, n_keys, &rec);
+	if (rec.kind == VD_MEM_NONE)
+		return rc;
+	rec.env = env;
+	rec.env_len = env_len;
+	rec.audit = rc == 0 ? audit : NULL;
+	if (commit_record(s, &rec) < 0)
+		return -1;
+	vd_store_refresh(s);
 	return rc;
 }
 
@@ -1821,35 +1532,6 @@ static int same(const char *run, int64_t round, const char *hash, const char *r2
 	return round == round2 && strcmp(run, r2) == 0 && strcmp(hash, h2) == 0;
 }
 
-static void posts_naming(const vd_commitment *arr, size_t n, vd_withdrawal *w)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (same(w->run, w->round_index, w->hash, arr[i].run, arr[i].round_index, arr[i].hash))
-			add_source(w->sources, sizeof(w->sources), vd_commit_source_name(
-			    arr[i].key_id[0] ? VD_SRC_SIGNED : VD_SRC_ROUNDCLOSE));
-}
-
-static void ledgers_naming(vd_store *s, vd_withdrawal *w)
-{
-	const char *k;
-	void *v;
-	size_t it = 0, i;
-
-	while (vd_map_next(&s->mems, &it, &k, &v)) {
-		const vd_ledger_mem *m = v;
-		for (i = 0; i < m->n; i++)
-			if (same(w->run, w->round_index, w->hash, m->run, m->recs[i].round_index,
-			    m->recs[i].hash))
-				add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_LEDGER));
-		for (i = 0; i < m->n_diverged; i++)
-			if (same(w->run, w->round_index, w->hash, m->run, m->diverged[i].round_index,
-			    m->diverged[i].hash))
-				add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_LEDGER));
-	}
-}
-
 static void oms_naming(vd_store *s, vd_withdrawal *w)
 {
 	const char *k;
@@ -1864,43 +1546,34 @@ static void oms_naming(vd_store *s, vd_withdrawal *w)
 	}
 }
 
-/* Every source that names (run, round) -> hash, into w->sources. */
-static void sources_naming(vd_store *s, vd_withdrawal *w)
-{
-	size_t i;
-
-	w->sources[0] = '\0';
-	posts_naming(s->posted, s->n_posted, w);
-	posts_naming(s->equivs, s->n_equivs, w);
-	for (i = 0; i < s->n_stmts; i++)
-		if (s->stmts[i].st.kind == VD_STMT_ROUNDCLOSE && same(w->run, w->round_index, w->hash,
-		    s->stmts[i].run, s->stmts[i].st.round_index, s->stmts[i].st.hash))
-			add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_SIGNED));
-	ledgers_naming(s, w);
-	oms_naming(s, w);
-}
-
 int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
 {
-	char key[VD_WITHDRAWAL_KEY_MAX];
-	vd_withdrawal *copy;
+	vd_mem_record rec;
+	vd_audit a;
+	unsigned named;
+	int rc;
 
-	vd_withdrawal_key(key, sizeof(key), w->run, w->round_index, w->hash);
-	if (vd_map_get(&s->withdrawn, key) != NULL)
-		return 1;
-	sources_naming(s, w);
-	if (w->sources[0] == '\0')
-		return -ENOENT;
-	w->at = vd_wall_now();
-	if (s->state == NULL || vd_state_withdraw(s->state, w) < 0)
+	/* Every source that names (run, round) -> hash, into w->sources. */
+	named = vd_memory_sources(&s->memory, w->run, w->round_index, w->hash);
+	w->sources[0] = '\0';
+	if (named & VD_MEM_NAMED_TOKEN)
+		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_ROUNDCLOSE));
+	if (named & VD_MEM_NAMED_SIGNED)
+		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_SIGNED));
+	if (named & VD_MEM_NAMED_LEDGER)
+		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_LEDGER));
+	oms_naming(s, w);
+	if ((rc = vd_memory_withdraw(&s->memory, w, vd_wall_now(), &rec)) != 0)
+		return rc;
+	w->at = rec.w.at;
+	a = (vd_audit){
+		.run = rec.w.run, .kind = VD_AUDIT_WITHDRAWAL, .number = rec.w.round_index,
+		.hash = rec.w.hash, .source = rec.w.sources, .author = VD_AUDIT_OPERATOR, .key_id = "",
+		.peer = rec.w.peer,
+	};
+	rec.audit = &a;
+	if (commit_record(s, &rec) < 0)
 		return -EIO;
-	if ((copy = malloc(sizeof(*copy))) == NULL)
-		return -EIO;
-	*copy = *w;
-	if (vd_map_put(&s->withdrawn, key, copy) < 0) {
-		free(copy);
-		return -EIO;
-	}
 	vd_store_refresh(s);
 	return 0;
 }
@@ -2092,17 +1765,8 @@ static void refresh_now(vd_store *s, vd_refresh what)
 	in.keys = s->keys;
 	in.ledgers = s->ledgers;
 	in.n_ledgers = s->n_ledgers;
-	in.mems = &s->mems;
-	in.posted = s->posted;
-	in.n_posted = s->n_posted;
-	in.equivs = s->equivs;
-	in.n_equivs = s->n_equivs;
-	in.stmts = s->stmts;
-	in.n_stmts = s->n_stmts;
+	vd_lineage_input_memory(&in, &s->memory);
 	in.scanned = s->scanned_once;
-	in.withdrawn = &s->withdrawn;
-	in.retained = &s->retained;
-	in.retained_children = &s->retained_children;
 	in.oms_keys = s->oms_keys;
 	if (what == VD_REFRESH_MODEL && s->commits_dirty)
 		what = VD_REFRESH_COMMITS;
@@ -2214,15 +1878,11 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	vd_model_init(&s->model);
 	vd_lineage_init(&s->lineage);
 	vd_lineage_delta_init(&s->delta);
-	vd_map_init(&s->mems);
+	vd_memory_init(&s->memory);
 	vd_map_init(&s->env_cache);
-	vd_map_init(&s->stmt_seen);
-	vd_map_init(&s->withdrawn);
 	vd_map_init(&s->stored);
 	vd_map_init(&s->unreadable);
 	vd_map_init(&s->runs);
-	vd_map_init_borrowed(&s->retained);
-	vd_map_init_borrowed(&s->retained_children);
 	if ((s->root = strdup(cfg->store)) == NULL)
 		return -ENOMEM;
 	rc = vd_pool_new(loop, cfg->workers ? cfg->workers : default_workers(), s->root,
@@ -2286,19 +1946,10 @@ static void free_all(vd_store *s)
 	}
 	free(s->unsaved);
 	vd_model_free(&s->model);
-	while (vd_map_next(&s->mems, &it, &k, &v))
-		mem_free(v);
-	vd_map_free(&s->mems);
-	it = 0;
+	vd_memory_free(&s->memory);
 	while (vd_map_next(&s->env_cache, &it, &k, &v))
 		free(v);
 	vd_map_free(&s->env_cache);
-	vd_map_free(&s->stmt_seen);     /* values: the store itself */
-	it = 0;
-	while (vd_map_next(&s->withdrawn, &it, &k, &v))
-		free(v);
-	vd_map_free(&s->withdrawn);
-	free(s->stmts);
 	vd_keyring_unref(s->keys);
 	vd_omskeys_unref(s->oms_keys);
 	for (i = 0; i < s->n_ledgers; i++)
@@ -2311,13 +1962,6 @@ static void free_all(vd_store *s)
 	vd_map_free(&s->stored);
 	vd_map_free(&s->unreadable);
 	vd_map_free(&s->runs);
-	it = 0;
-	while (vd_map_next(&s->retained, &it, &k, &v))
-		retained_free(v);
-	vd_map_free(&s->retained);
-	vd_map_free(&s->retained_children);
-	free(s->posted);
-	free(s->equivs);
 	vd_sched_free(&s->sched);
 	vd_waiters_free(&s->waiters);
 }

@@ -17,6 +17,7 @@
 #include "vd_keys.h"
 #include "vd_lineage.h"
 #include "vd_map.h"
+#include "vd_memory.h"
 #include "vd_metrics.h"
 #include "vd_model.h"
 #include "vd_omskeys.h"
@@ -38,15 +39,11 @@ typedef struct vd_store {
 	vd_lineage lineage;         /* commitments, chains, alerts, head */
 	vd_scan_ledger *ledgers;    /* from the last scan */
 	size_t n_ledgers;
-	vd_map mems;                /* ledger relpath -> vd_ledger_mem */
+	vd_memory memory;           /* commitments remembered: applied once durable */
 	vd_keyring *keys;           /* trusted keys; NULL: none */
 	vd_omskeys *oms_keys;       /* run_oms_keys as last read; NULL: none */
 	unsigned keys_gen;          /* bumped when the keys change */
 	vd_map env_cache;           /* envelope relpath -> its last evaluation */
-	vd_signed_stmt *stmts;      /* posted checkpoints, then remembered statements */
-	size_t n_stmts, n_posted_stmts, cap_stmts;
-	vd_map stmt_seen;           /* remembered (statement, key) -> s itself */
-	vd_map withdrawn;           /* vd_withdrawal_key -> vd_withdrawal */
 	char *root;                 /* fixed for the daemon's life */
 	unsigned scan_depth;        /* for the scan under way */
 	vd_bounds scan_bounds;
@@ -69,12 +66,6 @@ typedef struct vd_store {
 	vd_map stored;                 /* relpath -> stored verdict, from the last run */
 	vd_map unreadable;             /* directories reported unreadable */
 	vd_map runs;                   /* directories that can be runs, from the last scan */
-	vd_map retained;               /* hash -> vd_retained: verified and committed */
-	vd_map retained_children;      /* parent hash -> first vd_retained naming it */
-	vd_commitment *posted;         /* RoundClose commitments posted */
-	size_t n_posted, cap_posted;
-	vd_commitment *equivs;         /* conflicting posts refused */
-	size_t n_equivs, cap_equivs;
 	/* Batched state writes end with each loop turn. */
 	uv_check_t flush_check;
 	uv_prepare_t flush_prepare;
@@ -121,26 +112,23 @@ void vd_store_gauges(vd_store *s, vd_gauges *g);
  * scan merges (call right after vd_store_init). */
 int vd_store_attach_state(vd_store *s, vd_state *st);
 
-/* Record a RoundClose posted with the operator token (key_id NULL) or
- * signed by a trusted key (key_id and the envelope), with its audit entry
- * in the same transaction: 0 new, 1 the same again, 2 conflict with a
- * commitment by the token or a key (*existing_hash filled, equivocation
- * recorded), -1 error (nothing recorded, nothing changed). An unsigned
- * ledger record never blocks a post: the conflict is an equivocation. */
+/* Record a RoundClose posted with the operator token (no keys) or signed
+ * by trusted keys (key_ids, the first the post's, and the envelope), with
+ * its audit entry and its statement under each key new to it in the same
+ * transaction: 0 new, 1 the same again, 2 conflict with a commitment by
+ * the token or a key (*existing_hash filled, equivocation recorded), -1
+ * error (nothing recorded, nothing changed). An unsigned ledger record
+ * never blocks a post: the conflict is an equivocation. */
 int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
-    const char *hash, int64_t schema_version, const char *key_id,
+    const char *hash, int64_t schema_version, const char *const *key_ids, size_t n_keys,
     const uint8_t *env, size_t env_len, const vd_audit *audit, char *existing_hash);
 
-/* Record a signed ledger checkpoint: 0 new, 1 known, -1 error. */
-int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *key_id,
-    const uint8_t *env, size_t env_len);
-
-/* Remember a signed statement under each key whose signature verified
- * (trust.md section 8), where: its file, or "api". The number of keys
- * new to it, or -1 when it could not be stored. */
-int vd_store_remember_statement(vd_store *s, const vd_statement *st, const char *run,
-    const char *const *key_ids, size_t n_keys, const char *where,
-    const uint8_t *env, size_t env_len);
+/* Record a signed ledger checkpoint (st->run in store form) signed by
+ * key_ids, with its audit entry and the statement under each key new to
+ * it in the same transaction: 0 new, 1 known, -1 error (nothing recorded
+ * or changed). */
+int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *const *key_ids,
+    size_t n_keys, const uint8_t *env, size_t env_len, const vd_audit *audit);
 
 /* Whether an artifact of run with this hash has a header round other
  * than round + 1 (*header_round: that round): its RoundClose commits
@@ -149,8 +137,9 @@ int vd_store_round_mismatch(vd_store *s, const char *run, int64_t round, const c
     int64_t *header_round);
 
 /* The operator withdraws (run, round) -> hash, from every source but the
- * configuration, durably: 0, 1 already withdrawn, -ENOENT no such
- * commitment, -EIO. w's sources are filled in. */
+ * configuration, durably with its audit entry in the same transaction: 0,
+ * 1 already withdrawn, -ENOENT no such commitment, -EIO (nothing recorded
+ * or changed). w's sources are filled in. */
 int vd_store_withdraw(vd_store *s, vd_withdrawal *w);
 
 /* Forget the remembered records of one ledger: 0, -ENOENT, -EIO. */

@@ -905,11 +905,11 @@ static json_object *pruned_json(int *oom, vd_store *s, const char *run, long lon
 	void *v;
 	size_t n = 0, i, it = 0;
 
-	if ((rs = calloc(s->retained.count + 1, sizeof(*rs))) == NULL) {
+	if ((rs = calloc(s->memory.retained.count + 1, sizeof(*rs))) == NULL) {
 		*oom = 1;
 		return list;
 	}
-	while (vd_map_next(&s->retained, &it, &k, &v)) {
+	while (vd_map_next(&s->memory.retained, &it, &k, &v)) {
 		vd_retained *r = v;
 		if (strcmp(r->run, run) == 0 && r->round_index > after &&
 		    (until < 0 || r->round_index <= until) && vd_model_group(&s->model, r->hash) == NULL)

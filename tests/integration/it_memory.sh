@@ -110,6 +110,35 @@ check "round 6 keeps its trust, and nothing is an equivocation" "true 0" "$(fiel
 check "a token post for the wrong round: 422 round_mismatch" "422 round_mismatch" \
 	"$(post '/roundclose' "{\"schema_version\":2,\"kind\":\"round_close\",\"round_index\":3,\"global_model_hash\":\"$H6\"}" -H "$(auth)" -o "$WORK/rm.out" -w '%{http_code}') $(jq -r .error.code "$WORK/rm.out")"
 
+# --- a signed post is recorded whole (with its statement), or not at all --------
+H30=3030303030303030303030303030303030303030303030303030303030303030
+envelope "$PT_RC" "$(rc_stmt . 30 "$H30")" coord > "$WORK/rc30.json"
+audited() { get /commitments | jq --arg h "$H30" '[.commitments[] | select(.global_model_hash == $h)] | length'; }
+post30() { code POST /roundclose -H 'Content-Type: application/json' --data-binary @"$WORK/rc30.json"; }
+if command -v sqlite3 > /dev/null 2>&1; then
+	stop_daemon
+	# The statement's row cannot be written, as on a full disk.
+	sqlite3 "$STATE/state.db" "CREATE TRIGGER full BEFORE INSERT ON statements
+		BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;"
+	[ -n "$RUN_AS" ] && chown -R "$RUN_AS" "$STATE"
+	start_daemon
+	check "a signed post whose statement cannot be stored: 503" 503 "$(post30)"
+	check "nothing of it is recorded or shown" "0 0" \
+		"$(audited) $(grep -c "commitment recorded: run . round 30" "$LOG")"
+	stop_daemon
+	sqlite3 "$STATE/state.db" "DROP TRIGGER full;"
+	[ -n "$RUN_AS" ] && chown -R "$RUN_AS" "$STATE"
+	start_daemon
+	check "nor after a restart" 0 "$(audited)"
+	check "posted again: 201" 201 "$(post30)"
+	check "recorded now" 1 "$(audited)"
+	stop_daemon
+	start_daemon
+	check "and its statement is remembered: the same again is 200" "200 1" "$(post30) $(audited)"
+else
+	echo "# SKIP: no sqlite3; a post whose statement cannot be stored is not checked"
+fi
+
 # --- before the first scan: try again, not a refusal ---------------------------
 # A coordinator that takes a 4xx for final would drop a good commitment.
 stop_daemon

@@ -40,10 +40,7 @@ fx *fx_new(void)
 	FX_REQUIRE(f);
 	vd_model_init(&f->model);
 	vd_config_defaults(&f->cfg);
-	vd_map_init(&f->mems);
-	vd_map_init(&f->retained);
-	vd_map_init(&f->retained_children);
-	vd_map_init(&f->withdrawn);
+	vd_memory_init(&f->mem);
 	f->ring.keys = keys;
 	f->ring.n = 1;                 /* the second key is not trusted */
 	f->ring.refs = 1;
@@ -53,40 +50,19 @@ fx *fx_new(void)
 	return f;
 }
 
-void mem_free(vd_ledger_mem *m)
+/* A record applied as the memory would once it is durable. */
+void fx_apply(fx *f, const vd_mem_record *rec)
 {
-	free(m->relpath);
-	free(m->run);
-	free(m->recs);
-	free(m->diverged);
-	free(m);
-}
-
-void retained_free(vd_retained *r)
-{
-	free(r->run);
-	free(r);
+	FX_REQUIRE(vd_memory_apply(&f->mem, rec) == 0);
 }
 
 void fx_free(fx *f)
 {
-	const char *k;
-	void *v;
-	size_t it = 0;
-
 	vd_lineage_free(&f->l);
 	vd_lineage_delta_free(&f->delta);
 	vd_map_free(&f->applied);
 	vd_model_free(&f->model);
-	while (vd_map_next(&f->mems, &it, &k, &v))
-		mem_free(v);
-	vd_map_free(&f->mems);
-	it = 0;
-	while (vd_map_next(&f->retained, &it, &k, &v))
-		retained_free(v);
-	vd_map_free(&f->retained);
-	vd_map_free(&f->retained_children);
-	vd_map_free(&f->withdrawn);
+	vd_memory_free(&f->mem);
 	free(f);
 }
 
@@ -119,16 +95,7 @@ void input_for(fx *f, const vd_model *m, vd_lineage_input *in)
 	in->keys = &f->ring;
 	in->ledgers = f->ledgers;
 	in->n_ledgers = f->n_ledgers;
-	in->mems = &f->mems;
-	in->posted = f->posted;
-	in->n_posted = f->n_posted;
-	in->equivs = f->equivs;
-	in->n_equivs = f->n_equivs;
-	in->stmts = f->stmts;
-	in->n_stmts = f->n_stmts;
-	in->retained = &f->retained;
-	in->retained_children = &f->retained_children;
-	in->withdrawn = &f->withdrawn;
+	vd_lineage_input_memory(in, &f->mem);
 }
 
 /* The delta applied to the alerts raised before it, as the shell applies
@@ -279,12 +246,15 @@ vd_ledger_mem *mem_of(fx *f, const char *run)
 	vd_ledger_mem *m;
 
 	ledger_path(run, rel, sizeof(rel));
-	if ((m = vd_map_get(&f->mems, rel)) != NULL)
+	vd_mem_record rec;
+
+	if ((m = vd_map_get(&f->mem.mems, rel)) != NULL)
 		return m;
-	FX_REQUIRE(m = calloc(1, sizeof(*m)));
-	FX_REQUIRE(m->relpath = strdup(rel));
-	FX_REQUIRE(m->run = strdup(run));
-	FX_REQUIRE((vd_map_put(&f->mems, rel, m)) == 0);
+	vd_mem_record_init(&rec, VD_MEM_LEDGER_APPEND);
+	snprintf(rec.relpath, sizeof(rec.relpath), "%s", rel);
+	snprintf(rec.run, sizeof(rec.run), "%s", run);
+	fx_apply(f, &rec);
+	FX_REQUIRE(m = vd_map_get(&f->mem.mems, rel));
 	return m;
 }
 
@@ -339,102 +309,115 @@ void fill_commitment(vd_commitment *c, const char *run, int64_t round,
 /* A RoundClose posted with the token (key_id NULL) or signed. */
 void post(fx *f, const char *run, int64_t round, const char *hash, const char *key_id)
 {
-	FX_REQUIRE(f->n_posted < MAX_POSTS);
-	fill_commitment(&f->posted[f->n_posted++], run, round, hash, key_id);
+	vd_mem_record rec;
+
+	vd_mem_record_init(&rec, VD_MEM_POST);
+	fill_commitment(&rec.c, run, round, hash, key_id);
+	fx_apply(f, &rec);
 }
 
 /* A RoundClose refused: it named another hash than one already posted. */
 void refused(fx *f, const char *run, int64_t round, const char *hash)
 {
-	FX_REQUIRE(f->n_equivs < MAX_POSTS);
-	fill_commitment(&f->equivs[f->n_equivs++], run, round, hash, NULL);
+	vd_mem_record rec;
+
+	vd_mem_record_init(&rec, VD_MEM_EQUIVOCATION);
+	fill_commitment(&rec.c, run, round, hash, NULL);
+	fx_apply(f, &rec);
 }
 
-vd_signed_stmt *stmt(fx *f, vd_stmt_kind kind, const char *run, const char *key_id)
+/* A statement of run found in its file number n of commitments/. */
+void stmt_at(vd_signed_stmt *s, size_t n, vd_stmt_kind kind, const char *run,
+    const char *key_id)
 {
-	vd_signed_stmt *s;
-
-	FX_REQUIRE(f->n_stmts < MAX_STMTS);
-	s = &f->stmts[f->n_stmts++];
 	memset(s, 0, sizeof(*s));
 	s->st.kind = kind;
 	snprintf(s->st.run, sizeof(s->st.run), "%s", run[0] ? run : ".");
 	snprintf(s->run, sizeof(s->run), "%s", run);
 	snprintf(s->key_id, sizeof(s->key_id), "%s", key_id);
-	snprintf(s->where, sizeof(s->where), "%s%scommitments/s%zu.json", run, run[0] ? "/" : "",
-	    f->n_stmts);
-	return s;
+	snprintf(s->where, sizeof(s->where), "%s%scommitments/s%zu.json", run, run[0] ? "/" : "", n);
 }
 
 void signed_roundclose(fx *f, const char *run, int64_t round, const char *hash,
     const char *key_id)
 {
-	vd_signed_stmt *s = stmt(f, VD_STMT_ROUNDCLOSE, run, key_id);
+	vd_mem_record rec;
 
-	s->st.schema_version = 2;
-	s->st.round_index = round;
-	snprintf(s->st.hash, sizeof(s->st.hash), "%s", hash);
+	vd_mem_record_init(&rec, VD_MEM_STATEMENT);
+	stmt_at(&rec.stmt, f->mem.n_stmts + 1, VD_STMT_ROUNDCLOSE, run, key_id);
+	rec.stmt.st.schema_version = 2;
+	rec.stmt.st.round_index = round;
+	snprintf(rec.stmt.st.hash, sizeof(rec.stmt.st.hash), "%s", hash);
+	fx_apply(f, &rec);
 }
 
 /* The operator withdraws (run, round) -> hash, or takes that back. */
 void withdraw(fx *f, const char *run, int64_t round, const char *hash, int on)
 {
 	char key[VD_WITHDRAWAL_KEY_MAX];
+	vd_mem_record rec;
 
 	vd_withdrawal_key(key, sizeof(key), run, round, hash);
-	if (on)
-		FX_REQUIRE((vd_map_put(&f->withdrawn, key, f)) == 0);
-	else
-		vd_map_del(&f->withdrawn, key);
+	if (!on) {
+		free(vd_map_del(&f->mem.withdrawn, key));
+		return;
+	}
+	vd_mem_record_init(&rec, VD_MEM_WITHDRAWAL);
+	snprintf(rec.w.run, sizeof(rec.w.run), "%s", run);
+	rec.w.round_index = round;
+	snprintf(rec.w.hash, sizeof(rec.w.hash), "%s", hash);
+	fx_apply(f, &rec);
 }
 
 void checkpoint(fx *f, const char *run, uint64_t records, const char *head,
     const char *key_id)
 {
-	vd_signed_stmt *s = stmt(f, VD_STMT_CHECKPOINT, run, key_id);
+	vd_mem_record rec;
 
-	s->st.records = records;
-	snprintf(s->st.head_record_hash, sizeof(s->st.head_record_hash), "%s", head);
+	vd_mem_record_init(&rec, VD_MEM_STATEMENT);
+	stmt_at(&rec.stmt, f->mem.n_stmts + 1, VD_STMT_CHECKPOINT, run, key_id);
+	rec.stmt.st.records = records;
+	snprintf(rec.stmt.st.head_record_hash, sizeof(rec.stmt.st.head_record_hash), "%s", head);
+	fx_apply(f, &rec);
 }
 
 void retain(fx *f, const char *hash, const char *run, int64_t round, const char *parent)
 {
-	vd_retained *r = calloc(1, sizeof(*r));
+	vd_mem_record rec;
 
-	FX_REQUIRE(r);
-	snprintf(r->hash, sizeof(r->hash), "%s", hash);
-	FX_REQUIRE(r->run = strdup(run));
-	r->round_index = round;
-	r->has_parent = parent != NULL;
-	snprintf(r->parent, sizeof(r->parent), "%s", parent ? parent : "");
-	FX_REQUIRE((vd_map_get(&f->retained, r->hash)) == NULL);
-	FX_REQUIRE((vd_map_put(&f->retained, r->hash, r)) == 0);
+	vd_mem_record_init(&rec, VD_MEM_RETAIN);
+	snprintf(rec.r.hash, sizeof(rec.r.hash), "%s", hash);
+	snprintf(rec.run, sizeof(rec.run), "%s", run);
+	rec.r.run = rec.run;
+	rec.r.round_index = round;
+	rec.r.has_parent = parent != NULL;
+	snprintf(rec.r.parent, sizeof(rec.r.parent), "%s", parent ? parent : "");
+	FX_REQUIRE((vd_map_get(&f->mem.retained, hash)) == NULL);
+	fx_apply(f, &rec);
 	if (vd_model_group(&f->model, hash) == NULL)
 		f->whole = 1;
-	if (r->has_parent) {
-		r->next_child = vd_map_get(&f->retained_children, r->parent);
-		FX_REQUIRE((vd_map_put(&f->retained_children, r->parent, r)) == 0);
-	}
 }
 
+/* Only lineage's tests forget a pruned artifact: the memory never does. */
 void forget_retained(fx *f, const char *hash)
 {
-	vd_retained *r = vd_map_del(&f->retained, hash), **pp, *first;
+	vd_retained *r = vd_map_del(&f->mem.retained, hash), **pp, *first;
 
 	FX_REQUIRE(r);
 	if (vd_model_group(&f->model, hash) == NULL)
 		f->whole = 1;
 	if (r->has_parent) {
-		first = vd_map_get(&f->retained_children, r->parent);
+		first = vd_map_get(&f->mem.retained_children, r->parent);
 		for (pp = &first; *pp != r; pp = &(*pp)->next_child)
 			FX_REQUIRE(*pp);
 		*pp = r->next_child;
 		if (first == NULL)
-			vd_map_del(&f->retained_children, r->parent);
+			vd_map_del(&f->mem.retained_children, r->parent);
 		else
-			FX_REQUIRE((vd_map_put(&f->retained_children, r->parent, first)) == 0);
+			FX_REQUIRE((vd_map_put(&f->mem.retained_children, r->parent, first)) == 0);
 	}
-	retained_free(r);
+	free(r->run);
+	free(r);
 }
 
 /* Tables grown and emptied again, so that a fresh model's groups are

@@ -16,8 +16,6 @@
 #include "vd_state.h"
 
 #define MAX_HASHES 2048
-#define MAX_POSTS 32               /* posted and refused commitments, each */
-#define MAX_STMTS 16
 #define MAX_SCAN_LEDGERS 4
 #define N_KEYS 2
 #define PATH_MAX_LEN 256
@@ -34,19 +32,13 @@ enum { V_NONE, V_OK, V_FAIL, V_STALE, V_BUSY, V_COUNT };
 typedef struct fx {
 	vd_model model;
 	vd_config cfg;
-	vd_map mems;                   /* relpath -> vd_ledger_mem */
-	vd_map retained;               /* hash -> vd_retained */
-	vd_map retained_children;      /* parent hash -> first vd_retained naming it */
+	vd_memory mem;                 /* posts, statements, ledgers, withdrawals,
+	                                * pruned artifacts: filled directly here
+	                                * (lineage's inputs), or through its
+	                                * decisions by the simulator */
 	vd_scan_ledger ledgers[MAX_SCAN_LEDGERS];
 	size_t n_ledgers;
-	vd_commitment posted[MAX_POSTS];
-	size_t n_posted;
-	vd_commitment equivs[MAX_POSTS];
-	size_t n_equivs;
-	vd_signed_stmt stmts[MAX_STMTS];
-	size_t n_stmts;
 	vd_keyring ring;
-	vd_map withdrawn;              /* vd_withdrawal_key -> f */
 	unsigned records;              /* record hashes handed out */
 	int whole;                     /* the configuration changed, or the memory
 	                                * of an artifact whose directory is gone */
@@ -66,8 +58,7 @@ void fx_fatal(const char *file, int line, const char *what);
 
 const char *hx(unsigned n);
 fx *fx_new(void);
-void mem_free(vd_ledger_mem *m);
-void retained_free(vd_retained *r);
+void fx_apply(fx *f, const vd_mem_record *rec);
 void fx_free(fx *f);
 void cfg_set(fx *f, const char *key, const char *value);
 void pin(fx *f, const char *key, const char *run, int64_t round, const char *hash);
@@ -96,7 +87,8 @@ void fill_commitment(vd_commitment *c, const char *run, int64_t round,
     const char *hash, const char *key_id);
 void post(fx *f, const char *run, int64_t round, const char *hash, const char *key_id);
 void refused(fx *f, const char *run, int64_t round, const char *hash);
-vd_signed_stmt *stmt(fx *f, vd_stmt_kind kind, const char *run, const char *key_id);
+void stmt_at(vd_signed_stmt *s, size_t n, vd_stmt_kind kind, const char *run,
+    const char *key_id);
 void signed_roundclose(fx *f, const char *run, int64_t round, const char *hash,
     const char *key_id);
 void withdraw(fx *f, const char *run, int64_t round, const char *hash, int on);

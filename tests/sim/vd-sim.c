@@ -1,11 +1,12 @@
 /*
  * vd-sim: the commitments and lineage core driven through histories no
  * one wrote by hand. A seeded history changes the inputs one at a time --
- * copies written, removed, re-headed and given verdicts, ledgers appended,
- * rewritten and forgotten, RoundClose posts and refusals, signed
- * statements and checkpoints, keys revoked and restored, artifacts pruned,
- * withdrawals, under either policy with pins and anchors -- and after
- * every step checks:
+ * copies written, removed, re-headed and given verdicts, ledger files
+ * appended, rewritten, deleted and forgotten, RoundClose posts (new, again,
+ * conflicting), signed statements written, posted and signed again,
+ * checkpoints, keys revoked and restored, artifacts pruned, withdrawals,
+ * restarts, under either policy with pins and anchors -- and after every
+ * step checks:
  *
  *   - a lineage refreshed incrementally equals one computed from scratch
  *     on the same inputs (chains, slots, head, alerts);
@@ -18,9 +19,21 @@
  *   - under "signed", dropping every unsigned ledger record changes no
  *     group's trust.
  *
+ * Every change to the memory of commitments goes through its decisions
+ * and a fake persistence (a list of records) that fails at random; then:
+ *
+ *   - a failed persist changes nothing: the memory is as before, and so is
+ *     every group's trusted and committed;
+ *   - at a restart the memory is rebuilt from the persisted records alone:
+ *     no accepted post, statement, withdrawal or equivocation is lost, it
+ *     equals the memory kept step by step, and lineage over it (slots,
+ *     equivocations, trust of every group, head) is what it was.
+ *
  * Each step draws from its own generator (the seed and the step's number),
- * so a failing history can be shortened by leaving steps out. Prints, last,
- * "N histories, M steps, V invariant violations"; exits 1 when V > 0.
+ * so a failing history can be shortened by leaving steps out. Prints how
+ * many records were persisted, persists failed and restarts were made,
+ * then, last, "N histories, M steps, V invariant violations"; exits 1 when
+ * V > 0.
  *
  *   vd-sim [--seeds N] [--seed S] [--steps K] [--quiet]
  */
@@ -53,6 +66,8 @@ static void violation(world *w, const char *fmt, ...) __attribute__((format(prin
 #define P_MAX_RECORDS 6            /* per remembered ledger */
 #define P_ID_HASH 200              /* hx() offset of the artifacts' hashes */
 #define P_GROW_EVERY 4             /* steps: one fresh model in so many is grown */
+#define P_FAIL_ONE_IN 5            /* persists: one in so many fails */
+#define P_RECORD_HASHES 900        /* record hashes handed out, round robin */
 
 static const char *const p_runs[] = { "a", "b" };
 #define P_RUNS 2
@@ -65,13 +80,31 @@ typedef struct p_slot {
 	int present, id, verdict, forged, bad_header;
 } p_slot;
 
+/* A run's ledger.jsonl as the store holds it now. */
+typedef struct p_file {
+	vd_ledger_entry e[P_MAX_RECORDS];
+	size_t n;
+	int present;
+} p_file;
+
+/* The fake state database: the records made durable, in order. */
+typedef struct sim_db {
+	vd_mem_record *recs;
+	size_t n, cap;
+	int fail;                   /* the next persist fails */
+} sim_db;
+
 typedef struct world {
 	uint32_t rnd;
 	unsigned seed;
 	int step;
 	p_id ids[P_IDS];
 	p_slot slots[P_SLOTS];
+	p_file files[P_RUNS];
+	sim_db db;
 	fx *f;
+	const char *cmp;            /* what two lineages compared are */
+	int no_fail;                /* persists do not fail now */
 	int failed;                 /* an invariant was violated */
 	char why[512];              /* the first one */
 } world;
@@ -232,30 +265,188 @@ static int ch_header(world *w)
 	return 0;
 }
 
+/* ---- the memory, through its decisions and a persistence that fails ---- */
+
+/* What the histories exercised, for the summary (replays not counted). */
+static struct {
+	unsigned long persisted, failed, restarts;
+	int counting;
+} tally;
+
+static int sim_persist(const vd_mem_record *rec, void *arg)
+{
+	world *w = arg;
+	sim_db *db = &w->db;
+	vd_mem_record *copy;
+
+	if (db->fail) {
+		tally.failed += (unsigned long)tally.counting;
+		return -1;
+	}
+	tally.persisted += (unsigned long)tally.counting;
+	if (db->n == db->cap) {
+		db->cap = db->cap ? 2 * db->cap : 32;
+		FX_REQUIRE(db->recs = realloc(db->recs, db->cap * sizeof(*db->recs)));
+	}
+	copy = &db->recs[db->n++];
+	*copy = *rec;
+	copy->recs = NULL;
+	if (rec->n > 0) {
+		FX_REQUIRE(copy->recs = malloc(rec->n * sizeof(*copy->recs)));
+		memcpy(copy->recs, rec->recs, rec->n * sizeof(*copy->recs));
+	}
+	return 0;
+}
+
+static void db_free(sim_db *db)
+{
+	size_t i;
+
+	for (i = 0; i < db->n; i++)
+		vd_mem_record_free(&db->recs[i]);
+	free(db->recs);
+	memset(db, 0, sizeof(*db));
+}
+
+/* Whether each group is trusted and committed, two bits a group. */
+typedef struct trust_snap {
+	char (*hash)[VD_HASH_HEX_LEN + 1];
+	int *bits;
+	size_t n;
+} trust_snap;
+
+static void snap_take(const vd_model *m, trust_snap *t)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	t->n = 0;
+	FX_REQUIRE(t->hash = calloc(m->groups.count + 1, sizeof(*t->hash)));
+	FX_REQUIRE(t->bits = calloc(m->groups.count + 1, sizeof(*t->bits)));
+	while (vd_map_next(&m->groups, &it, &k, &v)) {
+		const vd_group *g = v;
+		snprintf(t->hash[t->n], sizeof(t->hash[t->n]), "%s", g->hash);
+		t->bits[t->n++] = g->trusted * 2 + g->committed;
+	}
+}
+
+static void snap_check(world *w, const trust_snap *t, const char *what)
+{
+	const vd_group *g;
+	size_t i;
+
+	for (i = 0; i < t->n && !w->failed; i++)
+		if ((g = vd_model_group(&w->f->model, t->hash[i])) != NULL &&
+		    g->trusted * 2 + g->committed != t->bits[i])
+			violation(w, "%s: %.12s was trusted %d committed %d, now %d %d", what,
+			    t->hash[i], t->bits[i] / 2, t->bits[i] % 2, g->trusted, g->committed);
+	free(t->hash);
+	free(t->bits);
+}
+
+/* Decided, persisted (failing one time in P_FAIL_ONE_IN), applied only
+ * once durable; a failed persist must leave the memory and every group's
+ * trust as they were. 1 when the record took. */
+static int sim_commit(world *w, vd_mem_record *rec)
+{
+	fx *f = w->f;
+	uint64_t before = vd_memory_digest(&f->mem, 1);
+	trust_snap snap = { NULL, NULL, 0 };
+	int rc;
+
+	/* A volatile record is never persisted: nothing of it can fail. */
+	w->db.fail = rnd(w, P_FAIL_ONE_IN) == 0 && !w->no_fail && !vd_memory_is_volatile(rec->kind);
+	if (w->db.fail) {
+		/* Lineage as of the memory now (this step may have changed it). */
+		refresh(f, 1);
+		snap_take(&f->model, &snap);
+	}
+	rc = vd_memory_commit(&f->mem, rec, sim_persist, w);
+	FX_REQUIRE(rc != -2);
+	if (!w->db.fail) {
+		if (rc != 0)
+			violation(w, "a record (%s) was refused without a persist failing",
+			    vd_mem_kind_name(rec->kind));
+		return rc == 0;
+	}
+	w->db.fail = 0;
+	if (rc == 0)
+		violation(w, "a persist failed, but its record (%s) was taken",
+		    vd_mem_kind_name(rec->kind));
+	else if (vd_memory_digest(&f->mem, 1) != before)
+		violation(w, "a persist failed (a record: %s), but the memory changed",
+		    vd_mem_kind_name(rec->kind));
+	refresh(f, 1);
+	snap_check(w, &snap, "a persist failed, but trust changed");
+	return rc == 0;
+}
+
+static void file_entry(world *w, vd_ledger_entry *e, int64_t round, const char *hash,
+    size_t line)
+{
+	memset(e, 0, sizeof(*e));
+	e->round_index = round;
+	snprintf(e->global_model_hash, sizeof(e->global_model_hash), "%s", hash);
+	snprintf(e->record_hash, sizeof(e->record_hash), "%s",
+	    hx(RECORD_HASH_BASE + w->f->records++ % P_RECORD_HASHES));
+	e->line = line;
+	e->trusted = 1;
+}
+
+/* A scan reads run i's ledger as its file is now. */
+static void scan_ledger(world *w, int i)
+{
+	fx *f = w->f;
+	vd_scan_ledger l = f->ledgers[i];
+	vd_mem_record rec;
+
+	if (!w->files[i].present) {
+		vd_memory_ledger_gone(&f->mem, l.relpath, &rec);
+	} else {
+		l.entries = w->files[i].e;
+		l.n_entries = w->files[i].n;
+		FX_REQUIRE(vd_memory_read_ledger(&f->mem, &l, &rec) == 0);
+	}
+	if (rec.kind != VD_MEM_NONE)
+		sim_commit(w, &rec);
+	vd_mem_record_free(&rec);
+}
+
+/* Appended, rewritten (a record changed, the file cut short or put back
+ * as remembered), deleted, or forgotten by the operator; then read. */
 static int ch_ledger(world *w)
 {
-	const char *run = p_runs[rnd(w, P_RUNS)];
-	vd_ledger_mem *m = mem_of(w->f, run);
-	int k = (int)rnd(w, 6);
+	int i = (int)rnd(w, P_RUNS), k = (int)rnd(w, 8);
+	p_file *file = &w->files[i];
+	const vd_ledger_mem *m = vd_memory_ledger(&w->f->mem, w->f->ledgers[i].relpath);
+	vd_mem_record rec;
+	size_t j;
 
-	if (k == 0) {              /* forgotten (DELETE /ledger) */
-		mem_free(vd_map_del(&w->f->mems, m->relpath));
-		return 1;
-	}
-	if (k == 1) {
-		if (m->rewritten) {
-			m->rewritten = 0;
-			free(m->diverged);
-			m->diverged = NULL;
-			m->n_diverged = 0;
-		} else {
-			rewritten(w->f, run, (int64_t)rnd(w, P_ROUNDS), id_hash(pick_id(w)));
+	if (k == 0 && vd_memory_forget_ledger(&w->f->mem, w->f->ledgers[i].relpath, &rec) == 0) {
+		sim_commit(w, &rec);
+	} else if (k == 1 && file->n > 0) {
+		j = rnd(w, (uint32_t)file->n);
+		file_entry(w, &file->e[j], file->e[j].round_index, id_hash(pick_id(w)), j + 1);
+	} else if (k == 2 && file->n > 0) {
+		file->n = rnd(w, (uint32_t)file->n);
+	} else if (k == 3 && m != NULL && m->n <= P_MAX_RECORDS) {
+		for (j = 0; j < m->n; j++) {
+			file_entry(w, &file->e[j], m->recs[j].round_index, m->recs[j].hash, m->recs[j].line);
+			snprintf(file->e[j].record_hash, sizeof(file->e[j].record_hash), "%s",
+			    m->recs[j].record_hash);
 		}
-		return 1;
+		file->n = m->n;
+		file->present = 1;
+	} else if (k == 4) {
+		file->present = !file->present;
+	} else if (file->n < P_MAX_RECORDS) {
+		file_entry(w, &file->e[file->n], (int64_t)file->n, pick_commit(w, (int64_t)file->n),
+		    file->n + 1);
+		file->n++;
+		file->present = 1;
 	}
-	if (m->n >= P_MAX_RECORDS)
-		return 1;
-	ledger(w->f, run, (int64_t)m->n, pick_commit(w, (int64_t)m->n));
+	scan_ledger(w, i);
 	return 1;
 }
 
@@ -267,83 +458,132 @@ static const char *p_key(world *w)
 	return k < N_KEYS ? vd_key_id(keys[k]) : NULL;
 }
 
+/* A RoundClose posted: new, the same again, or a conflict (an
+ * equivocation) with a post or what lineage counts by a key. */
 static int ch_posted(world *w)
 {
-	vd_commitment *arr = rnd(w, 2) ? w->f->posted : w->f->equivs;
-	size_t *n = arr == w->f->posted ? &w->f->n_posted : &w->f->n_equivs;
-	int64_t t;
+	int64_t t = (int64_t)rnd(w, P_ROUNDS) - 1;
+	const char *run = p_runs[rnd(w, P_RUNS)];
+	char existing[VD_HASH_HEX_LEN + 1];
+	vd_commitment c;
+	vd_mem_record rec;
 
-	if (*n > 0 && (*n == MAX_POSTS || rnd(w, 3) == 0)) {
-		arr[rnd(w, (uint32_t)*n)] = arr[*n - 1];
-		(*n)--;
-		return 1;
+	const char *signers[N_KEYS];
+	vd_statement st;
+	size_t n = 0;
+
+	fill_commitment(&c, run, t, pick_commit(w, t), p_key(w));
+	vd_memory_post(&w->f->mem, &c, vd_lineage_strong_other(&w->f->l, run, t, c.hash), &rec,
+	    existing);
+	/* A signed post is its signers' statement too, remembered with it. */
+	if (c.key_id[0] != '\0') {
+		signers[n++] = c.key_id;
+		if (rnd(w, 2))
+			signers[n++] = vd_key_id(keys[rnd(w, N_KEYS)]);
+		memset(&st, 0, sizeof(st));
+		st.kind = VD_STMT_ROUNDCLOSE;
+		snprintf(st.run, sizeof(st.run), "%s", run);
+		st.schema_version = c.schema_version;
+		st.round_index = t;
+		snprintf(st.hash, sizeof(st.hash), "%s", c.hash);
+		vd_memory_post_signers(&w->f->mem, &st, run, signers, n, &rec);
 	}
-	t = (int64_t)rnd(w, P_ROUNDS) - 1;
-	fill_commitment(&arr[(*n)++], p_runs[rnd(w, P_RUNS)], t, pick_commit(w, t),
-	    arr == w->f->posted ? p_key(w) : NULL);
+	if (rec.kind != VD_MEM_NONE)
+		sim_commit(w, &rec);
 	return 1;
 }
 
+/* A signed statement written or posted (a RoundClose or a checkpoint
+ * over the remembered records), one remembered signed again by another
+ * key, or a checkpoint posted. A statement file removed changes nothing
+ * in the memory: there is no such step. */
 static int ch_stmt(world *w)
 {
 	fx *f = w->f;
-	const char *run = p_runs[rnd(w, P_RUNS)];
+	int i = (int)rnd(w, P_RUNS);
+	const char *run = p_runs[i];
 	const char *key = vd_key_id(keys[rnd(w, N_KEYS)]);
-	vd_ledger_mem *m;
-	char rel[PATH_MAX_LEN];
+	const vd_ledger_mem *m = vd_memory_ledger(&f->mem, f->ledgers[i].relpath);
+	vd_signed_stmt ss;
+	vd_mem_record rec;
+	int k = (int)rnd(w, 4);
 
-	if (f->n_stmts > 0 && (f->n_stmts == MAX_STMTS || rnd(w, 3) == 0)) {
-		f->stmts[rnd(w, (uint32_t)f->n_stmts)] = f->stmts[f->n_stmts - 1];
-		f->n_stmts--;
-		return 1;
-	}
-	ledger_path(run, rel, sizeof(rel));
-	m = vd_map_get(&f->mems, rel);
-	if (m != NULL && m->n > 0 && rnd(w, 2)) {
-		size_t k = 1 + rnd(w, (uint32_t)m->n);
-		checkpoint(f, run, k, m->recs[k - 1].record_hash, key);
+	if (k == 0 && f->mem.n_stmts > 0) {
+		ss = f->mem.stmts[rnd(w, (uint32_t)f->mem.n_stmts)];
+		vd_memory_remember(&f->mem, &ss.st, ss.run, key, ss.where, &rec);
+	} else if (m != NULL && m->n > 0 && k >= 2) {
+		size_t n = 1 + rnd(w, (uint32_t)m->n);
+		stmt_at(&ss, f->mem.n_stmts + 1, VD_STMT_CHECKPOINT, run, key);
+		ss.st.records = n;
+		snprintf(ss.st.head_record_hash, sizeof(ss.st.head_record_hash), "%s",
+		    m->recs[n - 1].record_hash);
+		if (k == 3) {
+			const char *signers[] = { key, vd_key_id(keys[rnd(w, N_KEYS)]) };
+			vd_memory_post_checkpoint(&f->mem, &ss.st, key, &rec);
+			vd_memory_post_signers(&f->mem, &ss.st, run, signers, 1 + rnd(w, 2), &rec);
+		} else
+			vd_memory_remember(&f->mem, &ss.st, run, key, ss.where, &rec);
 	} else {
 		int64_t t = (int64_t)rnd(w, P_ROUNDS) - 1;
-		signed_roundclose(f, run, t, pick_commit(w, t), key);
+		stmt_at(&ss, f->mem.n_stmts + 1, VD_STMT_ROUNDCLOSE, run, key);
+		ss.st.schema_version = 2;
+		ss.st.round_index = t;
+		snprintf(ss.st.hash, sizeof(ss.st.hash), "%s", pick_commit(w, t));
+		vd_memory_remember(&f->mem, &ss.st, run, key, rnd(w, 2) ? ss.where : "api", &rec);
 	}
+	if (rec.kind != VD_MEM_NONE)
+		sim_commit(w, &rec);
 	return 1;
 }
 
-/* The store remembers artifacts while their directories are there; a
- * memory gained or lost for one that is gone is a whole pass. */
+/* The store remembers an artifact verified and committed, once: a memory
+ * gained for one whose directory is gone is a whole pass. */
 static int ch_retained(world *w)
 {
 	int id = (int)rnd(w, P_IDS);
 	const p_id *d = &w->ids[id];
 	const vd_group *g = vd_model_group(&w->f->model, id_hash(id));
+	vd_retained r;
+	vd_mem_record rec;
 
-	const vd_retained *r = vd_map_get(&w->f->retained, id_hash(id));
-	int gone;
-
-	/* Lineage reads the memory of an artifact where no copy of it is: a
-	 * change there is a whole pass (the store only ever adds memories, of
-	 * artifacts present in their run). */
-	if (r != NULL) {
-		gone = g == NULL || !vd_group_in_run(g, r->run);
-		forget_retained(w->f, id_hash(id));
-		w->f->whole |= gone;
-		return gone;
-	}
-	retain(w->f, id_hash(id), g ? g->copies[rnd(w, (uint32_t)g->n)]->run : p_runs[rnd(w, P_RUNS)],
-	    d->round, d->parent >= 0 ? id_hash(d->parent) : NULL);
+	memset(&r, 0, sizeof(r));
+	snprintf(r.hash, sizeof(r.hash), "%s", id_hash(id));
+	r.run = (char *)(g ? g->copies[rnd(w, (uint32_t)g->n)]->run : p_runs[rnd(w, P_RUNS)]);
+	r.round_index = d->round;
+	r.has_parent = d->parent >= 0;
+	snprintf(r.parent, sizeof(r.parent), "%s", d->parent >= 0 ? id_hash(d->parent) : "");
+	if (vd_memory_retain(&w->f->mem, &r, &rec) != 0 || !sim_commit(w, &rec))
+		return 0;
+	w->f->whole |= g == NULL;
 	return g == NULL;
 }
 
-/* The operator withdraws a commitment, or the test takes one back. */
+/* The operator withdraws a commitment some source names, or one none
+ * does (404). */
 static int ch_withdraw(world *w)
 {
-	int64_t t = (int64_t)rnd(w, P_ROUNDS) - 1;
-	const char *run = p_runs[rnd(w, P_RUNS)];
-	const char *hash = pick_commit(w, t);
-	char key[VD_WITHDRAWAL_KEY_MAX];
+	const vd_memory *m = &w->f->mem;
+	vd_withdrawal wd;
+	vd_mem_record rec;
+	unsigned named;
 
-	vd_withdrawal_key(key, sizeof(key), run, t, hash);
-	withdraw(w->f, run, t, hash, vd_map_get(&w->f->withdrawn, key) == NULL);
+	memset(&wd, 0, sizeof(wd));
+	if (m->n_posted > 0 && rnd(w, 3) == 0) {
+		const vd_commitment *c = &m->posted[rnd(w, (uint32_t)m->n_posted)];
+		snprintf(wd.run, sizeof(wd.run), "%s", c->run);
+		wd.round_index = c->round_index;
+		snprintf(wd.hash, sizeof(wd.hash), "%s", c->hash);
+	} else {
+		wd.round_index = (int64_t)rnd(w, P_ROUNDS) - 1;
+		snprintf(wd.run, sizeof(wd.run), "%s", p_runs[rnd(w, P_RUNS)]);
+		snprintf(wd.hash, sizeof(wd.hash), "%s", pick_commit(w, wd.round_index));
+	}
+	snprintf(wd.reason, sizeof(wd.reason), "step %d", w->step);
+	named = vd_memory_sources(m, wd.run, wd.round_index, wd.hash);
+	snprintf(wd.sources, sizeof(wd.sources), "%s%s%s", named & VD_MEM_NAMED_TOKEN ? "roundclose " : "",
+	    named & VD_MEM_NAMED_SIGNED ? "signed " : "", named & VD_MEM_NAMED_LEDGER ? "ledger" : "");
+	if (vd_memory_withdraw(m, &wd, (double)w->step, &rec) == 0)
+		sim_commit(w, &rec);
 	return 1;
 }
 
@@ -356,11 +596,14 @@ static int ch_keys(world *w)
 /* A scan read a ledger: the store refreshes whole after a scan. */
 static int ch_scan_ledger(world *w)
 {
-	vd_scan_ledger *l = &w->f->ledgers[rnd(w, P_RUNS)];
+	int i = (int)rnd(w, P_RUNS);
 
-	l->read_ok = !l->read_ok;
+	w->f->ledgers[i].read_ok = !w->f->ledgers[i].read_ok;
+	scan_ledger(w, i);
 	return 1;
 }
+
+static int ch_restart(world *w);
 
 typedef int (*change_fn)(world *w);
 
@@ -373,16 +616,16 @@ static const struct change {
 	{ ch_presence, "a copy written or removed" }, { ch_verdict, "a verdict" },
 	{ ch_verdict, "a verdict" }, { ch_verdict, "a verdict" },
 	{ ch_header, "a header rewritten" }, { ch_ledger, "a ledger appended, rewritten or forgotten" },
-	{ ch_posted, "a RoundClose posted or refused" }, { ch_stmt, "a signed statement" },
-	{ ch_retained, "an artifact pruned or forgotten" }, { ch_retained, "an artifact pruned or forgotten" },
+	{ ch_posted, "a RoundClose posted" }, { ch_stmt, "a signed statement" },
+	{ ch_retained, "an artifact pruned" }, { ch_retained, "an artifact pruned" },
 	{ ch_keys, "the trusted keys changed" }, { ch_scan_ledger, "a ledger read or unreadable" },
-	{ ch_withdraw, "a withdrawal" },
+	{ ch_withdraw, "a withdrawal" }, { ch_restart, "a restart" },
 };
 
 /* ---- comparing two lineages ------------------------------------------- */
 
 #define DIFFER(what, ...) \
-	do { violation(w, "refreshed != from scratch: " what, __VA_ARGS__); return; } while (0)
+	do { violation(w, "%s: " what, w->cmp, __VA_ARGS__); return; } while (0)
 
 static int same_str(const char *a, const char *b)
 {
@@ -529,6 +772,7 @@ static void scratch_model(world *w, vd_model *m)
 {
 	int i;
 
+	memset(m, 0, sizeof(*m));      /* vd_model_init leaves dirty_all as it finds it */
 	vd_model_init(m);
 	if (w->step % P_GROW_EVERY == 0)
 		grow_tables(m);
@@ -548,6 +792,7 @@ static void compare_with_scratch(world *w)
 	vd_lineage_init(&fresh);
 	input_for(w->f, &m, &in);
 	refresh_alone(&fresh, &in, 1);
+	w->cmp = "refreshed != from scratch";
 	same_groups(w, &w->f->model, &m);
 	same_slots(w, &w->f->l, &fresh);
 	same_head(w, &w->f->l, &fresh);
@@ -555,6 +800,100 @@ static void compare_with_scratch(world *w)
 	same_applied(w, w->f, &fresh);
 	vd_lineage_free(&fresh);
 	vd_model_free(&m);
+}
+
+/* The signatures a post came with are remembered after a restart. */
+static void check_signers_kept(world *w, const vd_memory *m, const vd_mem_record *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->n_signers && !w->failed; i++)
+		if (!vd_memory_has_statement(m, &r->stmt.st, r->stmt.run, r->signers[i]))
+			violation(w, "after a restart: the signature by %.12s of a posted statement of %s is lost",
+			    r->signers[i], r->stmt.run);
+}
+
+/* Every commitment the fake database holds is in the memory rebuilt from
+ * it: nothing accepted is lost, and an equivocation stays one. */
+static void check_not_lost(world *w, const vd_memory *m)
+{
+	size_t i;
+
+	for (i = 0; i < w->db.n && !w->failed; i++) {
+		const vd_mem_record *r = &w->db.recs[i];
+		if (r->kind == VD_MEM_POST && !vd_memory_has_post(m, &r->c))
+			violation(w, "after a restart: the post of %s round %lld -> %.12s is lost",
+			    r->c.run, (long long)r->c.round_index, r->c.hash);
+		else if (r->kind == VD_MEM_EQUIVOCATION &&
+		    !vd_memory_has_equivocation(m, r->c.run, r->c.round_index, r->c.hash))
+			violation(w, "after a restart: the equivocation of %s round %lld (%.12s) is lost",
+			    r->c.run, (long long)r->c.round_index, r->c.hash);
+		else if ((r->kind == VD_MEM_STATEMENT &&
+		    !vd_memory_has_statement(m, &r->stmt.st, r->stmt.run, r->stmt.key_id)))
+			violation(w, "after a restart: a statement of %s signed by %.12s is lost",
+			    r->stmt.run, r->stmt.key_id);
+		else if (r->kind == VD_MEM_WITHDRAWAL &&
+		    !vd_memory_is_withdrawn(m, r->w.run, r->w.round_index, r->w.hash))
+			violation(w, "after a restart: the withdrawal of %s round %lld -> %.12s is lost",
+			    r->w.run, (long long)r->w.round_index, r->w.hash);
+		else
+			check_signers_kept(w, m, r);
+	}
+}
+
+/* The daemon stops after a scan and starts again: the memory is thrown
+ * away and rebuilt from the records persisted, in order, then the first
+ * scan reads the ledgers. The rebuilt memory must equal the one kept
+ * incrementally, and lineage over it say what it said before. */
+static int ch_restart(world *w)
+{
+	fx *f = w->f;
+	vd_lineage_input in;
+	vd_lineage after;
+	vd_memory old;
+	vd_model m;
+	size_t i;
+	int r, readable = 1;
+
+	tally.restarts += (unsigned long)tally.counting;
+	w->no_fail = 1;
+	for (r = 0; r < P_RUNS; r++)
+		scan_ledger(w, r);
+	refresh(f, 1);
+	old = f->mem;
+	vd_memory_init(&f->mem);
+	for (i = 0; i < w->db.n; i++)
+		FX_REQUIRE(vd_memory_restore(&f->mem, &w->db.recs[i]) >= 0);
+	check_not_lost(w, &f->mem);
+	if (!w->failed && vd_memory_digest(&f->mem, 0) != vd_memory_digest(&old, 0))
+		violation(w, "the memory rebuilt from its records differs from the one kept step by step");
+	for (r = 0; r < P_RUNS; r++) {
+		scan_ledger(w, r);
+		readable &= f->ledgers[r].read_ok;
+	}
+	/* What an unreadable ledger no longer extends is known again once it
+	 * can be read: until then the memory and lineage may differ. */
+	if (!readable)
+		goto done;
+	if (!w->failed && vd_memory_digest(&f->mem, 1) != vd_memory_digest(&old, 1))
+		violation(w, "after a restart and a scan the memory differs from before");
+	/* The old lineage points into the old memory: compared, then let go. */
+	scratch_model(w, &m);
+	vd_lineage_init(&after);
+	input_for(f, &m, &in);
+	refresh_alone(&after, &in, VD_REFRESH_WHOLE);
+	w->cmp = "before a restart != after it";
+	same_groups(w, &f->model, &m);
+	same_slots(w, &f->l, &after);
+	same_head(w, &f->l, &after);
+	vd_lineage_free(&after);
+	vd_model_free(&m);
+done:
+	f->whole = 1;
+	refresh(f, 1);
+	vd_memory_free(&old);
+	w->no_fail = 0;
+	return 1;
 }
 
 static void world_config(world *w)
@@ -578,6 +917,7 @@ static void world_config(world *w)
 		f->ledgers[i].relpath = (char *)(i ? "b/ledger.jsonl" : "a/ledger.jsonl");
 		f->ledgers[i].run = (char *)p_runs[i];
 		f->ledgers[i].read_ok = 1;
+		w->files[i].present = 1;
 	}
 	f->n_ledgers = P_RUNS;
 }
@@ -609,7 +949,7 @@ static int ref_withdrawn(const fx *f, const char *run, int64_t t, const char *ha
 	char key[VD_WITHDRAWAL_KEY_MAX];
 
 	vd_withdrawal_key(key, sizeof(key), run, t, hash);
-	return vd_map_get(&f->withdrawn, key) != NULL;
+	return vd_map_get(&f->mem.withdrawn, key) != NULL;
 }
 
 /* A verified copy of hash in run, or when none is in the run a pruned
@@ -618,7 +958,7 @@ static int ref_withdrawn(const fx *f, const char *run, int64_t t, const char *ha
 static int ref_mismatch(const fx *f, const char *run, int64_t t, const char *hash)
 {
 	const vd_group *g = vd_model_group(&f->model, hash);
-	const vd_retained *r = vd_map_get(&f->retained, hash);
+	const vd_retained *r = vd_map_get(&f->mem.retained, hash);
 	size_t i;
 
 	int present = 0;
@@ -645,8 +985,8 @@ static size_t ref_covered(const fx *f, const vd_ledger_mem *m)
 {
 	size_t i, best = 0;
 
-	for (i = 0; i < f->n_stmts; i++) {
-		const vd_signed_stmt *s = &f->stmts[i];
+	for (i = 0; i < f->mem.n_stmts; i++) {
+		const vd_signed_stmt *s = &f->mem.stmts[i];
 		if (s->st.kind == VD_STMT_CHECKPOINT && strcmp(s->run, m->run) == 0 &&
 		    s->st.records >= 1 && s->st.records <= m->n && s->st.records > best &&
 		    vd_keyring_find(&f->ring, s->key_id) != NULL &&
@@ -662,7 +1002,7 @@ static void ref_ledgers(const fx *f, int ledger_policy, const char *run, int64_t
 	void *v;
 	size_t it = 0, i, covered;
 
-	while (vd_map_next(&f->mems, &it, &k, &v)) {
+	while (vd_map_next(&f->mem.mems, &it, &k, &v)) {
 		const vd_ledger_mem *m = v;
 		if (strcmp(m->run, run) != 0)
 			continue;
@@ -706,19 +1046,19 @@ static void ref_round(const fx *f, const char *run, int64_t t, ref_set *r)
 
 	memset(r, 0, sizeof(*r));
 	ref_ledgers(f, ledger_policy, run, t, r);
-	for (i = 0; i < f->n_posted; i++)
-		if (ref_roundclose(f, run, t, f->posted[i].run, f->posted[i].round_index,
-		    f->posted[i].hash, f->posted[i].key_id))
-			ref_add(r, f->posted[i].hash, 1);
-	for (i = 0; i < f->n_equivs; i++)
-		if (ref_roundclose(f, run, t, f->equivs[i].run, f->equivs[i].round_index,
-		    f->equivs[i].hash, f->equivs[i].key_id))
-			ref_add(r, f->equivs[i].hash, 0);
-	for (i = 0; i < f->n_stmts; i++)
-		if (f->stmts[i].st.kind == VD_STMT_ROUNDCLOSE &&
-		    ref_roundclose(f, run, t, f->stmts[i].run, f->stmts[i].st.round_index,
-		    f->stmts[i].st.hash, f->stmts[i].key_id))
-			ref_add(r, f->stmts[i].st.hash, 1);
+	for (i = 0; i < f->mem.n_posted; i++)
+		if (ref_roundclose(f, run, t, f->mem.posted[i].run, f->mem.posted[i].round_index,
+		    f->mem.posted[i].hash, f->mem.posted[i].key_id))
+			ref_add(r, f->mem.posted[i].hash, 1);
+	for (i = 0; i < f->mem.n_equivs; i++)
+		if (ref_roundclose(f, run, t, f->mem.equivs[i].run, f->mem.equivs[i].round_index,
+		    f->mem.equivs[i].hash, f->mem.equivs[i].key_id))
+			ref_add(r, f->mem.equivs[i].hash, 0);
+	for (i = 0; i < f->mem.n_stmts; i++)
+		if (f->mem.stmts[i].st.kind == VD_STMT_ROUNDCLOSE &&
+		    ref_roundclose(f, run, t, f->mem.stmts[i].run, f->mem.stmts[i].st.round_index,
+		    f->mem.stmts[i].st.hash, f->mem.stmts[i].key_id))
+			ref_add(r, f->mem.stmts[i].st.hash, 1);
 	ref_pins(f, run, t, r);
 }
 
@@ -784,7 +1124,7 @@ static int parent_ok(const fx *f, const vd_group *g)
 		for (i = 0; i < p->n; i++)
 			if (vd_group_in_run(g, p->copies[i]->run))
 				return 1;
-	return (r = vd_map_get(&f->retained, g->parent)) != NULL && vd_group_in_run(g, r->run);
+	return (r = vd_map_get(&f->mem.retained, g->parent)) != NULL && vd_group_in_run(g, r->run);
 }
 
 static void check_group(world *w, const vd_group *g)
@@ -836,8 +1176,8 @@ static void check_unsigned_inert(world *w)
 
 	if (vd_config_policy(&f->cfg) == VD_POLICY_LEDGER || w->failed)
 		return;
-	FX_REQUIRE(saved = calloc(f->mems.count + 1, sizeof(*saved)));
-	while (vd_map_next(&f->mems, &it, &k, &v)) {
+	FX_REQUIRE(saved = calloc(f->mem.mems.count + 1, sizeof(*saved)));
+	while (vd_map_next(&f->mem.mems, &it, &k, &v)) {
 		vd_ledger_mem *m0 = v;
 		saved[n++] = *m0;
 		m0->n = ref_covered(f, m0);
@@ -850,7 +1190,7 @@ static void check_unsigned_inert(world *w)
 	input_for(f, &m, &in);
 	refresh_alone(&l, &in, VD_REFRESH_WHOLE);
 	it = n = 0;
-	while (vd_map_next(&f->mems, &it, &k, &v))
+	while (vd_map_next(&f->mem.mems, &it, &k, &v))
 		*(vd_ledger_mem *)v = saved[n++];
 	free(saved);
 	it = 0;
@@ -931,6 +1271,7 @@ static int replay(unsigned seed, const unsigned *ids, int n, char *why, size_t w
 	if (at >= 0 && why != NULL)
 		snprintf(why, whylen, "%s", w.why);
 	fx_free(w.f);
+	db_free(&w.db);
 	return at;
 }
 
@@ -975,6 +1316,7 @@ static void report(unsigned seed, int steps, int failed_at, const char *why)
 	if (w.failed)
 		printf("  fails with: %s\n", w.why);
 	fx_free(w.f);
+	db_free(&w.db);
 	free(ids);
 }
 
@@ -986,14 +1328,17 @@ static int run_history(unsigned seed, int steps, unsigned long *total)
 	char why[sizeof(w.why)];
 
 	world_start(&w, seed);
+	tally.counting = 1;
 	for (w.step = 0; w.step < steps && !w.failed; w.step++) {
 		world_step(&w, (unsigned)w.step);
 		(*total)++;
 		if (w.failed)
 			failed_at = w.step;
 	}
+	tally.counting = 0;
 	snprintf(why, sizeof(why), "%s", w.why);
 	fx_free(w.f);
+	db_free(&w.db);
 	if (failed_at >= 0)
 		report(seed, steps, failed_at, why);
 	return failed_at >= 0;
@@ -1046,6 +1391,8 @@ int main(int argc, char **argv)
 		violations += (unsigned long)run_history((unsigned)s, (int)steps, &total);
 	for (k = 0; k < N_KEYS; k++)
 		vd_key_free(keys[k]);
+	printf("memory: %lu records persisted, %lu persists failed, %lu restarts\n",
+	    tally.persisted, tally.failed, tally.restarts);
 	printf("%lu histories, %lu steps, %lu invariant violations\n", seeds, total, violations);
 	return violations > 0;
 }

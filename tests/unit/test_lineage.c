@@ -512,7 +512,7 @@ static void test_pruned_link_contradicted(void **state)
 	assert_true(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 0"));
 
 	/* The statement withdrawn: the chains mend. */
-	f->n_stmts = 0;
+	f->mem.n_stmts = 0;
 	refresh(f, 1);
 	assert_intact(f, H(3), 4, H(0), 1);
 	assert_head(f, 3, H(3), "r");
@@ -725,7 +725,7 @@ static void test_equivocation(void **state)
 	assert_head(f, 3, H(3), "");
 
 	/* A counting source disagrees: a mismatch as well. */
-	f->n_equivs = 0;
+	f->mem.n_equivs = 0;
 	post(f, "", 3, X(4), NULL);
 	refresh(f, 1);
 	g = G(f, H(4));
@@ -735,7 +735,7 @@ static void test_equivocation(void **state)
 	assert_true(has_alert(f, VD_ALERT_COMMITMENT_MISMATCH, H(4)));
 
 	/* The cause gone, the alerts go. */
-	f->n_posted = 0;
+	f->mem.n_posted = 0;
 	refresh(f, 1);
 	assert_intact(f, H(4), 5, H(0), 1);
 	assert_head(f, 4, H(4), "");
@@ -817,8 +817,8 @@ static void test_policy_signed(void **state)
 
 	/* Under "ledger" unsigned records count. */
 	f->ring.n = 1;
-	f->n_stmts = 0;
-	f->n_posted = 0;
+	f->mem.n_stmts = 0;
+	f->mem.n_posted = 0;
 	cfg_set(f, "commitment_policy", "ledger");
 	refresh(f, 1);
 	assert_intact(f, H(3), 4, H(0), 1);
@@ -902,15 +902,15 @@ static void test_round_mismatch(void **state)
 	refresh(f, 1);
 	assert_true(G(f, H(2))->trusted);
 	assert_false(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 1"));
-	assert_int_equal(vd_round_mismatch(&f->model, &f->retained, "r", 1, H(1), NULL), 1);
-	assert_int_equal(vd_round_mismatch(&f->model, &f->retained, "r", 0, H(1), NULL), 0);
-	assert_int_equal(vd_round_mismatch(&f->model, &f->retained, "other", 1, H(1), NULL), 0);
+	assert_int_equal(vd_round_mismatch(&f->model, &f->mem.retained, "r", 1, H(1), NULL), 1);
+	assert_int_equal(vd_round_mismatch(&f->model, &f->mem.retained, "r", 0, H(1), NULL), 0);
+	assert_int_equal(vd_round_mismatch(&f->model, &f->mem.retained, "other", 1, H(1), NULL), 0);
 	/* A directory that only claims the hash, with another round, proves
 	 * nothing: it cannot veto the real round's commitment. */
 	copy(f, "r", "round-00005", H(2), 5, H(1), V_FAIL);
 	copy(f, "r", "round-00006", H(2), 6, H(1), V_NONE);
 	refresh(f, 0);
-	assert_int_equal(vd_round_mismatch(&f->model, &f->retained, "r", 1, H(2), NULL), 0);
+	assert_int_equal(vd_round_mismatch(&f->model, &f->mem.retained, "r", 1, H(2), NULL), 0);
 	assert_true(G(f, H(2))->committed);
 	drop(f, "r/round-00005");
 	drop(f, "r/round-00006");
@@ -941,10 +941,7 @@ static void test_noted_only_slot(void **state)
 	cfg_set(f, "commitment_policy", "ledger");
 	pin(f, "genesis_hash", "r", -1, H(0));
 	chain(f, "r", 0, 1, V_OK);
-	f->equivs[0] = (vd_commitment){ .round_index = 0 };
-	snprintf(f->equivs[0].run, sizeof(f->equivs[0].run), "r");
-	snprintf(f->equivs[0].hash, sizeof(f->equivs[0].hash), "%s", X(1));
-	f->n_equivs = 1;
+	refused(f, "r", 0, X(1));
 	refresh(f, 1);
 	sl = vd_lineage_slot(&f->l, "r", 0);
 	assert_non_null(sl);

@@ -122,24 +122,24 @@ static void test_post_all_or_nothing(void **state)
 
 	outside(f, "CREATE TRIGGER full BEFORE INSERT ON commitment_audit"
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, &old), -1);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), -1);
 	assert_false(vd_state_ok(f->st));
 	assert_true(vd_state_failures(f->st) >= 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 0);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 0);
 
 	outside(f, "DROP TRIGGER full;");
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, &old), 0);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), 0);
 	assert_true(vd_state_ok(f->st));
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 1);
 
 	/* The same again by the same party: nothing new; another hash: a
 	 * conflict, and nothing written either. */
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, &old), 1);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), 1);
 	c = rc(HASH_B);
 	a = audit_of(&c);
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, &old), 2);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), 2);
 	assert_string_equal(old.hash, HASH_A);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 1);
@@ -217,7 +217,7 @@ static void test_withdrawal_durable(void **state)
 	snprintf(w.peer, sizeof(w.peer), "::1");
 	snprintf(w.reason, sizeof(w.reason), "signed in error");
 	w.at = 1.5e9;
-	assert_int_equal(vd_state_withdraw(f->st, &w), 0);
+	assert_int_equal(vd_state_withdraw(f->st, &w, NULL), 0);
 	reopen(f);
 	memset(&back, 0, sizeof(back));
 	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back), 0);
@@ -240,11 +240,142 @@ static void test_withdrawal_failed(void **state)
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
 	memset(&w, 0, sizeof(w));
 	snprintf(w.hash, sizeof(w.hash), "%s", HASH_A);
-	assert_int_equal(vd_state_withdraw(f->st, &w), -1);
+	assert_int_equal(vd_state_withdraw(f->st, &w, NULL), -1);
 	assert_false(vd_state_ok(f->st));
 	memset(&back, 0, sizeof(back));
 	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back), 0);
 	assert_string_equal(back.hash, "");
+}
+
+/* A withdrawal and a checkpoint are recorded with their audit entries,
+ * or neither is: answered 503, nothing shows. */
+static void test_withdrawal_checkpoint_all_or_nothing(void **state)
+{
+	fx *f = *state;
+	vd_withdrawal w;
+	vd_statement cp;
+	vd_audit wa, ca;
+
+	memset(&w, 0, sizeof(w));
+	snprintf(w.run, sizeof(w.run), "run-a");
+	w.round_index = 3;
+	snprintf(w.hash, sizeof(w.hash), "%s", HASH_A);
+	snprintf(w.sources, sizeof(w.sources), "roundclose");
+	wa = (vd_audit){ .run = w.run, .kind = VD_AUDIT_WITHDRAWAL, .number = w.round_index,
+	    .hash = w.hash, .source = w.sources, .author = VD_AUDIT_OPERATOR, .key_id = "",
+	    .peer = "127.0.0.1" };
+	memset(&cp, 0, sizeof(cp));
+	cp.kind = VD_STMT_CHECKPOINT;
+	snprintf(cp.run, sizeof(cp.run), "run-a");
+	cp.records = 2;
+	snprintf(cp.head_record_hash, sizeof(cp.head_record_hash), "%s", HASH_B);
+	vd_audit_signed(&ca, &cp, cp.run, "k", "127.0.0.1", NULL);
+
+	outside(f, "CREATE TRIGGER full BEFORE INSERT ON commitment_audit"
+	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
+	assert_int_equal(vd_state_withdraw(f->st, &w, &wa), -1);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), -1);
+	assert_false(vd_state_ok(f->st));
+	assert_int_equal(count(f, "SELECT count(*) FROM withdrawals"), 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM checkpoints"), 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 0);
+
+	outside(f, "DROP TRIGGER full;");
+	assert_int_equal(vd_state_withdraw(f->st, &w, &wa), 0);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), 0);
+	assert_true(vd_state_ok(f->st));
+	assert_int_equal(count(f, "SELECT count(*) FROM withdrawals"), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM checkpoints"), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 2);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 2);
+}
+
+typedef struct equivs {
+	int n;
+	vd_commitment c[8];
+} equivs;
+
+static void one_equivocation(const vd_commitment *c, void *arg)
+{
+	equivs *e = arg;
+
+	assert_true(e->n < 8);
+	e->c[e->n++] = *c;
+}
+
+/* An equivocation is restored with the key that signed the conflicting
+ * post (the token's: none); one row per party, in the order recorded. */
+static void test_equivocation_keyed(void **state)
+{
+	fx *f = *state;
+	vd_commitment c = rc(HASH_B);
+	equivs back;
+
+	snprintf(c.run, sizeof(c.run), "run-a");
+	snprintf(c.key_id, sizeof(c.key_id), "k1");
+	assert_int_equal(vd_state_record_equivocation(f->st, &c, HASH_A, "signed"), 0);
+	snprintf(c.key_id, sizeof(c.key_id), "k2");
+	assert_int_equal(vd_state_record_equivocation(f->st, &c, HASH_A, "signed"), 0);
+	snprintf(c.key_id, sizeof(c.key_id), "k1");
+	assert_int_equal(vd_state_record_equivocation(f->st, &c, HASH_A, "signed"), 0);
+	c.round_index = 5;
+	c.key_id[0] = '\0';
+	assert_int_equal(vd_state_record_equivocation(f->st, &c, HASH_A, "roundclose"), 0);
+	reopen(f);
+	memset(&back, 0, sizeof(back));
+	assert_int_equal(vd_state_load_equivocations(f->st, one_equivocation, &back), 0);
+	assert_int_equal(back.n, 3);
+	assert_string_equal(back.c[0].run, "run-a");
+	assert_int_equal(back.c[0].round_index, 4);
+	assert_string_equal(back.c[0].hash, HASH_B);
+	assert_string_equal(back.c[0].key_id, "k1");
+	assert_int_equal(back.c[0].schema_version, 2);
+	assert_string_equal(back.c[1].key_id, "k2");
+	assert_int_equal(back.c[2].round_index, 5);
+	assert_string_equal(back.c[2].key_id, "");
+}
+
+/* A signed post, its audit entry and its statement under every key that
+ * signed it, or none of them. */
+static void test_signed_post_all_or_nothing(void **state)
+{
+	fx *f = *state;
+	vd_commitment c = rc(HASH_A), old;
+	vd_audit a = audit_of(&c);
+	const char *keys[] = { "k1", "k2" };
+	vd_statement stm;
+	vd_stmt_sigs sigs;
+
+	memset(&stm, 0, sizeof(stm));
+	stm.kind = VD_STMT_ROUNDCLOSE;
+	snprintf(stm.run, sizeof(stm.run), ".");
+	stm.schema_version = 2;
+	stm.round_index = c.round_index;
+	snprintf(stm.hash, sizeof(stm.hash), "%s", c.hash);
+	snprintf(c.key_id, sizeof(c.key_id), "k1");
+	sigs = (vd_stmt_sigs){ .stm = &stm, .run = "", .source = "api", .key_ids = keys, .n = 2,
+		.env = (const uint8_t *)"{}", .env_len = 2 };
+	outside(f, "CREATE TRIGGER full BEFORE INSERT ON statements"
+	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
+	assert_int_equal(vd_state_post_commitment(f->st, &c, (const uint8_t *)"{}", 2, &a, &sigs,
+	    &old), -1);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 0);
+	assert_int_equal(vd_state_remember_signatures(f->st, &sigs), -1);
+	assert_int_equal(count(f, "SELECT count(*) FROM statements"), 0);
+
+	outside(f, "DROP TRIGGER full;");
+	sigs.n = 1;
+	assert_int_equal(vd_state_post_commitment(f->st, &c, (const uint8_t *)"{}", 2, &a, &sigs,
+	    &old), 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM statements"), 1);
+	/* The same again, signed by one more key: its row is added. */
+	sigs.n = 2;
+	assert_int_equal(vd_state_post_commitment(f->st, &c, (const uint8_t *)"{}", 2, &a, &sigs,
+	    &old), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM statements"), 2);
 }
 
 int main(void)
@@ -254,6 +385,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_statements_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_durable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_failed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_withdrawal_checkpoint_all_or_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_equivocation_keyed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_signed_post_all_or_nothing, setup, teardown),
 	};
 
 	vd_log_set_level(VD_LOG_ERROR - 1);   /* the injected failures are logged */
