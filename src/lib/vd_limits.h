@@ -260,6 +260,7 @@
 #define VD_OMS_RUN_CAS_MAX 64             /* CA certificate files in one run_oms_keys directory */
 #define VD_OMS_SHARD_DEFAULT 1000000000ULL
 #define VD_OMS_READ_STEP (1u << 20)       /* bytes one hashing thread reads at a time */
+#define VD_OMS_MAP_MIN (1u << 20)         /* ranges this large are hashed from a mapping */
 #define VD_OMS_HASH_OPEN_MAX 64           /* files held open while their digests are under way */
 #define VD_OMS_JOBS_MAX 256               /* threads hashing one model */
 
