@@ -250,9 +250,61 @@ static int cancelled(const struct model *m)
 	return m->cancel != NULL && atomic_load(m->cancel);
 }
 
+/* The mapping's bytes [from, to) into ctx, each page dropped from the
+ * mapping once hashed (*dropped: how far they are). 0 or -errno. */
+static int hash_in_place(const struct model *m, struct hasher *h, uint8_t *p, size_t from,
+    size_t to, size_t *dropped, uint64_t ps)
+{
+	size_t step, drop;
+
+	for (; from < to; from += step) {
+		step = to - from < VD_DIGEST_STEP ? to - from : VD_DIGEST_STEP;
+		if (cancelled(m))
+			return -ECANCELED;
+		if (EVP_DigestUpdate(h->ctx, p + from, step) != 1)
+			return -ENOMEM;
+		/* Resident memory stays one step per thread; the page cache
+		 * keeps the pages. */
+		if ((drop = (size_t)((from + step) / ps * ps)) > *dropped) {
+			vd_mapping_drop(p, *dropped, drop - *dropped, ps);
+			*dropped = drop;
+		}
+	}
+	return 0;
+}
+
+/* n bytes of fd from file_off into ctx through the thread's buffer. 0,
+ * -errno, or -EAGAIN when the file ends first. */
+static int hash_read(const struct model *m, struct hasher *h, int fd, uint64_t file_off,
+    uint64_t n)
+{
+	uint64_t done = 0;
+	ssize_t got;
+
+	while (done < n) {
+		size_t want = n - done < VD_OMS_READ_STEP ? (size_t)(n - done) : VD_OMS_READ_STEP;
+
+		if (cancelled(m))
+			return -ECANCELED;
+		if ((got = pread(fd, h->buf, want, (off_t)(file_off + done))) < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? -errno : -EAGAIN;
+		if (EVP_DigestUpdate(h->ctx, h->buf, (size_t)got) != 1)
+			return -ENOMEM;
+		done += (uint64_t)got;
+	}
+	return 0;
+}
+
 /* Bytes [off, off + len) of fd into ctx from a mapping: len, -errno, or
  * -EAGAIN when the file shrank under it; 0 when it cannot be mapped (the
- * caller reads it instead). A fault leaves ctx midway: the task fails. */
+ * caller reads it instead). A fault leaves ctx midway: the task fails.
+ * The page cache may hold a file in 4 KiB pages (one written by cp, say),
+ * whose faults cost more than pread's copy. As the canonical pass does,
+ * every VD_PAGE_PROBE_EVERY bytes the next VD_PAGE_PROBE are hashed in
+ * place with their faults counted; above VD_SMALL_PAGE_FAULTS per MiB the
+ * rest of that stretch is read with pread instead. */
 static int64_t hash_mapped(const struct model *m, struct hasher *h, int fd, uint64_t off,
     uint64_t len)
 {
@@ -272,26 +324,23 @@ static int64_t hash_mapped(const struct model *m, struct hasher *h, int fd, uint
 	vd_bus_guard_lazily();
 	prev = vd_bus_guard_push(&g);
 	if (sigsetjmp(g.jb, 1) == 0) {
-		size_t done = (size_t)(off - at), step, dropped = 0, to;
+		size_t at_byte = (size_t)(off - at), dropped = 0, probe, stretch;
+		uint64_t f0;
+		int err = 0;
 
-		rc = (int64_t)len;
-		for (; done < n; done += step) {
-			step = n - done < VD_DIGEST_STEP ? n - done : VD_DIGEST_STEP;
-			if (cancelled(m)) {
-				rc = -ECANCELED;
-				break;
-			}
-			if (EVP_DigestUpdate(h->ctx, p + done, step) != 1) {
-				rc = -ENOMEM;
-				break;
-			}
-			/* Resident memory stays one step per thread; the page
-			 * cache keeps the pages. */
-			if ((to = (size_t)((done + step) / ps * ps)) > dropped) {
-				vd_mapping_drop(p, dropped, to - dropped, ps);
-				dropped = to;
-			}
+		while (err == 0 && at_byte < n) {
+			stretch = n - at_byte < VD_PAGE_PROBE_EVERY ? n - at_byte : VD_PAGE_PROBE_EVERY;
+			probe = stretch < VD_PAGE_PROBE ? stretch : VD_PAGE_PROBE;
+			f0 = vd_thread_minor_faults();
+			err = hash_in_place(m, h, p, at_byte, at_byte + probe, &dropped, ps);
+			if (err == 0 && stretch > probe &&
+			    vd_thread_minor_faults() - f0 > (uint64_t)VD_SMALL_PAGE_FAULTS * (probe >> 20))
+				err = hash_read(m, h, fd, at + at_byte + probe, stretch - probe);
+			else if (err == 0)
+				err = hash_in_place(m, h, p, at_byte + probe, at_byte + stretch, &dropped, ps);
+			at_byte += stretch;
 		}
+		rc = err != 0 ? err : (int64_t)len;
 	}
 	vd_bus_guard_pop(prev);
 	munmap(p, n);
