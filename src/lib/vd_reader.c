@@ -35,6 +35,7 @@ struct vd_reader {
 	piece flight[NSIDES];       /* under mu */
 	int stop, err;              /* under mu; err: errno, 0 for a short file */
 	size_t failed;              /* the first job that failed; n when none did */
+	size_t failed_at;           /* where in it the failed piece began */
 	size_t page;
 };
 
@@ -77,12 +78,14 @@ static int read_piece(const vd_reader *r, const vd_read_job *j, size_t start, si
 }
 
 /* The bytes of job i that have arrived: what was taken, less what is
- * still in flight. Under mu. */
+ * still in flight or failed. Under mu. */
 static size_t arrived(const vd_reader *r, size_t i)
 {
 	size_t have = r->jobs[i].have;
 	int s;
 
+	if (i == r->failed && r->failed_at < have)
+		have = r->failed_at;
 	for (s = 0; s < NSIDES; s++)
 		if (r->flight[s].busy && r->flight[s].job == i && r->flight[s].start < have)
 			have = r->flight[s].start;
@@ -117,6 +120,7 @@ static int take_piece(vd_reader *r, int s)
 	r->flight[s].busy = 0;
 	if (rc != 0 && (r->failed == r->n || r->flight[s].job < r->failed)) {
 		r->failed = r->flight[s].job;
+		r->failed_at = start;
 		r->err = rc < 0 ? 0 : rc;
 	}
 	pthread_cond_broadcast(&r->cv);

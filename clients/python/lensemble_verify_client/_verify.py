@@ -585,6 +585,7 @@ class Reader:
         self.stop = False
         self.thread = None
         self.flight = [None, None]          # (file, start) per side, under cond
+        self.failed_at = None               # (file, start) of the piece that failed
         self.start = []                     # where each file begins in the order
         self.need = 0                       # how far the hash has asked
         at = 0
@@ -611,7 +612,7 @@ class Reader:
 
     def _arrived(self, w):
         have = w.taken
-        for f in self.flight:
+        for f in self.flight + [self.failed_at]:
             if f is not None and f[0] is w and f[1] < have:
                 have = f[1]
         return have
@@ -640,6 +641,7 @@ class Reader:
         self.flight[side] = None
         if error is not None and self.error is None:
             self.error = error
+            self.failed_at = (w, start)
         w.filled = self._arrived(w)
         self.cond.notify_all()
         return True
