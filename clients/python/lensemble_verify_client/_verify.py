@@ -9,8 +9,7 @@ range, and each weight file is read from there, in place, never extracted.
 Every file is read exactly once. header.json and weights.index.json are
 read whole (they are small and bounded); each weight file is read into one
 buffer of its size, its safetensors header first, then the data, which a
-reader thread copies in while the calling thread hashes what has arrived
-(and copies in itself what the reader has not got to).
+reader thread copies in while the calling thread hashes what has arrived.
 The hash is computed over that buffer, and the tensors handed back are
 views of the same buffer: the bytes hashed are the bytes loaded.
 """
@@ -53,14 +52,7 @@ DTYPE_SIZE = {
 DTYPE_TOKEN = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
 READ_CHUNK = 8 << 20          # bytes per read() of weight data
-# The weight data is read in pieces, by the reader thread or, when the hash
-# gets to one the reader has not taken (no second core to run it), by the
-# hash itself, which then hashes the piece while it is in L2.
-READ_PIECE = 1 << 20
-HASH_STEP = 1 << 20           # bytes hashed between looks at the reader
-# How far the reader may run ahead of the hash: within the shared cache, so
-# that the hash reads the copy from there, not from memory.
-READ_LEAD = 16 << 20
+HASH_STEP = 8 << 20           # bytes hashed between looks at the reader
 THREAD_MIN = 16 << 20         # below this much data, read before hashing
 MMAP_MIN = 1 << 20            # buffers from this size on are anonymous maps
 
@@ -490,8 +482,7 @@ def _alloc(size):
 
 class WeightFile:
     __slots__ = ("name", "fd", "own_fd", "base", "st", "size", "buf", "mv", "data_start",
-                 "data_len", "tensors", "filled", "taken", "order", "first_need",
-                 "populate")
+                 "data_len", "tensors", "filled", "first_need", "populate")
 
     def __init__(self, name, fd, st, base=0, size=None):
         self.name = name
@@ -504,8 +495,6 @@ class WeightFile:
         self.mv = None
         self.tensors = []
         self.filled = 0                 # bytes of the file read so far
-        self.taken = 0                  # bytes of it a thread has begun to read
-        self.order = 0                  # its place in the reader's order
         self.first_need = None
         self.populate = False
 
@@ -540,25 +529,19 @@ def _populate(w, off, n):
         w.populate = False          # an older kernel: take the faults
 
 
-def _read_range(w, start, end):
-    """Read w's bytes [start, end) into its buffer."""
-    while start < end:
-        n = min(READ_CHUNK, end - start)
+def _read_into(w, end):
+    """Read w's bytes [w.filled, end) into its buffer."""
+    while w.filled < end:
+        n = min(READ_CHUNK, end - w.filled)
         if w.populate:
-            _populate(w, start, n)
+            _populate(w, w.filled, n)
         try:
-            got = _pread_into(w.fd, w.mv[start:start + n], w.base + start)
+            got = _pread_into(w.fd, w.mv[w.filled:w.filled + n], w.base + w.filled)
         except OSError as e:
             raise _io(w.name, "read", e) from None
         if got == 0:
             raise _shrank(w.name)
-        start += got
-
-
-def _read_into(w, end):
-    """Read w's bytes [w.filled, end) into its buffer."""
-    _read_range(w, w.filled, end)
-    w.filled = w.taken = max(w.filled, end)
+        w.filled += got
 
 
 def _cpus():
@@ -570,104 +553,50 @@ def _cpus():
 
 class Reader:
     """Copies the weight data into the buffers, file after file in the order
-    the hash needs them, a piece at a time from one cursor: on a thread of
-    its own, at most READ_LEAD bytes ahead of the hash, and on the hash's
-    thread for the pieces the reader has not taken when the hash needs them.
-    Each side has at most one piece in flight; a file's `filled` is what has
-    arrived before the first piece still in flight."""
-
-    READER, WAITER = 0, 1
+    the hash needs them, while the caller hashes what has arrived."""
 
     def __init__(self, files, threaded):
         self.files = files
         self.cond = threading.Condition()
         self.error = None
+        self.done = False
         self.stop = False
         self.thread = None
-        self.flight = [None, None]          # (file, start) per side, under cond
-        self.failed_at = None               # (file, start) of the piece that failed
-        self.start = []                     # where each file begins in the order
-        self.need = 0                       # how far the hash has asked
-        at = 0
-        for i, w in enumerate(files):
-            w.order = i
-            w.taken = w.filled
-            self.start.append(at)
-            at += w.size
-            try:
-                os.posix_fadvise(w.fd, w.base, w.size, os.POSIX_FADV_SEQUENTIAL)
-            except (AttributeError, OSError):
-                pass
-        self.cur = 0
-        self._skip_taken()
         if threaded:
             self.thread = threading.Thread(target=self._run, name="lensemble-verify-read",
                                            daemon=True)
             self.thread.start()
-
-    def _skip_taken(self):
-        while self.cur < len(self.files) and \
-                self.files[self.cur].taken == self.files[self.cur].size:
-            self.cur += 1
-
-    def _arrived(self, w):
-        have = w.taken
-        for f in self.flight + [self.failed_at]:
-            if f is not None and f[0] is w and f[1] < have:
-                have = f[1]
-        return have
-
-    def _take(self, side):
-        """Read the next piece for `side`; called and returns holding cond.
-        False when there is none to take."""
-        if self.stop or self.error is not None or self.cur == len(self.files):
-            return False
-        w = self.files[self.cur]
-        start = w.taken
-        end = min(start + READ_PIECE, w.size)
-        w.taken = end
-        self.flight[side] = (w, start)
-        self._skip_taken()
-        self.cond.release()
-        error = None
-        try:
-            _read_range(w, start, end)
-        except VerificationError as e:
-            error = e
-        except BaseException as e:      # noqa: B902 - reported to the waiter
-            error = VerificationError(IO_ERROR, "reading the weights failed: %r" % (e,))
-        finally:
-            self.cond.acquire()
-        self.flight[side] = None
-        if error is not None and self.error is None:
-            self.error = error
-            self.failed_at = (w, start)
-        w.filled = self._arrived(w)
-        self.cond.notify_all()
-        return True
+        else:
+            self._run()
 
     def _run(self):
-        with self.cond:
-            while not self.stop and self.error is None and self.cur < len(self.files):
-                w = self.files[self.cur]
-                if self.start[self.cur] + w.taken >= self.need + READ_LEAD:
-                    self.cond.wait()
-                else:
-                    self._take(self.READER)
+        try:
+            for w in self.files:
+                try:
+                    os.posix_fadvise(w.fd, w.base, w.size, os.POSIX_FADV_SEQUENTIAL)
+                except (AttributeError, OSError):
+                    pass
+                while w.filled < w.size and not self.stop:
+                    end = min(w.filled + READ_CHUNK, w.size)
+                    _read_into(w, end)
+                    if self.thread is not None:
+                        with self.cond:
+                            self.cond.notify_all()
+        except VerificationError as e:
+            self.error = e
+        except BaseException as e:      # noqa: B902 - reported to the waiter
+            self.error = VerificationError(IO_ERROR, "reading the weights failed: %r" % (e,))
+        finally:
+            with self.cond:
+                self.done = True
+                self.cond.notify_all()
 
     def wait(self, w, want):
         """Until w holds at least `want` bytes; returns how many it holds."""
         if w.filled >= want:
             return w.filled
         with self.cond:
-            if self.start[w.order] + want > self.need:
-                self.need = self.start[w.order] + want
-                self.cond.notify_all()
-            while w.filled < want:
-                if self._take(self.WAITER):
-                    continue
-                if self.flight[self.READER] is None:
-                    break
+            while w.filled < want and not self.done:
                 self.cond.wait()
         if w.filled >= want:
             return w.filled
@@ -675,9 +604,7 @@ class Reader:
 
     def close(self):
         if self.thread is not None:
-            with self.cond:
-                self.stop = True
-                self.cond.notify_all()
+            self.stop = True
             self.thread.join()
             self.thread = None
 
@@ -1014,8 +941,6 @@ class Artifact:
                 stop = min(have, end)
                 hasher.update(w.mv[pos:stop])
                 pos = stop
-        for w in self.files:            # the bytes outside every tensor too
-            self.reader.wait(w, w.size)
         self.reader.close()
         if self.reader.error is not None:
             raise self.reader.error

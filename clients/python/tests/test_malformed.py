@@ -921,16 +921,13 @@ class ReadOnce(TempDirTest):
         for path, reads in read.items():
             size = os.path.getsize(path)
             self.assertEqual(sum(n for _, n in reads), size, path)
-            # Positioned reads come from two threads (the reader's pieces and
-            # those the hash reads itself) and may complete in either order:
-            # together they must cover the file once, each byte once.
-            if all(o is not None for o, _ in reads):
-                reads = sorted(reads)
+            offs = [o for o, _ in reads if o is not None]
             pos = 0
             for o, n in reads:
                 if o is not None:
                     self.assertEqual(o, pos, "%s read out of order or twice" % path)
                 pos += n
+            self.assertEqual(offs, sorted(offs))
         return r
 
     def test_small_artifact(self):
