@@ -255,6 +255,31 @@ check "the shards that differ, in order" '"a.bin" bytes 123000..124000|"sub/b.bi
 	"$(jq -r '[.differences[] | sub(" differ from.*"; "")] | join("|")' "$WORK/many-bad-3")"
 exits "--jobs 0: 2" 2 "$V" verify-oms --jobs 0 --key "$PUB" "$WORK/many"
 
+# Ranges of a MiB and more are hashed from a mapping: shards that start
+# inside a page, and a whole file, give the digests of the bytes read.
+mkdir -p "$WORK/big"
+head -c 3145733 /dev/urandom > "$WORK/big/w.bin"
+for j in 1 2; do
+	exits "sign-oms a 3 MiB file in shards of 1048583, --jobs $j: 0" 0 "$V" sign-oms --key "$KEY" \
+		--shards 1048583 --jobs $j --signature "$WORK/big$j.sig" "$WORK/big"
+done
+check "the same statement on 2 threads as on 1" \
+	"$(jq -r .dsseEnvelope.payload "$WORK/big1.sig")" "$(jq -r .dsseEnvelope.payload "$WORK/big2.sig")"
+check "the middle shard's digest is that of its bytes" \
+	"$(tail -c +1048584 "$WORK/big/w.bin" | head -c 1048583 | sha256sum | cut -c1-64)" \
+	"$(jq -r .dsseEnvelope.payload "$WORK/big2.sig" | base64 -d | jq -r '.predicate.resources[1].digest')"
+exits "oms_check.py verifies the mapped shards" 0 $PY verify --key "$PUB" --signature "$WORK/big2.sig" "$WORK/big"
+exits "sign-oms the 3 MiB file whole: 0" 0 "$V" sign-oms --key "$KEY" --signature "$WORK/bigw.sig" "$WORK/big"
+check "its digest is that of the file" "$(sha256sum < "$WORK/big/w.bin" | cut -c1-64)" \
+	"$(jq -r .dsseEnvelope.payload "$WORK/bigw.sig" | base64 -d | jq -r '.predicate.resources[0].digest')"
+exits "oms_check.py verifies the mapped file" 0 $PY verify --key "$PUB" --signature "$WORK/bigw.sig" "$WORK/big"
+printf 'Z' | dd of="$WORK/big/w.bin" bs=1 seek=2200000 conv=notrunc 2>/dev/null
+exits "a byte changed in the last shard: 1" 1 "$V" verify-oms --json --key "$PUB" --signature "$WORK/big2.sig" "$WORK/big"
+check "the shard that differs" '"w.bin" bytes 2097166..3145733' \
+	"$(jq -r '[.differences[] | sub(" differ from.*"; "")] | join("|")' "$WORK/out")"
+exits "a byte changed: the whole file refused" 1 "$V" verify-oms --key "$PUB" --signature "$WORK/bigw.sig" "$WORK/big"
+says "naming it" '"w.bin" differs'
+
 "$V" keygen --type ec-p256 "$WORK/p256" > "$WORK/out" 2>&1 || not_ok "keygen --type ec-p256"
 check "keygen --type ec-p256 prints the OMS hint" "$(sha256sum < "$WORK/p256.pub" | cut -c1-64)" "$(cat "$WORK/out")"
 check "openssl reads a P-256 key" "ASN1 OID: prime256v1" \
