@@ -95,5 +95,16 @@ if [ -n "$cycles" ]; then
 	failed=1
 fi
 
-[ "$failed" = 0 ] && echo "ok - src/ keeps its layers, and no modules include each other"
+# The README's layout table names every file of src/ (a module by its .c),
+# so that a newcomer finds each one.
+layout=$(sed -n '/^## Layout/,$p' "$top_srcdir/README.md")
+for f in $(cd "$top_srcdir/src" && find . -type f \( -name '*.c' -o -name '*.h' \) | sort); do
+	name=${f##*/}
+	case $layout in
+	*"\`$name\`"* | *"\`${name%.h}.c\`"*) ;;   # a header goes with its .c
+	*) echo "not ok - README.md's Layout table does not name src/${f#./}"; failed=1 ;;
+	esac
+done
+
+[ "$failed" = 0 ] && echo "ok - src/ keeps its layers, no modules include each other, and the README names every file"
 exit "$failed"
