@@ -296,6 +296,7 @@ static vd_retained *retained_put(vd_store *s, const vd_retained *src)
 		retained_free(r);
 		return NULL;
 	}
+	vd_order_add(&s->retained_by_run, r);
 	/* Indexed by parent too: a change there reaches the chains that pass
 	 * through r once its directory is gone. */
 	if (r->has_parent) {
@@ -304,6 +305,33 @@ static vd_retained *retained_put(vd_store *s, const vd_retained *src)
 			r->next_child = NULL;
 	}
 	return r;
+}
+
+static int retained_cmp(const void *a, const void *b)
+{
+	const vd_retained *x = a, *y = b;
+	int c = strcmp(x->run, y->run);
+
+	if (c != 0)
+		return c;
+	if (x->round_index != y->round_index)
+		return x->round_index < y->round_index ? -1 : 1;
+	return strcmp(x->hash, y->hash);
+}
+
+/* Out of memory once, built again from the map. */
+const vd_order *vd_store_retained_order(vd_store *s)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	if (!s->retained_by_run.failed && vd_order_settle(&s->retained_by_run) == 0)
+		return &s->retained_by_run;
+	vd_order_clear(&s->retained_by_run);
+	while (vd_map_next(&s->retained, &it, &k, &v))
+		vd_order_add(&s->retained_by_run, v);
+	return vd_order_settle(&s->retained_by_run) == 0 ? &s->retained_by_run : NULL;
 }
 
 static void load_retained(const vd_retained *r, void *arg)
@@ -698,8 +726,10 @@ static void mark_rewritten(vd_ledger_mem *m, const vd_scan_ledger *l, size_t fro
 	}
 }
 
-/* Append the file's new records, durably, to what is remembered. */
-static void extend(vd_store *s, vd_ledger_mem *m, const vd_scan_ledger *l)
+/* Append the file's new records, durably, to what is remembered: at most
+ * *budget of them (taken off it). 0 when records were left for the next
+ * turn. */
+static int extend(vd_store *s, vd_ledger_mem *m, const vd_scan_ledger *l, size_t *budget)
 {
 	size_t first = m->n, i;
 	vd_ledger_rec r;
@@ -711,36 +741,54 @@ static void extend(vd_store *s, vd_ledger_mem *m, const vd_scan_ledger *l)
 	free(m->diverged);
 	m->diverged = NULL;
 	m->n_diverged = 0;
-	for (i = first; i < l->n_entries && l->entries[i].trusted; i++) {
+	for (i = first; i < l->n_entries && l->entries[i].trusted && *budget > 0; i++) {
 		rec_from_entry(&r, &l->entries[i]);
 		if (mem_push(&m->recs, &m->n, &m->cap, &r) < 0)
 			break;
+		--*budget;
 	}
 	if (m->n > first && s->state != NULL &&
-	    vd_state_append_ledger(s->state, m->relpath, first, m->recs + first, m->n - first) < 0)
+	    vd_state_append_ledger(s->state, m->relpath, first, m->recs + first, m->n - first) < 0) {
 		m->n = first;     /* not durable: not remembered; read again next scan */
+		return 1;
+	}
+	return i == l->n_entries || !l->entries[i].trusted;
 }
 
-static void remember_ledger(vd_store *s, const vd_scan_ledger *l)
+/* 0 when the budget ran out before the memory caught up with the file. */
+static int remember_ledger(vd_store *s, const vd_scan_ledger *l, size_t *budget)
 {
 	vd_ledger_mem *m = mem_get(s, l->relpath, l->run);
 	size_t i;
 
 	if (m == NULL || !l->read_ok)
-		return;         /* unreadable: ledger_broken says so; memory stands */
+		return 1;       /* unreadable: ledger_broken says so; memory stands */
 	for (i = 0; i < m->n; i++) {
 		if (i >= l->n_entries) {
 			mark_rewritten(m, l, l->n_entries, "it now holds %zu records; %zu were seen before",
 			    l->n_entries, m->n);
-			return;
+			return 1;
 		}
 		if (strcmp(l->entries[i].record_hash, m->recs[i].record_hash) != 0) {
 			mark_rewritten(m, l, i, "line %zu (record %zu) differs from the record seen there before (line %zu)",
 			    l->entries[i].line, i + 1, m->recs[i].line);
-			return;
+			return 1;
 		}
 	}
-	extend(s, m, l);
+	return extend(s, m, l, budget);
+}
+
+/* The scan's ledgers from merge_pos on, VD_LEDGER_REMEMBER_SLICE new
+ * records a turn: each slice is durable, as a file grown between two
+ * scans would be. 1 when every one is remembered. */
+static int remember_some(vd_store *s, vd_scan_result *r)
+{
+	size_t budget = VD_LEDGER_REMEMBER_SLICE;
+
+	for (; s->merge_pos < r->n_ledgers; s->merge_pos++)
+		if (!remember_ledger(s, &r->ledgers[s->merge_pos], &budget))
+			return 0;
+	return 1;
 }
 
 /* A remembered ledger missing where a complete scan looked was deleted
@@ -754,11 +802,9 @@ static void remember_ledgers(vd_store *s, vd_scan_result *r)
 	int listed = !r->incomplete;
 
 	vd_map_init(&seen);
-	for (i = 0; i < r->n_ledgers; i++) {
-		remember_ledger(s, &r->ledgers[i]);
+	for (i = 0; i < r->n_ledgers; i++)
 		if (vd_map_put(&seen, r->ledgers[i].relpath, (void *)1) < 0)
 			listed = 0;     /* which are missing is not known */
-	}
 	while (listed && vd_map_next(&s->mems, &it, &k, &v)) {
 		vd_ledger_mem *m = v;
 		if (vd_map_get(&seen, k) == NULL && m->n > 0 && vd_scan_covers(r, k) &&
@@ -1407,24 +1453,67 @@ static void watch_added(void *arg, const char *dir)
 	s->scan_again = 1;
 }
 
-static void finish_merge(vd_store *s)
-{
-	uint64_t sig;
-	vd_scan_result *r = &s->scan_result;
+/* The steps of a merge, each in turns of its own: on a store of many
+ * thousand rounds no one turn holds the loop for all of it. */
+enum {
+	MERGE_ARTIFACTS,     /* VD_MERGE_SLICE artifacts a turn */
+	MERGE_GONE,          /* what could not be read, and what is gone */
+	MERGE_LEDGERS,       /* the ledgers' new records, VD_LEDGER_REMEMBER_SLICE a turn */
+	MERGE_WATCHES,       /* new directories' watches, VD_WATCH_SLICE a turn */
+	MERGE_SOURCES        /* the commitment sources and lineage, in one turn */
+};
 
+static int merge_artifacts(vd_store *s, vd_scan_result *r)
+{
+	uint64_t until = uv_hrtime() + VD_MERGE_SLICE_MS * 1000000ull;
+	size_t end = s->merge_next + VD_MERGE_SLICE;
+
+	if (end > r->n_artifacts)
+		end = r->n_artifacts;
+	while (s->merge_next < end) {
+		merge_artifact(s, &r->artifacts[s->merge_next++]);
+		if (uv_hrtime() >= until)
+			break;
+	}
+	return s->merge_next == r->n_artifacts;
+}
+
+static void merge_gone(vd_store *s, vd_scan_result *r)
+{
 	merge_unreadable(s, r);
 	if (!r->incomplete)
 		sweep(s, r);
 	if (!s->scanned_once && !r->incomplete && !r->targeted)
 		prune_stored(s);
+}
+
+/* A file written into a new directory before its watch was added raised
+ * no event: one more scan of it finds it now, not at the next
+ * rescan_interval. The new directories are watched a slice a turn, then
+ * the whole list is synced (the renamed, the gone) at once. */
+static int watch_some(vd_store *s, vd_scan_result *r)
+{
+	vd_watch_scope scope = { watch_covers, s->scanned_once ? watch_added : NULL, s };
+
+	if (r->n_dirs - s->merge_pos > VD_WATCH_SLICE) {
+		vd_watch_add(&s->watch, r->dirs + s->merge_pos, VD_WATCH_SLICE, &scope);
+		s->merge_pos += VD_WATCH_SLICE;
+		return 0;
+	}
+	vd_watch_sync(&s->watch, r->dirs, r->n_dirs, &scope);
+	return 1;
+}
+
+/* The sources and lineage change in the same turn: slots point into the
+ * sources (a statement's file name), which a merge may free. */
+static void finish_merge(vd_store *s)
+{
+	uint64_t sig;
+	vd_scan_result *r = &s->scan_result;
+
 	merge_ledgers(s, r);
 	merge_envelopes(s, r);
 	merge_runs(s, r);
-	/* A file written into a new directory before its watch was added
-	 * raised no event: one more scan of it finds it now, not at the next
-	 * rescan_interval. */
-	vd_watch_sync(&s->watch, r->dirs, r->n_dirs, &(vd_watch_scope){ watch_covers,
-	    s->scanned_once ? watch_added : NULL, s });
 	/* Merged: freed before lineage catches up, whose first whole pass
 	 * allocates as much again. */
 	vd_scan_result_free(r);
@@ -1440,19 +1529,35 @@ static void finish_merge(vd_store *s)
 	scan_done(s);
 }
 
+/* One turn's part of the merge; the next part runs a turn later, clients
+ * answered between them. */
 static void merge_more(vd_store *s)
 {
 	vd_scan_result *r = &s->scan_result;
-	size_t end = s->merge_next + VD_MERGE_SLICE;
+	int done = 1;
 
-	if (end > r->n_artifacts)
-		end = r->n_artifacts;
-	for (; s->merge_next < end; s->merge_next++)
-		merge_artifact(s, &r->artifacts[s->merge_next]);
-	if (s->merge_next < r->n_artifacts)
-		uv_timer_start(&s->merge_timer, on_merge_timer, 0, 0);
-	else
+	switch (s->merge_step) {
+	case MERGE_ARTIFACTS:
+		done = merge_artifacts(s, r);
+		break;
+	case MERGE_GONE:
+		merge_gone(s, r);
+		break;
+	case MERGE_LEDGERS:
+		done = remember_some(s, r);
+		break;
+	case MERGE_WATCHES:
+		done = watch_some(s, r);
+		break;
+	default:
 		finish_merge(s);
+		return;
+	}
+	if (done) {
+		s->merge_step++;
+		s->merge_pos = 0;
+	}
+	uv_timer_start(&s->merge_timer, on_merge_timer, 0, 0);
 }
 
 static void on_merge_timer(uv_timer_t *t)
@@ -1503,7 +1608,8 @@ static void after_scan(uv_work_t *req, int status)
 	}
 	while (vd_map_next(&s->model.copies, &it, &k, &v))
 		((vd_copy *)v)->seen = 0;
-	s->merge_next = 0;
+	s->merge_next = s->merge_pos = 0;
+	s->merge_step = MERGE_ARTIFACTS;
 	merge_more(s);
 }
 
@@ -2058,6 +2164,7 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	vd_map_init(&s->runs);
 	vd_map_init_borrowed(&s->retained);
 	vd_map_init_borrowed(&s->retained_children);
+	vd_order_init(&s->retained_by_run, retained_cmp);
 	if ((s->root = strdup(cfg->store)) == NULL)
 		return -ENOMEM;
 	rc = vd_pool_new(loop, cfg->workers ? cfg->workers : default_workers(), s->root,
@@ -2140,6 +2247,7 @@ static void free_all(vd_store *s)
 		retained_free(v);
 	vd_map_free(&s->retained);
 	vd_map_free(&s->retained_children);
+	vd_order_free(&s->retained_by_run);
 	free(s->posted);
 	free(s->equivs);
 	vd_sched_free(s);

@@ -59,6 +59,8 @@ typedef struct vd_store {
 	int scanning, scan_again, scanned_once;
 	int merging;                /* the last scan's result is being merged */
 	size_t merge_next;          /* its next artifact */
+	int merge_step;             /* then what is left of it, a step a turn */
+	size_t merge_pos;           /* the next ledger or directory of the step */
 	uv_timer_t merge_timer;
 	uv_timer_t debounce, rescan;
 	uint64_t first_event_ms;
@@ -72,6 +74,7 @@ typedef struct vd_store {
 	vd_map runs;                   /* directories that can be runs, from the last scan */
 	vd_map retained;               /* hash -> vd_retained: verified and committed */
 	vd_map retained_children;      /* parent hash -> first vd_retained naming it */
+	vd_order retained_by_run;      /* the vd_retained by (run, round, hash): /chain?run= */
 	vd_commitment *posted;         /* RoundClose commitments posted */
 	size_t n_posted, cap_posted;
 	vd_commitment *equivs;         /* conflicting posts refused */
@@ -191,5 +194,8 @@ int vd_store_run_known(vd_store *s, const char *run);
 
 /* The remembered ledger at relpath, or NULL. */
 const vd_ledger_mem *vd_store_ledger_mem(vd_store *s, const char *relpath);
+/* The remembered artifacts by (run, round, hash), settled; NULL out of
+ * memory. */
+const vd_order *vd_store_retained_order(vd_store *s);
 
 #endif
