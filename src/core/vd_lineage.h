@@ -156,6 +156,18 @@ typedef struct vd_lineage {
 	char (*queue)[VD_HASH_HEX_LEN + 1];  /* hashes to look at, a refresh's work list */
 	size_t n_queue, cap_queue;
 	int queue_failed;              /* out of memory: a whole pass instead */
+	/* The slots changed in place: what the sources said when the slots
+	 * were last built from all of them, and the slots a refresh rebuilt
+	 * alone (while only ledgers grew or got signed). */
+	vd_map mems_seen;              /* ledger relpath -> what it held then */
+	uint64_t others_sig;           /* every other source, then */
+	int in_place_ok;               /* mems_seen and others_sig are of the slots */
+	int commits_whole;             /* the last change of slots rebuilt them all */
+	struct slot_ref *only;         /* the slots of (run, round) rebuilt alone */
+	size_t n_only, cap_only;
+	int64_t only_min, only_max;
+	int only_on;                   /* the sources go into those slots alone */
+	uint64_t in_place;             /* refreshes that rebuilt some slots alone */
 } vd_lineage;
 
 /* What changed since the last refresh. */

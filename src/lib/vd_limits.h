@@ -228,6 +228,10 @@
 /* The listings' indexes (src/core/vd_order.h) sort in what was added once
  * this much waits unsorted, or when a page is read. */
 #define VD_ORDER_UNSORTED_MAX 1024
+/* A change of ledgers alone (records appended, signed by a checkpoint)
+ * rebuilds the slots of the records it touches, up to this many; past it,
+ * every slot is built again (src/core/vd_lineage.c). */
+#define VD_SLOTS_IN_PLACE_MAX 256
 /* After a verdict, lineage catches up this long after, so that the
  * verdicts of one burst are looked at together. Readers and waiters catch
  * it up at once (vd_store_sync). */
