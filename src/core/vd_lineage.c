@@ -111,12 +111,6 @@ static void slot_key(char *out, size_t n, const char *run, int64_t round)
 	out[len] = '\0';
 }
 
-/* A slot rebuilt alone: its run and round (the run owned by the slot). */
-typedef struct slot_ref {
-	const char *run;
-	int64_t round;
-} slot_ref;
-
 /* While some slots are rebuilt alone, the sources go by the others. */
 static int only_has(const vd_lineage *l, const char *run, int64_t round)
 {
@@ -677,7 +671,7 @@ static void note_sources(vd_lineage *l, const vd_lineage_input *in, uint64_t sig
 
 static int only_add(vd_lineage *l, const char *run, int64_t round)
 {
-	slot_ref *grown;
+	vd_slot_ref *grown;
 
 	if (only_has(l, run, round))
 		return 0;
@@ -685,7 +679,7 @@ static int only_add(vd_lineage *l, const char *run, int64_t round)
 	    (grown = vd_grow(l->only, &l->cap_only, l->n_only, sizeof(*grown))) == NULL)
 		return -1;
 	l->only = grown;
-	l->only[l->n_only++] = (slot_ref){ run, round };
+	l->only[l->n_only++] = (vd_slot_ref){ run, round };
 	if (l->n_only == 1 || round < l->only_min)
 		l->only_min = round;
 	if (l->n_only == 1 || round > l->only_max)
@@ -759,6 +753,7 @@ static int update_commits(vd_lineage *l, const vd_lineage_input *in)
 	vd_commit_slot *sl;
 	uint64_t sig;
 	size_t i;
+	int gone = 0;
 
 	l->n_only = 0;
 	if (!l->in_place_ok || l->named_failed || in->mems->count != l->mems_seen.count ||
@@ -788,13 +783,15 @@ static int update_commits(vd_lineage *l, const vd_lineage_input *in)
 			vd_map_del(&l->commits, key);
 			free(sl);
 			l->only[i].run = NULL;
-			l->commits_whole = 1;    /* who read it: every group looks again */
+			gone = 1;
 			continue;
 		}
 		series_add(l, sl, 1);
 	}
 	note_sources(l, in, sig);
 	l->in_place++;
+	/* A slot gone: who read it is not known; every group looks again. */
+	l->commits_in_place = !gone;
 	return 0;
 }
 
@@ -1300,7 +1297,7 @@ static void queue_recommitted(vd_lineage *l, const vd_lineage_input *in)
 
 	while (vd_map_next(&in->model->groups, &it, &k, &v)) {
 		vd_group *g = v;
-		if (!l->commits_whole && !g->via_pruned && !reads_rebuilt(l, g))
+		if (l->commits_in_place && !g->via_pruned && !reads_rebuilt(l, g))
 			continue;
 		if ((read_commitment(l, in, g, &mismatch) == g->commit_read && !g->via_pruned) ||
 		    g->mark != 2)
@@ -1714,13 +1711,12 @@ void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh wh
 {
 	int commits = what != VD_REFRESH_MODEL || (l->built && named_changed(l, in));
 
-	l->commits_whole = 0;
+	l->commits_in_place = 0;
 	if ((commits || !l->built) &&
 	    (!l->built || what == VD_REFRESH_WHOLE || update_commits(l, in) < 0)) {
 		build_commits(l, in);
 		count_series(l);
 		note_sources(l, in, others_sig(in));
-		l->commits_whole = 1;
 	}
 	/* The first pass over a whole scan is whole too: only it can tell
 	 * which alerts an earlier run of the daemon left open have ended. */

@@ -132,6 +132,13 @@ typedef struct vd_alert {
 	char *subject, *detail;
 } vd_alert;
 
+/* A slot the last refresh rebuilt alone (vd_lineage.commits_in_place): its
+ * run, the slot's own (NULL: the slot went), and its round. */
+typedef struct vd_slot_ref {
+	const char *run;
+	int64_t round;
+} vd_slot_ref;
+
 typedef struct vd_lineage {
 	vd_map commits;                /* "run\nround" -> vd_commit_slot */
 	vd_map key_ids;                /* key id -> its one copy, for the slots */
@@ -162,8 +169,9 @@ typedef struct vd_lineage {
 	vd_map mems_seen;              /* ledger relpath -> what it held then */
 	uint64_t others_sig;           /* every other source, then */
 	int in_place_ok;               /* mems_seen and others_sig are of the slots */
-	int commits_whole;             /* the last change of slots rebuilt them all */
-	struct slot_ref *only;         /* the slots of (run, round) rebuilt alone */
+	int commits_in_place;          /* the last refresh rebuilt the slots of only
+	                                * (the others stand as they were) */
+	vd_slot_ref *only;             /* the slots of (run, round) rebuilt alone */
 	size_t n_only, cap_only;
 	int64_t only_min, only_max;
 	int only_on;                   /* the sources go into those slots alone */

@@ -19,7 +19,7 @@
 #include "vd_waiters.h"
 
 static void refresh_now(vd_store *s, vd_refresh what);
-static void on_merge_timer(uv_timer_t *t);
+static void on_merge_idle(uv_idle_t *h);
 static void scan_path(vd_store *s, const char *relpath);
 static void close_step(vd_store *s);
 
@@ -1550,6 +1550,7 @@ static void merge_more(vd_store *s)
 		done = watch_some(s, r);
 		break;
 	default:
+		uv_idle_stop(&s->merge_idle);
 		finish_merge(s);
 		return;
 	}
@@ -1557,12 +1558,15 @@ static void merge_more(vd_store *s)
 		s->merge_step++;
 		s->merge_pos = 0;
 	}
-	uv_timer_start(&s->merge_timer, on_merge_timer, 0, 0);
+	/* Not a timer of 0 ms: libuv runs one started in a timer callback
+	 * again in the same turn, and the whole merge would be one turn. An
+	 * idle handle runs once a turn, and the loop polls without waiting. */
+	uv_idle_start(&s->merge_idle, on_merge_idle);
 }
 
-static void on_merge_timer(uv_timer_t *t)
+static void on_merge_idle(uv_idle_t *h)
 {
-	merge_more(t->data);
+	merge_more(h->data);
 }
 
 static void after_scan(uv_work_t *req, int status)
@@ -2183,8 +2187,8 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	    (uint64_t)cfg->rescan_interval * 1000);
 	uv_timer_init(loop, &s->refresh_timer);
 	s->refresh_timer.data = s;
-	uv_timer_init(loop, &s->merge_timer);
-	s->merge_timer.data = s;
+	uv_idle_init(loop, &s->merge_idle);
+	s->merge_idle.data = s;
 	uv_check_init(loop, &s->flush_check);
 	uv_prepare_init(loop, &s->flush_prepare);
 	s->flush_check.data = s->flush_prepare.data = s;
@@ -2282,7 +2286,7 @@ void vd_store_close(vd_store *s, void (*done)(void *), void *arg)
 	vd_state_flush(s->state);
 	s->handles_open = 6 + (s->scanning ? 1 : 0);
 	s->handles_open += vd_sched_close(s, handle_closed);
-	uv_close((uv_handle_t *)&s->merge_timer, handle_closed);
+	uv_close((uv_handle_t *)&s->merge_idle, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_check, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_prepare, handle_closed);
 	uv_close((uv_handle_t *)&s->refresh_timer, handle_closed);

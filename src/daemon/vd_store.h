@@ -61,7 +61,7 @@ typedef struct vd_store {
 	size_t merge_next;          /* its next artifact */
 	int merge_step;             /* then what is left of it, a step a turn */
 	size_t merge_pos;           /* the next ledger or directory of the step */
-	uv_timer_t merge_timer;
+	uv_idle_t merge_idle;       /* active: the merge goes on next loop turn */
 	uv_timer_t debounce, rescan;
 	uint64_t first_event_ms;
 	double last_scan, last_scrub;
