@@ -456,7 +456,7 @@ static void oms_commits(vd_lineage *l, const vd_lineage_input *in)
 	}
 }
 
-static void add_sources(vd_lineage *l, const vd_lineage_input *in);
+static void add_sources(vd_lineage *l, const vd_lineage_input *in, int oms);
 
 static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 {
@@ -464,11 +464,12 @@ static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 	clear_named(l);
 	l->named_failed = 0;
 	l->n_only = 0;
-	add_sources(l, in);
+	add_sources(l, in, 1);
 }
 
-/* Every source's entries, into every slot, or (l->n_only) into those. */
-static void add_sources(vd_lineage *l, const vd_lineage_input *in)
+/* Every source's entries, into every slot, or (l->only_on) into those;
+ * the copies' OMS bundles unless (!oms) none commits anything. */
+static void add_sources(vd_lineage *l, const vd_lineage_input *in, int oms)
 {
 	const char *k;
 	void *v;
@@ -494,7 +495,8 @@ static void add_sources(vd_lineage *l, const vd_lineage_input *in)
 		    (sl = slot(l, s->run, s->st.round_index)) != NULL)
 			put(l, sl, VD_SRC_SIGNED, s->st.hash, s->where, 0, s->key_id, 1);
 	}
-	oms_commits(l, in);
+	if (oms)
+		oms_commits(l, in);
 	for (i = 0; i < in->n_equivs; i++) {
 		const vd_commitment *c = &in->equivs[i];
 		if (c->key_id[0] != '\0' && vd_keyring_find(in->keys, c->key_id) == NULL)
@@ -582,7 +584,7 @@ static uint64_t sig_str(uint64_t h, const char *str)
 
 /* Everything but the ledgers' records that the slots are built from,
  * entry pointers included (a statement's file name lives in its array). */
-static uint64_t others_sig(const vd_lineage_input *in)
+static uint64_t others_sig(const vd_lineage_input *in, size_t *n_oms)
 {
 	uint64_t h = 0xcbf29ce484222325ULL, w = 0;
 	int policy = vd_config_policy(in->cfg), valid;
@@ -622,9 +624,11 @@ static uint64_t others_sig(const vd_lineage_input *in)
 		w ^= sig_str(0xcbf29ce484222325ULL, k);       /* in any order */
 	h = sig_mem(h, &w, sizeof(w));
 	it = 0;
+	*n_oms = 0;
 	while (vd_map_next(&in->model->copies, &it, &k, &v)) {
 		const vd_copy *c = v;
 		if (c->oms != NULL && vd_oms_commits(c, in->oms_keys)) {
+			++*n_oms;
 			h = sig_str(sig_str(sig_str(h, k), c->hdr.content_hash), c->oms->key_id);
 			h = sig_mem(h, &c->hdr.round_index, sizeof(c->hdr.round_index));
 		}
@@ -752,12 +756,12 @@ static int update_commits(vd_lineage *l, const vd_lineage_input *in)
 	char key[SLOT_KEY_MAX];
 	vd_commit_slot *sl;
 	uint64_t sig;
-	size_t i;
+	size_t i, n_oms;
 	int gone = 0;
 
 	l->n_only = 0;
 	if (!l->in_place_ok || l->named_failed || in->mems->count != l->mems_seen.count ||
-	    named_changed(l, in) || (sig = others_sig(in)) != l->others_sig ||
+	    named_changed(l, in) || (sig = others_sig(in, &n_oms)) != l->others_sig ||
 	    changed_records(l, in) < 0) {
 		l->n_only = 0;
 		return -1;
@@ -768,7 +772,7 @@ static int update_commits(vd_lineage *l, const vd_lineage_input *in)
 			slot_reset(sl);
 		}
 	l->only_on = 1;
-	add_sources(l, in);
+	add_sources(l, in, n_oms > 0);
 	l->only_on = 0;
 	/* A slot nothing names now is no slot, as in a build; the runs of the
 	 * list are the slots' own (the records' runs until here). */
@@ -1710,13 +1714,14 @@ static void refresh_whole(vd_lineage *l, const vd_lineage_input *in)
 void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
 {
 	int commits = what != VD_REFRESH_MODEL || (l->built && named_changed(l, in));
+	size_t n_oms;
 
 	l->commits_in_place = 0;
 	if ((commits || !l->built) &&
 	    (!l->built || what == VD_REFRESH_WHOLE || update_commits(l, in) < 0)) {
 		build_commits(l, in);
 		count_series(l);
-		note_sources(l, in, others_sig(in));
+		note_sources(l, in, others_sig(in, &n_oms));
 	}
 	/* The first pass over a whole scan is whole too: only it can tell
 	 * which alerts an earlier run of the daemon left open have ended. */

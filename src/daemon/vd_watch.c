@@ -215,8 +215,10 @@ size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_sc
 		nstale = 0;
 		it = 0;
 		while (nstale < VD_ARRAY_LEN(stale) && vd_map_next(&w->by_dir, &it, &k, &v))
-			if (vd_map_get(&keep, k) == NULL &&
-			    (scope == NULL || scope->covers == NULL || scope->covers(scope->arg, k)) &&
+			/* The scope first: a scan of one change covers few of
+			 * the many watched. */
+			if ((scope == NULL || scope->covers == NULL || scope->covers(scope->arg, k)) &&
+			    vd_map_get(&keep, k) == NULL &&
 			    (stale[nstale] = strdup(k)) != NULL)
 				nstale++;
 		for (i = 0; i < nstale; i++) {
