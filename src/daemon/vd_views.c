@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -928,11 +929,16 @@ static int retained_key_cmp(const void *key, const void *r)
 static void run_span(const vd_order *by, int (*cmp)(const void *, const void *),
     const char *run, long long after, int64_t until, size_t *from, size_t *to)
 {
-	run_key k = { run, (int64_t)after + 1, 0 };
+	run_key k = { run, 0, 0 };
 
+	if (after >= INT64_MAX) {     /* no round above it */
+		*from = *to = 0;
+		return;
+	}
+	k.round = (int64_t)after + 1;
 	*from = vd_order_lower(by, &k, cmp);
-	k.end = until < 0;
-	k.round = until + 1;
+	k.end = until < 0 || until == INT64_MAX;
+	k.round = k.end ? 0 : until + 1;
 	*to = vd_order_lower(by, &k, cmp);
 }
 
