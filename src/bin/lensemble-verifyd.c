@@ -636,6 +636,10 @@ static int run(vd_daemon *d)
 	start_timers(d);
 	vd_notify("READY=1");
 	log_info("lensemble-verifyd %s watching %s", PACKAGE_VERSION, d->cfg->store);
+	/* The start before this (the state database loaded, the keys read)
+	 * is no turn of the loop: its first turn starts now. */
+	d->turn_start = uv_hrtime();
+	d->turn_idle = uv_metrics_idle_time(&d->loop);
 	uv_run(&d->loop, UV_RUN_DEFAULT);
 	rc = uv_loop_close(&d->loop);
 	if (rc != 0)

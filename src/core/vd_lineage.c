@@ -82,6 +82,7 @@ void vd_lineage_init(vd_lineage *l)
 	vd_map_init(&l->oms_where);
 	vd_map_init(&l->alerts);
 	vd_map_init(&l->named);
+	vd_map_init(&l->mems_seen);
 	l->head_round = -1;
 }
 
@@ -112,12 +113,27 @@ static void slot_key(char *out, size_t n, const char *run, int64_t round)
 	out[len] = '\0';
 }
 
+/* While some slots are rebuilt alone, the sources go by the others. */
+static int only_has(const vd_lineage *l, const char *run, int64_t round)
+{
+	size_t i;
+
+	if (round < l->only_min || round > l->only_max)
+		return 0;
+	for (i = 0; i < l->n_only; i++)
+		if (l->only[i].round == round && strcmp(l->only[i].run, run) == 0)
+			return 1;
+	return 0;
+}
+
 static vd_commit_slot *slot(vd_lineage *l, const char *run, int64_t round)
 {
 	char key[SLOT_KEY_MAX], *tail;
 	vd_commit_slot *sl;
 	size_t klen, rlen = strlen(run);
 
+	if (l->only_on && !only_has(l, run, round))
+		return NULL;
 	slot_key(key, sizeof(key), run, round);
 	if ((sl = vd_map_get(&l->commits, key)) != NULL)
 		return sl;
@@ -434,16 +450,26 @@ static void oms_commits(vd_lineage *l, const vd_lineage_input *in)
 	}
 }
 
+static void add_sources(vd_lineage *l, const vd_lineage_input *in, int oms);
+
 static void build_commits(vd_lineage *l, const vd_lineage_input *in)
+{
+	clear_commits(l);
+	clear_named(l);
+	l->named_failed = 0;
+	l->n_only = 0;
+	add_sources(l, in, 1);
+}
+
+/* Every source's entries, into every slot, or (l->only_on) into those;
+ * the copies' OMS bundles unless (!oms) none commits anything. */
+static void add_sources(vd_lineage *l, const vd_lineage_input *in, int oms)
 {
 	const char *k;
 	void *v;
 	vd_commit_slot *sl;
 	size_t i, it = 0;
 
-	clear_commits(l);
-	clear_named(l);
-	l->named_failed = 0;
 	while (vd_map_next(in->mems, &it, &k, &v))
 		ledger_commits(l, in, v);
 	for (i = 0; i < in->n_posted; i++) {
@@ -463,7 +489,8 @@ static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 		    (sl = slot(l, s->run, s->st.round_index)) != NULL)
 			put(l, sl, VD_SRC_SIGNED, s->st.hash, s->where, 0, s->key_id, 1);
 	}
-	oms_commits(l, in);
+	if (oms)
+		oms_commits(l, in);
 	for (i = 0; i < in->n_equivs; i++) {
 		const vd_commitment *c = &in->equivs[i];
 		if (c->key_id[0] != '\0' && vd_keyring_find(in->keys, c->key_id) == NULL)
@@ -487,6 +514,17 @@ static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 	}
 }
 
+/* A slot's share of the series, counted in (1) or out (-1). */
+static void series_add(vd_lineage *l, const vd_commit_slot *sl, int sign)
+{
+	l->series[VD_CS_SIGNED] += (uint64_t)(sign * sl->src[VD_SRC_SIGNED].has);
+	l->series[sl->src[VD_SRC_LEDGER].is_signed ? VD_CS_LEDGER_SIGNED :
+	    VD_CS_LEDGER_UNSIGNED] += (uint64_t)(sign * sl->src[VD_SRC_LEDGER].has);
+	l->series[VD_CS_ROUNDCLOSE] += (uint64_t)(sign * sl->src[VD_SRC_ROUNDCLOSE].has);
+	l->series[VD_CS_PINNED] += (uint64_t)(sign * sl->src[VD_SRC_PINNED].has);
+	l->series[VD_CS_OMS] += (uint64_t)(sign * sl->src[VD_SRC_OMS].has);
+}
+
 static void count_series(vd_lineage *l)
 {
 	const char *k;
@@ -494,15 +532,275 @@ static void count_series(vd_lineage *l)
 	size_t it = 0;
 
 	memset(l->series, 0, sizeof(l->series));
-	while (vd_map_next(&l->commits, &it, &k, &v)) {
-		const vd_commit_slot *sl = v;
-		l->series[VD_CS_SIGNED] += sl->src[VD_SRC_SIGNED].has;
-		l->series[sl->src[VD_SRC_LEDGER].is_signed ? VD_CS_LEDGER_SIGNED :
-		    VD_CS_LEDGER_UNSIGNED] += sl->src[VD_SRC_LEDGER].has;
-		l->series[VD_CS_ROUNDCLOSE] += sl->src[VD_SRC_ROUNDCLOSE].has;
-		l->series[VD_CS_PINNED] += sl->src[VD_SRC_PINNED].has;
-		l->series[VD_CS_OMS] += sl->src[VD_SRC_OMS].has;
+	while (vd_map_next(&l->commits, &it, &k, &v))
+		series_add(l, v, 1);
+}
+
+/* ---- slots rebuilt alone ------------------------------------------------ */
+
+/* What the slots read of one ledger's memory when last built. */
+typedef struct mem_seen {
+	const vd_ledger_mem *m;
+	uint64_t serial;               /* m's: its address may be another's since */
+	size_t at;                     /* its place in the map's iteration: the order
+	                                * of ledgers sharing a slot */
+	size_t n, signed_n;
+	const char *key_id;            /* the covering checkpoint's key (key_copy) */
+	char last[VD_HASH_HEX_LEN + 1];  /* record_hash of record n - 1 */
+	int rewritten;
+	size_t n_diverged;
+} mem_seen;
+
+static void clear_seen(vd_lineage *l)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	while (vd_map_next(&l->mems_seen, &it, &k, &v))
+		free(v);
+	vd_map_free(&l->mems_seen);
+	l->in_place_ok = 0;
+}
+
+static uint64_t sig_mem(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n-- > 0)
+		h = (h ^ *b++) * 0x100000001b3ULL;
+	return h;
+}
+
+static uint64_t sig_str(uint64_t h, const char *str)
+{
+	return sig_mem(h, str, strlen(str) + 1);
+}
+
+/* Everything but the ledgers' records that the slots are built from,
+ * entry pointers included (a statement's file name lives in its array). */
+static uint64_t others_sig(const vd_lineage_input *in, size_t *n_oms)
+{
+	uint64_t h = 0xcbf29ce484222325ULL, w = 0;
+	int valid;
+	const char *k;
+	void *v;
+	size_t i, it = 0;
+
+	/* The policy by value: a reload may put its pins where the old ones were. */
+	h = sig_mem(h, &in->policy.commitment, sizeof(in->policy.commitment));
+	h = sig_mem(h, &in->policy.legacy, sizeof(in->policy.legacy));
+	for (i = 0; i < in->policy.n_genesis; i++)
+		h = sig_mem(h, &in->policy.genesis[i], sizeof(in->policy.genesis[i]));
+	h = sig_mem(h, &in->policy.n_genesis, sizeof(in->policy.n_genesis));
+	for (i = 0; i < in->policy.n_anchors; i++)
+		h = sig_mem(h, &in->policy.anchors[i], sizeof(in->policy.anchors[i]));
+	h = sig_mem(h, &in->policy.n_anchors, sizeof(in->policy.n_anchors));
+	h = sig_mem(h, &in->mems->count, sizeof(in->mems->count));
+	/* Each list's length ends it: a post is not taken for a refused one. */
+	h = sig_mem(h, &in->n_posted, sizeof(in->n_posted));
+	for (i = 0; i < in->n_posted; i++) {
+		const vd_commitment *c = &in->posted[i];
+		valid = c->key_id[0] == '\0' || vd_keyring_find(in->keys, c->key_id) != NULL;
+		h = sig_str(sig_str(sig_str(h, c->run), c->hash), c->key_id);
+		h = sig_mem(sig_mem(h, &c->round_index, sizeof(c->round_index)), &valid, sizeof(valid));
 	}
+	for (i = 0; i < in->n_stmts; i++) {
+		const vd_signed_stmt *s = &in->stmts[i];
+		if (s->st.kind != VD_STMT_ROUNDCLOSE)
+			continue;
+		valid = vd_keyring_find(in->keys, s->key_id) != NULL;
+		h = sig_str(sig_str(sig_str(sig_str(h, s->run), s->st.hash), s->key_id), s->where);
+		h = sig_mem(sig_mem(h, &s->st.round_index, sizeof(s->st.round_index)), &valid,
+		    sizeof(valid));
+		h = sig_mem(sig_mem(h, &i, sizeof(i)), &s, sizeof(s));
+	}
+	h = sig_mem(h, &in->n_equivs, sizeof(in->n_equivs));
+	for (i = 0; i < in->n_equivs; i++) {
+		const vd_commitment *c = &in->equivs[i];
+		valid = c->key_id[0] == '\0' || vd_keyring_find(in->keys, c->key_id) != NULL;
+		h = sig_str(sig_str(sig_str(h, c->run), c->hash), c->key_id);
+		h = sig_mem(sig_mem(h, &c->round_index, sizeof(c->round_index)), &valid, sizeof(valid));
+	}
+	while (in->withdrawn != NULL && vd_map_next(in->withdrawn, &it, &k, &v))
+		w ^= sig_str(0xcbf29ce484222325ULL, k);       /* in any order */
+	h = sig_mem(h, &w, sizeof(w));
+	it = 0;
+	*n_oms = 0;
+	while (vd_map_next(&in->model->copies, &it, &k, &v)) {
+		const vd_copy *c = v;
+		if (c->oms != NULL && vd_oms_commits(c, in->oms_keys)) {
+			++*n_oms;
+			h = sig_str(sig_str(sig_str(h, k), c->hdr.content_hash), c->oms->key_id);
+			h = sig_mem(h, &c->hdr.round_index, sizeof(c->hdr.round_index));
+		}
+	}
+	return h;
+}
+
+/* After a build from every source (or some slots): what it read, and
+ * sig, the other sources' others_sig. */
+static void note_sources(vd_lineage *l, const vd_lineage_input *in, uint64_t sig)
+{
+	const char *k, *key_id;
+	void *v;
+	size_t it = 0, at;
+	mem_seen *ms;
+
+	clear_seen(l);
+	for (;;) {
+		at = it;
+		if (!vd_map_next(in->mems, &it, &k, &v))
+			break;
+		const vd_ledger_mem *m = v;
+		if ((ms = calloc(1, sizeof(*ms))) == NULL || vd_map_put(&l->mems_seen, k, ms) < 0) {
+			free(ms);
+			clear_seen(l);
+			return;
+		}
+		ms->m = m;
+		ms->serial = m->serial;
+		ms->at = at;
+		ms->n = m->n;
+		ms->signed_n = covered(in, m, &key_id);
+		if ((ms->key_id = key_copy(l, key_id)) == NULL) {
+			clear_seen(l);
+			return;
+		}
+		if (m->n > 0)
+			memcpy(ms->last, m->recs[m->n - 1].record_hash, sizeof(ms->last));
+		ms->rewritten = m->rewritten;
+		ms->n_diverged = m->n_diverged;
+	}
+	l->others_sig = sig;
+	l->in_place_ok = 1;
+}
+
+static int only_add(vd_lineage *l, const char *run, int64_t round)
+{
+	vd_slot_ref *grown;
+
+	if (only_has(l, run, round))
+		return 0;
+	if (l->n_only >= VD_SLOTS_IN_PLACE_MAX ||
+	    (grown = vd_grow(l->only, &l->cap_only, l->n_only, sizeof(*grown))) == NULL)
+		return -1;
+	l->only = grown;
+	l->only[l->n_only++] = (vd_slot_ref){ run, round };
+	if (l->n_only == 1 || round < l->only_min)
+		l->only_min = round;
+	if (l->n_only == 1 || round > l->only_max)
+		l->only_max = round;
+	return 0;
+}
+
+static int only_records(vd_lineage *l, const vd_ledger_mem *m, size_t from, size_t to)
+{
+	for (; from < to; from++)
+		if (only_add(l, m->run, m->recs[from].round_index) < 0)
+			return -1;
+	return 0;
+}
+
+/* The slots whose ledger records were added or changed signature since
+ * the last build, when nothing else changed: 0, or -1 when the slots must
+ * be built from every source. */
+static int changed_records(vd_lineage *l, const vd_lineage_input *in)
+{
+	const char *k, *key_id;
+	void *v;
+	size_t it = 0, at, signed_n;
+	const mem_seen *ms;
+
+	for (;;) {
+		at = it;
+		if (!vd_map_next(in->mems, &it, &k, &v))
+			return 0;
+		const vd_ledger_mem *m = v;
+		if ((ms = vd_map_get(&l->mems_seen, k)) == NULL || ms->m != m || ms->serial != m->serial ||
+		    ms->at != at ||
+		    m->n < ms->n || m->rewritten != ms->rewritten || m->n_diverged != ms->n_diverged ||
+		    m->n_diverged > 0 || (ms->n > 0 && strcmp(m->recs[ms->n - 1].record_hash, ms->last) != 0))
+			return -1;
+		signed_n = covered(in, m, &key_id);
+		if (only_records(l, m, ms->n, m->n) < 0 ||
+		    only_records(l, m, strcmp(key_id ? key_id : "", ms->key_id) != 0 ? 0 :
+		    (signed_n < ms->signed_n ? signed_n : ms->signed_n),
+		    signed_n > ms->signed_n ? signed_n : ms->signed_n) < 0)
+			return -1;
+	}
+}
+
+static int slot_empty(const vd_commit_slot *sl)
+{
+	int s;
+
+	for (s = 0; s < VD_SRC_COUNT; s++)
+		if (sl->src[s].has)
+			return 0;
+	return sl->first_hash[0] == '\0';
+}
+
+static void slot_reset(vd_commit_slot *sl)
+{
+	memset(sl->src, 0, sizeof(sl->src));
+	sl->first_hash[0] = sl->other_hash[0] = '\0';
+	free(sl->more);
+	sl->more = NULL;
+	sl->n_more = 0;
+	sl->other_where = NULL;
+	sl->anchor = 0;
+}
+
+/* Only ledgers grew or got signed: their slots are emptied and filled
+ * again by the same pass as a build, which passes the other slots by.
+ * 0 when done; -1 when every slot must be built instead. */
+static int update_commits(vd_lineage *l, const vd_lineage_input *in)
+{
+	char key[SLOT_KEY_MAX];
+	vd_commit_slot *sl;
+	uint64_t sig;
+	size_t i, n_oms;
+	int gone = 0;
+
+	l->n_only = 0;
+	if (!l->in_place_ok || l->named_failed || in->mems->count != l->mems_seen.count ||
+	    named_changed(l, in) || (sig = others_sig(in, &n_oms)) != l->others_sig ||
+	    changed_records(l, in) < 0) {
+		l->n_only = 0;
+		return -1;
+	}
+	for (i = 0; i < l->n_only; i++)
+		if ((sl = (vd_commit_slot *)vd_lineage_slot(l, l->only[i].run, l->only[i].round)) != NULL) {
+			series_add(l, sl, -1);
+			slot_reset(sl);
+		}
+	l->only_on = 1;
+	add_sources(l, in, n_oms > 0);
+	l->only_on = 0;
+	/* A slot nothing names now is no slot, as in a build; the runs of the
+	 * list are the slots' own (the records' runs until here). */
+	for (i = 0; i < l->n_only; i++) {
+		slot_key(key, sizeof(key), l->only[i].run, l->only[i].round);
+		if ((sl = vd_map_get(&l->commits, key)) == NULL) {
+			l->only[i].run = NULL;
+			continue;
+		}
+		l->only[i].run = sl->run;
+		if (slot_empty(sl)) {
+			vd_map_del(&l->commits, key);
+			free(sl);
+			l->only[i].run = NULL;
+			gone = 1;
+			continue;
+		}
+		series_add(l, sl, 1);
+	}
+	note_sources(l, in, sig);
+	l->in_place++;
+	/* A slot gone: who read it is not known; every group looks again. */
+	l->commits_in_place = !gone;
+	return 0;
 }
 
 /* The commitment for an artifact of a round in a run. */
@@ -969,11 +1267,31 @@ static void queue_dirty(vd_lineage *l, const vd_lineage_input *in)
 	free(gs);
 }
 
+/* Whether a copy of g reads a slot rebuilt alone (slot_at: the round
+ * before its own, or a genesis slot, its run's or "*"). */
+static int reads_rebuilt(const vd_lineage *l, const vd_group *g)
+{
+	size_t i, j;
+
+	for (i = 0; i < g->n; i++) {
+		const vd_copy *c = g->copies[i];
+		int64_t round = c->hdr.round_index > 0 ? c->hdr.round_index - 1 : -1;
+		if (round < l->only_min || round > l->only_max)
+			continue;
+		for (j = 0; j < l->n_only; j++)
+			if (l->only[j].round == round && l->only[j].run != NULL &&
+			    (strcmp(l->only[j].run, c->run) == 0 || strcmp(l->only[j].run, GENESIS_RUN) == 0))
+				return 1;
+	}
+	return 0;
+}
+
 /* The slots were rebuilt: every group reads its commitment again (the
  * slots it pointed to are gone), and those whose reading changed are
  * queued, with those whose chains go on through pruned links (one per
  * run and cut, walking only the links). O(groups) lookups, no chain
- * walked for the others. */
+ * walked for the others. After some slots were rebuilt alone, only the
+ * groups that read them look again (the others' slots stand). */
 static void queue_recommitted(vd_lineage *l, const vd_lineage_input *in)
 {
 	vd_group **gs = NULL, **grown, *g;
@@ -981,6 +1299,8 @@ static void queue_recommitted(vd_lineage *l, const vd_lineage_input *in)
 	int mismatch;
 
 	while ((g = vd_model_next_group(in->model, &it)) != NULL) {
+		if (l->commits_in_place && !g->via_pruned && !reads_rebuilt(l, g))
+			continue;
 		if ((read_commitment(l, in, g, &mismatch) == g->commit_read && !g->via_pruned) ||
 		    g->mark != 2)
 			continue;       /* unchanged, or queued already */
@@ -1384,10 +1704,14 @@ static void refresh_whole(vd_lineage *l, const vd_lineage_input *in)
 static void refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
 {
 	int commits = what != VD_REFRESH_MODEL || (l->built && named_changed(l, in));
+	size_t n_oms;
 
-	if (commits || !l->built) {
+	l->commits_in_place = 0;
+	if ((commits || !l->built) &&
+	    (!l->built || what == VD_REFRESH_WHOLE || update_commits(l, in) < 0)) {
 		build_commits(l, in);
 		count_series(l);
+		note_sources(l, in, others_sig(in, &n_oms));
 	}
 	/* The first pass over a whole scan is whole too: only it can tell
 	 * which alerts an earlier run of the daemon left open have ended. */
@@ -1564,6 +1888,8 @@ void vd_lineage_free(vd_lineage *l)
 	vd_map_free(&l->alerts);
 	free(l->touched);
 	free(l->queue);
+	clear_seen(l);
+	free(l->only);
 }
 
 void vd_lineage_input_memory(vd_lineage_input *in, const vd_memory *m)

@@ -119,6 +119,13 @@ void vd_lineage_delta_init(vd_lineage_delta *d);
 void vd_lineage_delta_clear(vd_lineage_delta *d);   /* empty, keeping its memory */
 void vd_lineage_delta_free(vd_lineage_delta *d);
 
+/* A slot the last refresh rebuilt alone (vd_lineage.commits_in_place): its
+ * run, the slot's own (NULL: the slot went), and its round. */
+typedef struct vd_slot_ref {
+	const char *run;
+	int64_t round;
+} vd_slot_ref;
+
 typedef struct vd_lineage {
 	vd_map commits;                /* "run\nround" -> vd_commit_slot */
 	vd_map key_ids;                /* key id -> its one copy, for the slots */
@@ -144,6 +151,20 @@ typedef struct vd_lineage {
 	size_t n_queue, cap_queue;
 	int queue_failed;              /* out of memory: a whole pass instead */
 	vd_lineage_delta *out;         /* the refresh's delta, while it runs */
+
+	/* The slots changed in place: what the sources said when the slots
+	 * were last built from all of them, and the slots a refresh rebuilt
+	 * alone (while only ledgers grew or got signed). */
+	vd_map mems_seen;              /* ledger relpath -> what it held then */
+	uint64_t others_sig;           /* every other source, then */
+	int in_place_ok;               /* mems_seen and others_sig are of the slots */
+	int commits_in_place;          /* the last refresh rebuilt the slots of only
+	                                * (the others stand as they were) */
+	vd_slot_ref *only;             /* the slots of (run, round) rebuilt alone */
+	size_t n_only, cap_only;
+	int64_t only_min, only_max;
+	int only_on;                   /* the sources go into those slots alone */
+	uint64_t in_place;             /* refreshes that rebuilt some slots alone */
 } vd_lineage;
 
 /* What changed since the last refresh. */

@@ -15,6 +15,18 @@ void vd_withdrawal_key(char *out, size_t n, const char *run, int64_t round, cons
 	snprintf(out, n, "%s\n%lld\n%s", run, (long long)round, hash);
 }
 
+static int retained_cmp(const void *a, const void *b)
+{
+	const vd_retained *x = a, *y = b;
+	int c = strcmp(x->run, y->run);
+
+	if (c != 0)
+		return c;
+	if (x->round_index != y->round_index)
+		return x->round_index < y->round_index ? -1 : 1;
+	return strcmp(x->hash, y->hash);
+}
+
 void vd_memory_init(vd_memory *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -23,6 +35,7 @@ void vd_memory_init(vd_memory *m)
 	vd_map_init(&m->mems);
 	vd_map_init_borrowed(&m->retained);
 	vd_map_init_borrowed(&m->retained_children);
+	vd_order_init(&m->retained_by_run, retained_cmp);
 }
 
 static void mem_free(vd_ledger_mem *m)
@@ -63,6 +76,7 @@ void vd_memory_free(vd_memory *m)
 		retained_free(v);
 	vd_map_free(&m->retained);
 	vd_map_free(&m->retained_children);
+	vd_order_free(&m->retained_by_run);
 	free(m->posted);
 	free(m->equivs);
 	free(m->stmts);
@@ -200,6 +214,7 @@ static vd_ledger_mem *mem_get(vd_memory *m, const char *relpath, const char *run
 		mem_free(lm);
 		return NULL;
 	}
+	lm->serial = ++m->ledger_serials;
 	return lm;
 }
 
@@ -273,6 +288,7 @@ static int apply_retain(vd_memory *m, const vd_mem_record *rec)
 		retained_free(r);
 		return -1;
 	}
+	vd_order_add(&m->retained_by_run, r);
 	/* Indexed by parent too: a change there reaches the chains that pass
 	 * through r once its directory is gone. */
 	if (r->has_parent) {
@@ -574,6 +590,12 @@ static int diverged(vd_mem_record *rec, const vd_scan_ledger *l, size_t from)
 
 int vd_memory_read_ledger(const vd_memory *m, const vd_scan_ledger *l, vd_mem_record *rec)
 {
+	return vd_memory_read_ledger_some(m, l, SIZE_MAX, rec, NULL);
+}
+
+int vd_memory_read_ledger_some(const vd_memory *m, const vd_scan_ledger *l, size_t max,
+    vd_mem_record *rec, int *more)
+{
 	const vd_ledger_mem *lm = vd_map_get(&m->mems, l->relpath);
 	size_t i, n = lm ? lm->n : 0, end;
 
@@ -602,7 +624,9 @@ int vd_memory_read_ledger(const vd_memory *m, const vd_scan_ledger *l, vd_mem_re
 	rec->first = n;
 	for (end = n; end < l->n_entries && l->entries[end].trusted; end++)
 		;
-	return take_entries(rec, l, n, end);
+	if (more != NULL)
+		*more = end - n > max;
+	return take_entries(rec, l, n, end - n > max ? n + max : end);
 }
 
 void vd_memory_ledger_gone(const vd_memory *m, const char *relpath, vd_mem_record *rec)
@@ -627,6 +651,21 @@ int vd_memory_forget_ledger(const vd_memory *m, const char *relpath, vd_mem_reco
 	rec->kind = VD_MEM_LEDGER_FORGET;
 	ledger_names(rec, lm->relpath, lm->run);
 	return 0;
+}
+
+/* Out of memory once: built again from the map. */
+const vd_order *vd_memory_retained_order(vd_memory *m)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	if (!m->retained_by_run.failed && vd_order_settle(&m->retained_by_run) == 0)
+		return &m->retained_by_run;
+	vd_order_clear(&m->retained_by_run);
+	while (vd_map_next(&m->retained, &it, &k, &v))
+		vd_order_add(&m->retained_by_run, v);
+	return vd_order_settle(&m->retained_by_run) == 0 ? &m->retained_by_run : NULL;
 }
 
 int vd_memory_retain(const vd_memory *m, const vd_retained *r, vd_mem_record *rec)

@@ -20,6 +20,7 @@
 #include "vd_dsse.h"
 #include "vd_limits.h"
 #include "vd_map.h"
+#include "vd_order.h"
 #include "vd_scanned.h"
 
 /* A RoundClose posted (token: key_id ""; signed: the key) or refused. */
@@ -60,6 +61,8 @@ typedef struct vd_ledger_mem {
 	char detail[VD_DETAIL_MAX];
 	vd_ledger_rec *diverged;       /* what the file says now, past the departure */
 	size_t n_diverged;
+	uint64_t serial;               /* new for each ledger remembered anew (one
+	                                * forgotten and read again is another) */
 } vd_ledger_mem;
 
 /* A statement whose envelope verified under a trusted key. */
@@ -94,6 +97,8 @@ typedef struct vd_memory {
 	vd_map mems;                   /* ledger relpath -> vd_ledger_mem */
 	vd_map retained;               /* hash -> vd_retained: verified and committed */
 	vd_map retained_children;      /* parent hash -> first vd_retained naming it */
+	vd_order retained_by_run;      /* the vd_retained by (run, round, hash): /chain?run= */
+	uint64_t ledger_serials;       /* the last vd_ledger_mem.serial given */
 } vd_memory;
 
 /* What a record does. Those marked volatile are never persisted: a scan
@@ -203,7 +208,15 @@ int vd_memory_withdraw(const vd_memory *m, const vd_withdrawal *w, double at,
  * records; none when it only still extends the memory) or
  * VD_MEM_LEDGER_DIVERGED (detail says where), or VD_MEM_NONE when it
  * could not be read (the memory stands). -1 out of memory. */
+/* The retained artifacts in (run, round, hash) order, or NULL out of
+ * memory: a page of a run's chain is a search, not a sort. */
+const vd_order *vd_memory_retained_order(vd_memory *m);
+
 int vd_memory_read_ledger(const vd_memory *m, const vd_scan_ledger *l, vd_mem_record *rec);
+/* The same, taking at most max new records (*more set when the file
+ * holds further ones): a long ledger is remembered a slice at a time. */
+int vd_memory_read_ledger_some(const vd_memory *m, const vd_scan_ledger *l, size_t max,
+    vd_mem_record *rec, int *more);
 /* A remembered ledger missing where a complete scan looked: diverged (the
  * file is gone), or VD_MEM_NONE when nothing of it is remembered. */
 void vd_memory_ledger_gone(const vd_memory *m, const char *relpath, vd_mem_record *rec);

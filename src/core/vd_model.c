@@ -107,6 +107,97 @@ int vd_group_in_run(const vd_group *g, const char *run)
 	return 0;
 }
 
+/* ---- the listings' indexes --------------------------------------------- */
+
+static int hash_cmp(const void *a, const void *b)
+{
+	return strcmp(((const vd_group *)a)->hash, ((const vd_group *)b)->hash);
+}
+
+int vd_model_run_cmp(const void *a, const void *b)
+{
+	const vd_copy *x = a, *y = b;
+	int c = strcmp(x->run, y->run);
+
+	if (c != 0)
+		return c;
+	if (x->run_round != y->run_round)
+		return x->run_round < y->run_round ? -1 : 1;
+	if ((c = strcmp(x->run_group->hash, y->run_group->hash)) != 0)
+		return c;
+	return strcmp(x->relpath, y->relpath);
+}
+
+static void headerless_put(vd_model *m, vd_copy *c)
+{
+	if (vd_map_put(&m->headerless, c->relpath, c) < 0)
+		m->orders_failed = 1;
+}
+
+/* A group's copies leave by_run before its round or copies change, and
+ * come back after: an element's key never changes in the index. */
+static void runs_out(vd_model *m, vd_group *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++)
+		if (g->copies[i]->run_group != NULL) {
+			vd_order_del(&m->by_run, g->copies[i]);
+			g->copies[i]->run_group = NULL;
+		}
+}
+
+static void runs_in(vd_model *m, vd_group *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		g->copies[i]->run_round = g->round_index;
+		g->copies[i]->run_group = g;
+		vd_order_add(&m->by_run, g->copies[i]);
+	}
+}
+
+/* Out of memory once, the indexes are built again from the maps. */
+static int settle_orders(vd_model *m)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	if (!m->orders_failed && !m->by_hash.failed && !m->by_run.failed &&
+	    vd_order_settle(&m->by_hash) == 0 && vd_order_settle(&m->by_run) == 0)
+		return 0;
+	vd_order_clear(&m->by_hash);
+	vd_order_clear(&m->by_run);
+	vd_map_free(&m->headerless);
+	m->orders_failed = 0;
+	while (vd_map_next(&m->groups, &it, &k, &v)) {
+		vd_group *g = v;
+		vd_order_add(&m->by_hash, g);
+		for (size_t i = 0; i < g->n; i++)
+			g->copies[i]->run_group = NULL;
+		runs_in(m, g);
+	}
+	it = 0;
+	while (vd_map_next(&m->copies, &it, &k, &v))
+		if (((vd_copy *)v)->hdr.code != VD_OK)
+			headerless_put(m, v);
+	if (m->orders_failed || vd_order_settle(&m->by_hash) < 0 || vd_order_settle(&m->by_run) < 0)
+		return -1;
+	return 0;
+}
+
+const vd_order *vd_model_by_hash(vd_model *m)
+{
+	return settle_orders(m) == 0 ? &m->by_hash : NULL;
+}
+
+const vd_order *vd_model_by_run(vd_model *m)
+{
+	return settle_orders(m) == 0 ? &m->by_run : NULL;
+}
+
 /* ---- the hash index ---------------------------------------------------- */
 
 void vd_model_init(vd_model *m)
@@ -116,6 +207,10 @@ void vd_model_init(vd_model *m)
 	vd_map_init_borrowed(&m->children);
 	vd_map_init(&m->dirty);
 	vd_map_init(&m->dirty_copies);
+	vd_order_init(&m->by_hash, hash_cmp);
+	vd_order_init(&m->by_run, vd_model_run_cmp);
+	vd_map_init_borrowed(&m->headerless);
+	m->orders_failed = 0;
 }
 
 vd_copy *vd_model_copy(const vd_model *m, const char *relpath)
@@ -214,6 +309,7 @@ static void free_group(vd_model *m, vd_group *g)
 {
 	if (g->has_parent)
 		unlink_child(m, g);
+	vd_order_del(&m->by_hash, g);
 	vd_map_del(&m->groups, g->hash);
 	free(g->copies);
 	free(g->breaks);
@@ -226,9 +322,11 @@ void vd_model_unindex(vd_model *m, vd_copy *c)
 	size_t i;
 
 	mark(m, &m->dirty_copies, c->relpath);
+	vd_map_del(&m->headerless, c->relpath);
 	if (c->hdr.code != VD_OK || (g = vd_map_get(&m->groups, c->hdr.content_hash)) == NULL)
 		return;
 	mark_copy(m, c);
+	runs_out(m, g);
 	for (i = 0; i < g->n; i++) {
 		if (g->copies[i] == c) {
 			memmove(&g->copies[i], &g->copies[i + 1], (g->n - i - 1) * sizeof(*g->copies));
@@ -236,10 +334,13 @@ void vd_model_unindex(vd_model *m, vd_copy *c)
 			break;
 		}
 	}
-	if (g->n == 0)
+	if (g->n == 0) {
 		free_group(m, g);
-	else if (i == 0)
+		return;
+	}
+	if (i == 0)
 		take_first_header(m, g);
+	runs_in(m, g);
 }
 
 static vd_group *group_for(vd_model *m, const char *hash)
@@ -255,6 +356,7 @@ static vd_group *group_for(vd_model *m, const char *hash)
 		free(g);
 		return NULL;
 	}
+	vd_order_add(&m->by_hash, g);
 	return g;
 }
 
@@ -266,7 +368,12 @@ void vd_model_index(vd_model *m, vd_copy *c)
 	size_t i;
 
 	mark_copy(m, c);
-	if (c->hdr.code != VD_OK || (g = group_for(m, c->hdr.content_hash)) == NULL)
+	vd_map_del(&m->headerless, c->relpath);
+	if (c->hdr.code != VD_OK) {
+		headerless_put(m, c);
+		return;
+	}
+	if ((g = group_for(m, c->hdr.content_hash)) == NULL)
 		return;
 	if (g->n == g->cap) {
 		size_t cap = g->cap ? g->cap * 2 : 2;
@@ -278,12 +385,14 @@ void vd_model_index(vd_model *m, vd_copy *c)
 		g->copies = grown;
 		g->cap = cap;
 	}
+	runs_out(m, g);
 	for (i = g->n; i > 0 && strcmp(g->copies[i - 1]->relpath, c->relpath) > 0; i--)
 		g->copies[i] = g->copies[i - 1];
 	g->copies[i] = c;
 	g->n++;
 	if (i == 0)
 		take_first_header(m, g);
+	runs_in(m, g);
 }
 
 /* ---- copies ------------------------------------------------------------ */
@@ -351,6 +460,7 @@ vd_copy *vd_model_add_copy(vd_model *m, const char *relpath, const char *run)
 		free_copy(c);
 		return NULL;
 	}
+	headerless_put(m, c);
 	return c;
 }
 
@@ -379,6 +489,9 @@ void vd_model_free(vd_model *m)
 	vd_map_free(&m->groups);
 	vd_map_free(&m->children);
 	vd_model_clear_dirty(m);
+	vd_order_free(&m->by_hash);
+	vd_order_free(&m->by_run);
+	vd_map_free(&m->headerless);
 }
 
 vd_group *vd_model_next_group(const vd_model *m, size_t *it)
@@ -400,6 +513,14 @@ vd_copy *vd_model_next_copy(const vd_model *m, size_t *it)
 	void *v;
 
 	return vd_map_next(&m->copies, it, &k, &v) ? v : NULL;
+}
+
+vd_copy *vd_model_next_headerless(const vd_model *m, size_t *it)
+{
+	const char *k;
+	void *v;
+
+	return vd_map_next(&m->headerless, it, &k, &v) ? v : NULL;
 }
 
 size_t vd_model_copy_count(const vd_model *m)

@@ -21,6 +21,7 @@ typedef enum vd_job_kind {
 } vd_job_kind;
 
 typedef struct vd_job vd_job;
+#include "vd_order.h"
 
 typedef enum vd_astate {
 	VD_AS_PENDING, VD_AS_VERIFYING, VD_AS_VERIFIED, VD_AS_FAILED
@@ -56,6 +57,10 @@ typedef struct vd_copy {
 	vd_facts *facts;            /* the facts behind the latest verdict's failure
 	                             * and its remediation; NULL when none */
 	struct vd_oms_status *oms;  /* its OMS bundle as last checked; NULL: none */
+	/* Its place in the model's by_run index while run_group is set: its
+	 * group's round and the group, as when it went in. */
+	int64_t run_round;
+	struct vd_group *run_group;
 } vd_copy;
 
 /* The copy's OMS bundle as checked (NULL: it has none). */
@@ -119,6 +124,12 @@ typedef struct vd_model {
 	vd_map dirty;               /* hashes whose groups or children changed */
 	vd_map dirty_copies;        /* relpaths of copies that changed or left */
 	int dirty_all;              /* too many to list: everything changed */
+	/* The listings' indexes, kept as copies and groups come and go. */
+	vd_order by_hash;           /* the groups by content hash */
+	vd_order by_run;            /* the copies with a header, by run, their
+	                             * group's round and hash, then path */
+	vd_map headerless;          /* relpath -> a copy with no valid header */
+	int orders_failed;          /* out of memory: built again when next read */
 } vd_model;
 
 void vd_model_init(vd_model *m);
@@ -142,6 +153,8 @@ void vd_model_index(vd_model *m, vd_copy *c);
 vd_group *vd_model_next_group(const vd_model *m, size_t *it);
 size_t vd_model_group_count(const vd_model *m);
 vd_copy *vd_model_next_copy(const vd_model *m, size_t *it);
+/* The copies with no valid header, from *it = 0 on (NULL: no more). */
+vd_copy *vd_model_next_headerless(const vd_model *m, size_t *it);
 size_t vd_model_copy_count(const vd_model *m);
 /* What changed since lineage last looked: hashes, then relpaths of copies
  * (NULL at the end), and whether everything did (too many to list). */
@@ -178,6 +191,13 @@ void vd_copy_facts(vd_copy *c, const vd_facts *f);
  * of the copy itself, since most copies have none. */
 void vd_copy_text(char **dst, const char *text);
 #define VD_COPY_TEXT(s) ((s) ? (s) : "")
+
+/* The indexes, settled: the groups by hash, the copies by (run, round,
+ * hash, path); NULL out of memory. */
+const vd_order *vd_model_by_hash(vd_model *m);
+const vd_order *vd_model_by_run(vd_model *m);
+/* The by_run order of copies (elements of vd_model_by_run). */
+int vd_model_run_cmp(const void *a, const void *b);
 
 /* Whether some copy of g lies in run. */
 int vd_group_in_run(const vd_group *g, const char *run);

@@ -692,6 +692,52 @@ static void publish_commit(vd_events *ev, const vd_commit_slot *sl, int src)
 	publish(ev, "commitment", o);
 }
 
+/* After the lineage rebuilt some slots alone (the others are as they
+ * were, and as remembered at the current generation): those slots only,
+ * the same news as commits_update would find. */
+static void commits_rebuilt(vd_events *ev, const vd_lineage *l, const vd_config *cfg)
+{
+	int policy = vd_config_policy(cfg), src;
+	new_commit *fresh = NULL, *grown;
+	char key[COMMIT_KEY_MAX];
+	const vd_commit_slot *sl;
+	commit_seen *c;
+	size_t n = 0, cap = 0, i;
+
+	for (i = 0; i < l->n_only; i++) {
+		if (l->only[i].run == NULL)
+			continue;
+		sl = vd_lineage_slot(l, l->only[i].run, l->only[i].round);
+		for (src = 0; src < VD_SRC_COUNT; src++) {
+			snprintf(key, sizeof(key), "%s\n%" PRId64 "\n%d", l->only[i].run,
+			    l->only[i].round, src);
+			c = vd_map_get(&ev->commits, key);
+			if (sl == NULL || !vd_commit_counts(&sl->src[src], (vd_commit_source)src, policy)) {
+				free(vd_map_del(&ev->commits, key));
+				continue;
+			}
+			if (c != NULL && strcmp(c->hash, sl->src[src].hash) == 0)
+				continue;
+			if (c == NULL && ((c = calloc(1, sizeof(*c))) == NULL ||
+			    vd_map_put(&ev->commits, key, c) < 0)) {
+				free(c);
+				continue;
+			}
+			c->gen = ev->commit_gen;
+			memcpy(c->hash, sl->src[src].hash, sizeof(c->hash));
+			if ((grown = vd_grow(fresh, &cap, n, sizeof(*fresh))) == NULL)
+				continue;
+			fresh = grown;
+			fresh[n++] = (new_commit){ sl, src };
+		}
+	}
+	if (n > 0)
+		qsort(fresh, n, sizeof(*fresh), new_commit_cmp);
+	for (i = 0; i < n; i++)
+		publish_commit(ev, fresh[i].sl, fresh[i].src);
+	free(fresh);
+}
+
 /* Announced in run and round order, whatever the order of the slots. */
 static void commits_update(vd_events *ev, const vd_lineage *l, const vd_config *cfg, int announce)
 {
@@ -732,7 +778,9 @@ void vd_events_lineage(vd_events *ev, const vd_lineage *l, const vd_lineage_delt
 {
 	if (ev == NULL || ev->closed || !ready)
 		return;
-	if (commits || !ev->primed)
+	if (commits && ev->primed && l->commits_in_place)
+		commits_rebuilt(ev, l, cfg);
+	else if (commits || !ev->primed)
 		commits_update(ev, l, cfg, ev->primed);
 	heads_update(ev, d, m);
 	ev->primed = 1;

@@ -18,7 +18,7 @@
 #include "vd_store.h"
 
 static void refresh_now(vd_store *s, vd_refresh what);
-static void on_merge_timer(uv_timer_t *t);
+static void on_merge_idle(uv_idle_t *h);
 static void scan_path(vd_store *s, const char *relpath);
 static void close_step(vd_store *s);
 
@@ -282,6 +282,11 @@ static int commit_record(vd_store *s, const vd_mem_record *rec)
 	if (rc == -2)
 		log_error("out of memory remembering a commitment; it is stored and counts after a restart");
 	return rc == -1 ? -1 : 0;
+}
+
+const vd_order *vd_store_retained_order(vd_store *s)
+{
+	return vd_memory_retained_order(&s->memory);
 }
 
 /* An artifact verified and committed is remembered (once), so that its
@@ -588,29 +593,48 @@ static void prune_stored(vd_store *s)
 
 /* ---- the append-only memory of ledgers -------------------------------- */
 
-/* What a scan read of a ledger: its new records remembered durably, or
- * the file no longer extending them noted (said once). */
-static void remember_ledger(vd_store *s, const vd_scan_ledger *l)
+/* What a scan read of a ledger: its new records remembered durably, at
+ * most *budget of them (taken off it), or the file no longer extending
+ * them noted (said once). 0 when records were left for the next turn. */
+static int remember_ledger(vd_store *s, const vd_scan_ledger *l, size_t *budget)
 {
 	const vd_ledger_mem *m = vd_memory_ledger(&s->memory, l->relpath);
-	int was_rewritten = m != NULL && m->rewritten, same_detail;
+	int was_rewritten = m != NULL && m->rewritten, same_detail, more = 0;
 	size_t seen = m ? m->n : 0;
 	vd_mem_record rec;
 
-	if (vd_memory_read_ledger(&s->memory, l, &rec) < 0) {
+	if (vd_memory_read_ledger_some(&s->memory, l, *budget, &rec, &more) < 0) {
 		log_error("out of memory reading %s against its remembered records; read again next scan",
 		    l->relpath);
 		vd_mem_record_free(&rec);
-		return;
+		return 1;
 	}
 	same_detail = m != NULL && strcmp(m->detail, rec.detail) == 0;
 	if (rec.kind == VD_MEM_LEDGER_DIVERGED && (!was_rewritten || !same_detail))
 		log_warn("%s was rewritten: %s; keeping the %zu records seen before", l->relpath,
 		    rec.detail, seen);
+	if (rec.kind == VD_MEM_LEDGER_APPEND)
+		*budget -= rec.n;
 	/* Not durable: not remembered; read again next scan. */
-	if (commit_record(s, &rec) == 0 && rec.kind == VD_MEM_LEDGER_APPEND && was_rewritten)
+	if (commit_record(s, &rec) < 0)
+		more = 0;
+	else if (rec.kind == VD_MEM_LEDGER_APPEND && was_rewritten)
 		log_info("%s extends its remembered records again", l->relpath);
 	vd_mem_record_free(&rec);
+	return !more;
+}
+
+/* The scan's ledgers from merge_pos on, VD_LEDGER_REMEMBER_SLICE new
+ * records a turn: each slice is durable, as a file grown between two
+ * scans would be. 1 when every one is remembered. */
+static int remember_some(vd_store *s, vd_scan_result *r)
+{
+	size_t budget = VD_LEDGER_REMEMBER_SLICE;
+
+	for (; s->merge_pos < r->n_ledgers; s->merge_pos++)
+		if (!remember_ledger(s, &r->ledgers[s->merge_pos], &budget))
+			return 0;
+	return 1;
 }
 
 /* A remembered ledger missing where a complete scan looked was deleted
@@ -626,11 +650,9 @@ static void remember_ledgers(vd_store *s, vd_scan_result *r)
 
 	vd_map_init(&seen);
 	vd_map_init(&gone);
-	for (i = 0; i < r->n_ledgers; i++) {
-		remember_ledger(s, &r->ledgers[i]);
+	for (i = 0; i < r->n_ledgers; i++)
 		if (vd_map_put(&seen, r->ledgers[i].relpath, (void *)1) < 0)
 			listed = 0;     /* which are missing is not known */
-	}
 	while (listed && vd_map_next(&s->memory.mems, &it, &k, &v))
 		if (vd_map_get(&seen, k) == NULL && vd_scan_covers(r, k) && !unreadable_covers(s, k, 0))
 			vd_map_put(&gone, k, (void *)1);
@@ -1205,24 +1227,67 @@ static void watch_added(void *arg, const char *dir)
 	s->scan_again = 1;
 }
 
-static void finish_merge(vd_store *s)
-{
-	uint64_t sig;
-	vd_scan_result *r = &s->scan_result;
+/* The steps of a merge, each in turns of its own: on a store of many
+ * thousand rounds no one turn holds the loop for all of it. */
+enum {
+	MERGE_ARTIFACTS,     /* VD_MERGE_SLICE artifacts a turn */
+	MERGE_GONE,          /* what could not be read, and what is gone */
+	MERGE_LEDGERS,       /* the ledgers' new records, VD_LEDGER_REMEMBER_SLICE a turn */
+	MERGE_WATCHES,       /* new directories' watches, VD_WATCH_SLICE a turn */
+	MERGE_SOURCES        /* the commitment sources and lineage, in one turn */
+};
 
+static int merge_artifacts(vd_store *s, vd_scan_result *r)
+{
+	uint64_t until = uv_hrtime() + VD_MERGE_SLICE_MS * 1000000ull;
+	size_t end = s->merge_next + VD_MERGE_SLICE;
+
+	if (end > r->n_artifacts)
+		end = r->n_artifacts;
+	while (s->merge_next < end) {
+		merge_artifact(s, &r->artifacts[s->merge_next++]);
+		if (uv_hrtime() >= until)
+			break;
+	}
+	return s->merge_next == r->n_artifacts;
+}
+
+static void merge_gone(vd_store *s, vd_scan_result *r)
+{
 	merge_unreadable(s, r);
 	if (!r->incomplete)
 		sweep(s, r);
 	if (!s->scanned_once && !r->incomplete && !r->targeted)
 		prune_stored(s);
+}
+
+/* A file written into a new directory before its watch was added raised
+ * no event: one more scan of it finds it now, not at the next
+ * rescan_interval. The new directories are watched a slice a turn, then
+ * the whole list is synced (the renamed, the gone) at once. */
+static int watch_some(vd_store *s, vd_scan_result *r)
+{
+	vd_watch_scope scope = { watch_covers, s->scanned_once ? watch_added : NULL, s };
+
+	if (r->n_dirs - s->merge_pos > VD_WATCH_SLICE) {
+		vd_watch_add(&s->watch, r->dirs + s->merge_pos, VD_WATCH_SLICE, &scope);
+		s->merge_pos += VD_WATCH_SLICE;
+		return 0;
+	}
+	vd_watch_sync(&s->watch, r->dirs, r->n_dirs, &scope);
+	return 1;
+}
+
+/* The sources and lineage change in the same turn: slots point into the
+ * sources (a statement's file name), which a merge may free. */
+static void finish_merge(vd_store *s)
+{
+	uint64_t sig;
+	vd_scan_result *r = &s->scan_result;
+
 	merge_ledgers(s, r);
 	merge_envelopes(s, r);
 	merge_runs(s, r);
-	/* A file written into a new directory before its watch was added
-	 * raised no event: one more scan of it finds it now, not at the next
-	 * rescan_interval. */
-	vd_watch_sync(&s->watch, r->dirs, r->n_dirs, &(vd_watch_scope){ watch_covers,
-	    s->scanned_once ? watch_added : NULL, s });
 	/* Merged: freed before lineage catches up, whose first whole pass
 	 * allocates as much again. */
 	vd_scan_result_free(r);
@@ -1238,24 +1303,44 @@ static void finish_merge(vd_store *s)
 	scan_done(s);
 }
 
+/* One turn's part of the merge; the next part runs a turn later, clients
+ * answered between them. */
 static void merge_more(vd_store *s)
 {
 	vd_scan_result *r = &s->scan_result;
-	size_t end = s->merge_next + VD_MERGE_SLICE;
+	int done = 1;
 
-	if (end > r->n_artifacts)
-		end = r->n_artifacts;
-	for (; s->merge_next < end; s->merge_next++)
-		merge_artifact(s, &r->artifacts[s->merge_next]);
-	if (s->merge_next < r->n_artifacts)
-		uv_timer_start(&s->merge_timer, on_merge_timer, 0, 0);
-	else
+	switch (s->merge_step) {
+	case MERGE_ARTIFACTS:
+		done = merge_artifacts(s, r);
+		break;
+	case MERGE_GONE:
+		merge_gone(s, r);
+		break;
+	case MERGE_LEDGERS:
+		done = remember_some(s, r);
+		break;
+	case MERGE_WATCHES:
+		done = watch_some(s, r);
+		break;
+	default:
+		uv_idle_stop(&s->merge_idle);
 		finish_merge(s);
+		return;
+	}
+	if (done) {
+		s->merge_step++;
+		s->merge_pos = 0;
+	}
+	/* Not a timer of 0 ms: libuv runs one started in a timer callback
+	 * again in the same turn, and the whole merge would be one turn. An
+	 * idle handle runs once a turn, and the loop polls without waiting. */
+	uv_idle_start(&s->merge_idle, on_merge_idle);
 }
 
-static void on_merge_timer(uv_timer_t *t)
+static void on_merge_idle(uv_idle_t *h)
 {
-	merge_more(t->data);
+	merge_more(h->data);
 }
 
 static void after_scan(uv_work_t *req, int status)
@@ -1300,7 +1385,8 @@ static void after_scan(uv_work_t *req, int status)
 	}
 	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
 		c->seen = 0;
-	s->merge_next = 0;
+	s->merge_next = s->merge_pos = 0;
+	s->merge_step = MERGE_ARTIFACTS;
 	merge_more(s);
 }
 
@@ -1903,8 +1989,8 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->refresh_timer.data = s;
 	uv_timer_init(loop, &s->alerts_timer);
 	s->alerts_timer.data = s;
-	uv_timer_init(loop, &s->merge_timer);
-	s->merge_timer.data = s;
+	uv_idle_init(loop, &s->merge_idle);
+	s->merge_idle.data = s;
 	uv_check_init(loop, &s->flush_check);
 	uv_prepare_init(loop, &s->flush_prepare);
 	s->flush_check.data = s->flush_prepare.data = s;
@@ -1996,7 +2082,7 @@ void vd_store_close(vd_store *s, void (*done)(void *), void *arg)
 	s->handles_open = 7 + (s->scanning ? 1 : 0);
 	s->handles_open += vd_sched_close(&s->sched, handle_closed, s);
 	s->handles_open += vd_waiters_close(&s->waiters, handle_closed, s);
-	uv_close((uv_handle_t *)&s->merge_timer, handle_closed);
+	uv_close((uv_handle_t *)&s->merge_idle, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_check, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_prepare, handle_closed);
 	uv_close((uv_handle_t *)&s->refresh_timer, handle_closed);

@@ -55,7 +55,9 @@ typedef struct vd_store {
 	int scanning, scan_again, scanned_once;
 	int merging;                /* the last scan's result is being merged */
 	size_t merge_next;          /* its next artifact */
-	uv_timer_t merge_timer;
+	int merge_step;             /* then what is left of it, a step a turn */
+	size_t merge_pos;           /* the next ledger or directory of the step */
+	uv_idle_t merge_idle;       /* active: the merge goes on next loop turn */
 	uv_timer_t debounce, rescan;
 	uint64_t first_event_ms;
 	double last_scan;
@@ -170,5 +172,8 @@ int vd_store_run_known(vd_store *s, const char *run);
 
 /* The remembered ledger at relpath, or NULL. */
 const vd_ledger_mem *vd_store_ledger_mem(vd_store *s, const char *relpath);
+/* The remembered artifacts by (run, round, hash), settled; NULL out of
+ * memory. */
+const vd_order *vd_store_retained_order(vd_store *s);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,29 +356,30 @@ int vd_view_status(vd_store *s, const char *hash, json_object **out)
 
 /* ---- GET /artifacts --------------------------------------------------- */
 
-static int group_cmp(const void *a, const void *b)
+/* A cursor sorts before the hashes above it, after the rest. */
+static int hash_above(const void *after, const void *g)
 {
-	return strcmp((*(vd_group *const *)a)->hash, (*(vd_group *const *)b)->hash);
+	return strcmp(after, ((const vd_group *)g)->hash) < 0 ? -1 : 1;
 }
 
+/* Read from the model's index by hash, from the cursor on. */
 json_object *vd_view_artifacts(vd_store *s, int want, const char *after, size_t limit)
 {
 	json_object *list, *o;
-	vd_group **groups;
+	const vd_order *by = vd_model_by_hash(&s->model);
+	vd_group *const *groups;
 	const vd_copy *c;
-	size_t it = 0, n = 0, i, shown = 0;
+	size_t it = 0, n, i, shown = 0;
 	const char *next = NULL, *last = NULL;
 	int more = 0, oom = 0;
 
-	if ((groups = calloc(vd_model_group_count(&s->model) + 1, sizeof(*groups))) == NULL)
+	if (by == NULL)
 		return NULL;
-	while ((groups[n] = vd_model_next_group(&s->model, &it)) != NULL)
-		n++;
-	qsort(groups, n, sizeof(*groups), group_cmp);
+	groups = (vd_group *const *)by->v;
+	n = by->n;
 	list = jarr(&oom);
-	for (i = 0; i < n && !oom; i++) {
-		if ((after != NULL && strcmp(groups[i]->hash, after) <= 0) ||
-		    (want >= 0 && (int)vd_group_state(groups[i]) != want))
+	for (i = after != NULL ? vd_order_lower(by, after, hash_above) : 0; i < n && !oom; i++) {
+		if (want >= 0 && (int)vd_group_state(groups[i]) != want)
 			continue;
 		if (limit > 0 && shown == limit) {
 			more = 1;
@@ -389,15 +391,14 @@ json_object *vd_view_artifacts(vd_store *s, int want, const char *after, size_t 
 	}
 	next = more ? last : NULL;
 	it = 0;
-	while (next == NULL && !oom && (c = vd_model_next_copy(&s->model, &it)) != NULL) {
-		if (c->hdr.code != VD_OK && (want < 0 || (int)vd_copy_state(c) == want))
+	while (next == NULL && !oom && (c = vd_model_next_headerless(&s->model, &it)) != NULL) {
+		if (want < 0 || (int)vd_copy_state(c) == want)
 			push(&oom, list, headerless_json(&oom, c));
 	}
 	o = jobj(&oom);
 	add(&oom, o, "artifacts", list);
 	if (limit > 0)
 		add(&oom, o, "next", jstr(&oom, next));
-	free(groups);
 	return done(oom, o);
 }
 
@@ -859,13 +860,51 @@ static void commitments_text(vd_buf *b, vd_store *s)
 	free(slots);
 }
 
-static int round_cmp(const void *a, const void *b)
-{
-	const vd_group *x = *(const vd_group *const *)a, *y = *(const vd_group *const *)b;
+/* Where a run's rounds from round on start in an index by (run, round,
+ * ...), or (end) where the run ends. */
+typedef struct run_key {
+	const char *run;
+	int64_t round;
+	int end;
+} run_key;
 
-	if (x->round_index != y->round_index)
-		return x->round_index < y->round_index ? -1 : 1;
-	return strcmp(x->hash, y->hash);
+static int run_key_cmp(const run_key *k, const char *run, int64_t round)
+{
+	int c = strcmp(k->run, run);
+
+	if (c != 0)
+		return c;
+	if (k->end)
+		return 1;
+	return k->round <= round ? -1 : 1;
+}
+
+static int copy_key_cmp(const void *key, const void *c)
+{
+	return run_key_cmp(key, ((const vd_copy *)c)->run, ((const vd_copy *)c)->run_round);
+}
+
+static int retained_key_cmp(const void *key, const void *r)
+{
+	return run_key_cmp(key, ((const vd_retained *)r)->run, ((const vd_retained *)r)->round_index);
+}
+
+/* [from, to) of the index: the run's rounds above after, to until
+ * (-1: to the run's end). */
+static void run_span(const vd_order *by, int (*cmp)(const void *, const void *),
+    const char *run, long long after, int64_t until, size_t *from, size_t *to)
+{
+	run_key k = { run, 0, 0 };
+
+	if (after >= INT64_MAX) {     /* no round above it */
+		*from = *to = 0;
+		return;
+	}
+	k.round = (int64_t)after + 1;
+	*from = vd_order_lower(by, &k, cmp);
+	k.end = until < 0 || until == INT64_MAX;
+	k.round = k.end ? 0 : until + 1;
+	*to = vd_order_lower(by, &k, cmp);
 }
 
 static json_object *link_json(int *oom, const vd_group *g)
@@ -884,15 +923,6 @@ static json_object *link_json(int *oom, const vd_group *g)
 	return o;
 }
 
-static int retained_cmp(const void *a, const void *b)
-{
-	const vd_retained *x = *(const vd_retained *const *)a, *y = *(const vd_retained *const *)b;
-
-	if (x->round_index != y->round_index)
-		return x->round_index < y->round_index ? -1 : 1;
-	return strcmp(x->hash, y->hash);
-}
-
 /* The run's pruned links (remembered rounds whose directories are gone)
  * of the rounds above after, up to and including until (-1: no end): the
  * same span as the page's artifacts. */
@@ -900,23 +930,19 @@ static json_object *pruned_json(int *oom, vd_store *s, const char *run, long lon
     int64_t until)
 {
 	json_object *list = jarr(oom), *o;
-	vd_retained **rs;
-	const char *k;
-	void *v;
-	size_t n = 0, i, it = 0;
+	const vd_order *by = vd_store_retained_order(s);
+	vd_retained *const *rs;
+	size_t i, n;
 
-	if ((rs = calloc(s->memory.retained.count + 1, sizeof(*rs))) == NULL) {
+	if (by == NULL) {
 		*oom = 1;
 		return list;
 	}
-	while (vd_map_next(&s->memory.retained, &it, &k, &v)) {
-		vd_retained *r = v;
-		if (strcmp(r->run, run) == 0 && r->round_index > after &&
-		    (until < 0 || r->round_index <= until) && vd_model_group(&s->model, r->hash) == NULL)
-			rs[n++] = r;
-	}
-	qsort(rs, n, sizeof(*rs), retained_cmp);
-	for (i = 0; i < n && !*oom; i++) {
+	rs = (vd_retained *const *)by->v;
+	run_span(by, retained_key_cmp, run, after, until, &i, &n);
+	for (; i < n && !*oom; i++) {
+		if (vd_model_group(&s->model, rs[i]->hash) != NULL)
+			continue;
 		o = jobj(oom);
 		add(oom, o, "round_index", ji64(oom, rs[i]->round_index));
 		add(oom, o, "content_hash", jstr(oom, rs[i]->hash));
@@ -924,38 +950,53 @@ static json_object *pruned_json(int *oom, vd_store *s, const char *run, long lon
 		add(oom, o, "verified_at", jtime(oom, rs[i]->verified_at));
 		push(oom, list, o);
 	}
-	free(rs);
 	return list;
 }
 
+/* The run's committed head: its trusted group of the highest round (of
+ * the highest hash within it), looked for from the run's end down. */
+static const vd_group *run_head(const vd_order *by, const char *run)
+{
+	vd_copy *const *cs = (vd_copy *const *)by->v;
+	size_t from, to;
+
+	run_span(by, copy_key_cmp, run, -1, -1, &from, &to);
+	while (to > from)
+		if (vd_group_trusted(cs[--to]->run_group))
+			return cs[to]->run_group;
+	return NULL;
+}
+
+/* Read from the model's index by run and round, from the cursor on: the
+ * copies of a group in the run are side by side. */
 json_object *vd_view_run_chain(vd_store *s, const char *run, long long after, size_t limit)
 {
 	json_object *o, *list;
-	vd_group **gs, *best = NULL, *g;
-	size_t n = 0, i, shown = 0, it = 0;
+	const vd_order *by = vd_model_by_run(&s->model);
+	vd_copy *const *cs;
+	const vd_group *best, *g, *prev = NULL;
+	size_t i, n, shown = 0;
 	int64_t last = -1;
 	int more = 0, oom = 0;
 
-	if ((gs = calloc(vd_model_group_count(&s->model) + 1, sizeof(*gs))) == NULL)
+	if (by == NULL)
 		return NULL;
-	while ((g = vd_model_next_group(&s->model, &it)) != NULL)
-		if (vd_group_in_run(g, run))
-			gs[n++] = g;
-	qsort(gs, n, sizeof(*gs), round_cmp);
+	cs = (vd_copy *const *)by->v;
+	best = run_head(by, run);
+	run_span(by, copy_key_cmp, run, after, -1, &i, &n);
 	list = jarr(&oom);
-	for (i = 0; i < n; i++) {
-		if (vd_group_trusted(gs[i]) && (best == NULL || gs[i]->round_index >= best->round_index))
-			best = gs[i];
-		if (gs[i]->round_index <= after || more || oom)
+	for (; i < n && !oom; i++) {
+		if ((g = cs[i]->run_group) == prev)
 			continue;
+		prev = g;
 		/* A page ends between rounds, never inside one (a fork's
 		 * siblings), so that after=ROUND misses nothing. */
-		if (limit > 0 && shown >= limit && gs[i]->round_index != last) {
+		if (limit > 0 && shown >= limit && g->round_index != last) {
 			more = 1;
-			continue;
+			break;
 		}
-		push(&oom, list, link_json(&oom, gs[i]));
-		last = gs[i]->round_index;
+		push(&oom, list, link_json(&oom, g));
+		last = g->round_index;
 		shown++;
 	}
 	o = jobj(&oom);
@@ -964,7 +1005,6 @@ json_object *vd_view_run_chain(vd_store *s, const char *run, long long after, si
 	add(&oom, o, "artifacts", list);
 	add(&oom, o, "pruned", pruned_json(&oom, s, run, after, more ? last : -1));
 	add(&oom, o, "next", more ? ji64(&oom, last) : NULL);
-	free(gs);
 	return done(oom, o);
 }
 

@@ -168,6 +168,31 @@ static void drop_dir(vd_watch *w, const char *dir)
 	forget_wd(w, wd);
 }
 
+/* Pass 0 watches the directories not known; pass 1 those known under a
+ * watch another name took along. A watch that cannot be added (out of
+ * watches) is not tried again until the next scan, nor announced. */
+static size_t add_pass(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope,
+    int pass)
+{
+	size_t i, added = 0;
+
+	for (i = 0; i < n; i++) {
+		int known = vd_map_get(&w->by_dir, dirs[i]) != NULL;
+		if ((pass == 0 ? known : !known || watched(w, dirs[i])) ||
+		    add_watch(w, dirs[i]) < 0)
+			continue;
+		added++;
+		if (scope != NULL && scope->added != NULL)
+			scope->added(scope->arg, dirs[i]);
+	}
+	return added;
+}
+
+size_t vd_watch_add(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope)
+{
+	return w->active ? add_pass(w, dirs, n, scope, 0) : 0;
+}
+
 size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope)
 {
 	vd_map keep;
@@ -183,27 +208,19 @@ size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_sc
 	for (i = 0; i < n; i++)
 		vd_map_put(&keep, dirs[i], (void *)1);
 	/* Twice: a directory renamed takes its watch along under its new
-	 * name, and one made under the old name needs its own after that. A
-	 * watch that cannot be added (out of watches) is not tried again
-	 * until the next scan, nor announced. */
+	 * name, and one made under the old name needs its own after that. */
 	for (pass = 0; pass < 2; pass++)
-		for (i = 0; i < n; i++) {
-			int known = vd_map_get(&w->by_dir, dirs[i]) != NULL;
-			if ((pass == 0 ? known : !known || watched(w, dirs[i])) ||
-			    add_watch(w, dirs[i]) < 0)
-				continue;
-			added++;
-			if (scope != NULL && scope->added != NULL)
-				scope->added(scope->arg, dirs[i]);
-		}
+		added += add_pass(w, dirs, n, scope, pass);
 	/* Drop the watches of directories that went away, in batches (the
 	 * map cannot change under its iterator). */
 	do {
 		nstale = 0;
 		it = 0;
 		while (nstale < VD_ARRAY_LEN(stale) && vd_map_next(&w->by_dir, &it, &k, &v))
-			if (vd_map_get(&keep, k) == NULL &&
-			    (scope == NULL || scope->covers == NULL || scope->covers(scope->arg, k)) &&
+			/* The scope first: a scan of one change covers few of
+			 * the many watched. */
+			if ((scope == NULL || scope->covers == NULL || scope->covers(scope->arg, k)) &&
+			    vd_map_get(&keep, k) == NULL &&
 			    (stale[nstale] = strdup(k)) != NULL)
 				nstale++;
 		for (i = 0; i < nstale; i++) {

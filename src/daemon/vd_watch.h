@@ -43,6 +43,10 @@ typedef struct vd_watch_scope {
  * covered (scope NULL: every other). Returns how many were added: what
  * appeared in one before its watch did raised no event. */
 size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope);
+/* Watch those of these directories not watched yet, and drop nothing: a
+ * long list is watched a part at a time before vd_watch_sync of it all
+ * (what it adds then, vd_watch_sync does not add again). */
+size_t vd_watch_add(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope);
 /* Close: the poll handle is closed; maps and fd are freed in its callback. */
 void vd_watch_close(vd_watch *w);
 

@@ -221,6 +221,22 @@
 /* The scan result is merged a slice at a time, one slice a loop turn:
  * on a store of many thousand rounds, clients are answered meanwhile. */
 #define VD_MERGE_SLICE 500
+/* A slice ends sooner past this much loop time: a slice's cost varies with
+ * what its artifacts bring (stored verdicts, headers), and with the share
+ * of a core the daemon gets. */
+#define VD_MERGE_SLICE_MS 10
+/* Ledger records remembered (each a durable row and its audit row) a loop
+ * turn: a ledger of many thousand records is taken in over several turns. */
+#define VD_LEDGER_REMEMBER_SLICE 1000
+/* Directories given an inotify watch a loop turn, at the end of a merge. */
+#define VD_WATCH_SLICE 2000
+/* The listings' indexes (src/core/vd_order.h) sort in what was added once
+ * this much waits unsorted, or when a page is read. */
+#define VD_ORDER_UNSORTED_MAX 1024
+/* A change of ledgers alone (records appended, signed by a checkpoint)
+ * rebuilds the slots of the records it touches, up to this many; past it,
+ * every slot is built again (src/core/vd_lineage.c). */
+#define VD_SLOTS_IN_PLACE_MAX 256
 /* After a verdict, lineage catches up this long after, so that the
  * verdicts of one burst are looked at together. Readers and waiters catch
  * it up at once (vd_store_sync). */

@@ -767,6 +767,49 @@ static void same_head(world *w, const vd_lineage *a, const vd_lineage *b)
 		    (long long)b->head_round, b->head_hash);
 }
 
+#define P_SETTLE_EVERY 3            /* steps: the listings' indexes are read on one in so many */
+
+/* The listings' indexes, kept as copies come and go (and read only now and
+ * then, so that removals meet elements still unsorted), against the model's
+ * maps: every group once by hash, every copy with a header once by (run,
+ * its group's round, hash, path), every other copy among the headerless. */
+static void check_orders(world *w, vd_model *m)
+{
+	const vd_order *byh = vd_model_by_hash(m), *byr = vd_model_by_run(m);
+	const char *k;
+	void *v;
+	size_t i, it = 0, with_header = 0, without = 0;
+
+	if (byh == NULL || byr == NULL) {
+		violation(w, "the listings' indexes cannot be read");
+		return;
+	}
+	while (vd_map_next(&m->copies, &it, &k, &v)) {
+		const vd_copy *c = v;
+		if (c->hdr.code == VD_OK && vd_model_group(m, c->hdr.content_hash) != NULL)
+			with_header++;
+		else if (c->hdr.code != VD_OK && vd_map_get(&m->headerless, k) == c)
+			without++;
+		else if (c->hdr.code != VD_OK)
+			violation(w, "%s has no header but is not listed as headerless", k);
+	}
+	if (byh->n != m->groups.count || byr->n != with_header || m->headerless.count != without)
+		violation(w, "indexes hold %zu groups, %zu copies, %zu headerless; the model %zu, %zu, %zu",
+		    byh->n, byr->n, m->headerless.count, m->groups.count, with_header, without);
+	for (i = 0; i < byh->n; i++)
+		if (vd_model_group(m, ((const vd_group *)byh->v[i])->hash) != byh->v[i] ||
+		    (i > 0 && strcmp(((const vd_group *)byh->v[i - 1])->hash,
+		    ((const vd_group *)byh->v[i])->hash) >= 0))
+			violation(w, "the index by hash is out of order or stale at %zu", i);
+	for (i = 0; i < byr->n; i++) {
+		const vd_copy *c = byr->v[i];
+		if (c->run_group != vd_model_group(m, c->hdr.content_hash) ||
+		    c->run_round != c->run_group->round_index ||
+		    (i > 0 && vd_model_run_cmp(byr->v[i - 1], c) >= 0))
+			violation(w, "the index by run is out of order or stale at %zu (%s)", i, c->relpath);
+	}
+}
+
 /* A model built anew from the slots (in reverse). */
 static void scratch_model(world *w, vd_model *m)
 {
@@ -1250,6 +1293,8 @@ static size_t world_step(world *w, unsigned id)
 	commits = changes[c].fn(w);
 	refresh(w->f, commits);
 	compare_with_scratch(w);
+	if (w->step % P_SETTLE_EVERY == 0)
+		check_orders(w, &w->f->model);
 	check_reference(w);
 	check_unsigned_inert(w);
 	return c;
@@ -1321,6 +1366,10 @@ static void report(unsigned seed, int steps, int failed_at, const char *why)
 }
 
 /* One history: 1 when an invariant was violated. */
+/* Refreshes that rebuilt some slots alone (ledgers grown or signed), each
+ * compared with slots built from every source. */
+static uint64_t in_place_total;
+
 static int run_history(unsigned seed, int steps, unsigned long *total)
 {
 	world w;
@@ -1337,6 +1386,7 @@ static int run_history(unsigned seed, int steps, unsigned long *total)
 	}
 	tally.counting = 0;
 	snprintf(why, sizeof(why), "%s", w.why);
+	in_place_total += w.f->l.in_place;
 	fx_free(w.f);
 	db_free(&w.db);
 	if (failed_at >= 0)
@@ -1393,6 +1443,7 @@ int main(int argc, char **argv)
 		vd_key_free(keys[k]);
 	printf("memory: %lu records persisted, %lu persists failed, %lu restarts\n",
 	    tally.persisted, tally.failed, tally.restarts);
+	printf("%llu refreshes rebuilt some commitment slots alone\n", (unsigned long long)in_place_total);
 	printf("%lu histories, %lu steps, %lu invariant violations\n", seeds, total, violations);
 	return violations > 0;
 }

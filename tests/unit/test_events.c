@@ -414,6 +414,61 @@ static void test_commits_forgotten(void **state)
 	fx_free(f);
 }
 
+/* A refresh after the lineage rebuilt the slot of (run, round) alone. */
+static void refresh_one(fx *f, const char *run, int64_t round)
+{
+	vd_slot_ref ref = { run, round };
+	vd_lineage_delta d;
+
+	vd_lineage_delta_init(&d);
+	d.whole = 1;
+	f->l.only = &ref;
+	f->l.n_only = 1;
+	f->l.commits_in_place = 1;
+	vd_events_lineage(f->ev, &f->l, &d, &f->model, &f->cfg, 1, 1);
+	f->l.only = NULL;
+	f->l.n_only = 0;
+	f->l.commits_in_place = 0;
+}
+
+/* The slots rebuilt alone are compared alone, with the same news as a
+ * whole comparison. */
+static void test_commits_in_place(void **state)
+{
+	(void)state;
+	fx *f = fx_new();
+	vd_commit_slot *sl;
+	int r;
+
+	for (r = 0; r < 5; r++)
+		slot_add(f, "run", r, hx((unsigned)r));
+	refresh(f, 1);
+	assert_tracked(f, 0, 5);
+	/* A round appended: news once. */
+	slot_add(f, "run", 5, hx(5));
+	refresh_one(f, "run", 5);
+	assert_int_equal(published(f, "commitment", NULL), 1);
+	assert_tracked(f, 0, 6);
+	refresh_one(f, "run", 5);
+	assert_int_equal(published(f, "commitment", NULL), 1);
+	/* Another hash for it: news; no longer counting: forgotten. */
+	sl = vd_map_get(&f->l.commits, "run\n5");
+	snprintf(sl->first_hash, sizeof(sl->first_hash), "%s", hx(50));
+	refresh_one(f, "run", 5);
+	assert_int_equal(published(f, "commitment", hx(50)), 1);
+	sl->src[VD_SRC_ROUNDCLOSE].has = 0;
+	refresh_one(f, "run", 5);
+	assert_tracked(f, 0, 5);
+	/* A whole comparison afterwards finds nothing more. */
+	sl->src[VD_SRC_ROUNDCLOSE].has = 1;
+	refresh_one(f, "run", 5);
+	assert_int_equal(published(f, "commitment", NULL), 3);
+	refresh(f, 1);
+	assert_int_equal(published(f, "commitment", NULL), 3);
+	assert_tracked(f, 0, 6);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -423,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_heads_forgotten),
 		cmocka_unit_test(test_heads_restart),
 		cmocka_unit_test(test_commits_forgotten),
+		cmocka_unit_test(test_commits_in_place),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
