@@ -589,6 +589,10 @@ int vd_view_trusted_copy(vd_store *s, const char *hash, const vd_copy **out)
 	*out = NULL;
 	if (g == NULL)
 		return -ENOENT;
+	/* The artifact first: a copy that verified says nothing while another
+	 * copy of the same hash failed or is not verified yet. */
+	if (!vd_group_trusted(g))
+		return -EPERM;
 	for (i = 0; i < g->n; i++)
 		if (vd_copy_trusted(g->copies[i], g) &&
 		    (*out == NULL || ((*out)->kind == VD_KIND_TAR && g->copies[i]->kind == VD_KIND_DIR)))

@@ -59,9 +59,9 @@ json_object *vd_view_withdrawn(const vd_withdrawal *w, int created);
 /* GET /key: the verdicts' key, and the OMS bundles' (oms_* NULL: none). */
 json_object *vd_view_key(const char *key_id, const char *pem, const char *oms_key_id,
     const char *oms_pem);
-/* A verified copy of hash that is trusted (directories first): 0 with
- * *out set, -ENOENT when no copy claims hash, -EPERM when none is
- * trusted. */
+/* A verified copy of hash, when the artifact is trusted (directories
+ * first): 0 with *out set, -ENOENT when no copy claims hash, -EPERM when
+ * the artifact is not trusted. */
 int vd_view_trusted_copy(vd_store *s, const char *hash, const vd_copy **out);
 
 /* GET /chain?run=: one run's artifacts in round order after round after

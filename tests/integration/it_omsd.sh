@@ -153,6 +153,21 @@ check "GET /artifact/<hash>/oms of an unknown hash: 404" 404 \
 check "of an artifact that is not trusted: 409 not_trusted" "409 not_trusted" \
 	"$(code GET "/artifact/$H1/oms") $(get "/artifact/$H1/oms" | jq -r .error.code)"
 
+# A second copy of a trusted artifact, with a byte changed: the artifact is
+# no longer trusted, so no bundle is served, though its first copy still
+# verifies.
+cp -r "$RUN/round-00000" "$RUN/twin-of-0"
+rm -f "$RUN/twin-of-0/model.sig"
+for f in "$RUN"/twin-of-0/*.safetensors; do printf '\377' | dd of="$f" bs=1 seek=$(($(stat -c %s "$f") - 1)) conv=notrunc status=none; done
+untrusted() { [ "$(get "/artifact/$H0" | jq -r .trusted)" = false ]; }
+wait_for $((20 * SLOW)) untrusted > /dev/null || not_ok "a failed second copy makes the artifact untrusted"
+check "a trusted artifact with a failed second copy: 409 not_trusted, no bundle" "409 not_trusted" \
+	"$(code GET "/artifact/$H0/oms") $(get "/artifact/$H0/oms" | jq -r .error.code)"
+rm -r "$RUN/twin-of-0"
+retrusted() { [ "$(get "/artifact/$H0" | jq -r .trusted)" = true ]; }
+wait_for $((20 * SLOW)) retrusted > /dev/null || not_ok "the artifact is trusted again once the copy is gone"
+check "and served again once that copy is gone" 200 "$(code GET "/artifact/$H0/oms")"
+
 # --- kept over a restart ----------------------------------------------------------
 stop_daemon
 start_daemon

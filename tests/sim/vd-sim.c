@@ -29,6 +29,13 @@
  *     equals the memory kept step by step, and lineage over it (slots,
  *     equivocations, trust of every group, head) is what it was.
  *
+ * Every few steps the API's views are rendered from the core's state as
+ * the daemon renders them (the status of every artifact, GET /artifacts,
+ * GET /chain?run= of every run, GET /chain): each renders; each status
+ * says trusted exactly when the core does, and a copy is served for its
+ * OMS bundle only then; a listing read a page at a time gives what it
+ * gives read whole.
+ *
  * Each step draws from its own generator (the seed and the step's number),
  * so a failing history can be shortened by leaving steps out. Prints how
  * many records were persisted, persists failed and restarts were made,
@@ -47,8 +54,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "lineage_fx.h"
 #include "vd_log.h"
+#include "vd_store.h"
+#include "vd_views.h"
 
 #define SIM_STEPS_DEFAULT 60
 #define SIM_STEPS_MAX 10000
@@ -1283,6 +1294,170 @@ static void world_start(world *w, unsigned seed)
 }
 
 /* One step: step number `id` of the seed's history. The change's index. */
+/* ---- every route's view -------------------------------------------------- */
+
+#define P_VIEWS_EVERY 6             /* steps: the views are rendered on one in so many */
+#define P_VIEW_PAGE 2               /* listings are read whole and this many at a time */
+
+/* The store the API renders from, holding the core's state as it is. Its
+ * model, lineage and memory are f's own, lent for the views (which may
+ * settle the listings' indexes) and given back. */
+static void views_lend(world *w, vd_store *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->cfg = &w->f->cfg;
+	s->model = w->f->model;
+	s->lineage = w->f->l;
+	s->memory = w->f->mem;
+	s->ledgers = w->f->ledgers;
+	s->n_ledgers = w->f->n_ledgers;
+	s->scanned_once = 1;
+}
+
+static void views_return(world *w, vd_store *s)
+{
+	w->f->model = s->model;
+	w->f->l = s->lineage;
+	w->f->mem = s->memory;
+}
+
+/* Appends the elements of o's list named key, as text, to all. */
+static size_t page_elements(json_object *o, const char *key, vd_buf *all)
+{
+	json_object *list;
+	size_t i, n;
+
+	if (o == NULL || !json_object_object_get_ex(o, key, &list) ||
+	    !json_object_is_type(list, json_type_array))
+		return 0;
+	n = json_object_array_length(list);
+	for (i = 0; i < n; i++) {
+		const char *t = json_object_to_json_string_ext(json_object_array_get_idx(list, i),
+		    VD_VIEW_JSON);
+		FX_REQUIRE(vd_buf_puts(all, t) == 0 && vd_buf_putc(all, '\n') == 0);
+	}
+	return n;
+}
+
+static int same_buf(const vd_buf *a, const vd_buf *b)
+{
+	return a->len == b->len && (a->len == 0 || memcmp(a->p, b->p, a->len) == 0);
+}
+
+/* Every group's status, its "trusted" the core's one decision. */
+static void views_status(world *w, vd_store *s)
+{
+	json_object *o, *t;
+	const vd_copy *c;
+	vd_group *g;
+	size_t it = 0;
+	int rc;
+
+	while (!w->failed && (g = vd_model_next_group(&s->model, &it)) != NULL) {
+		if (vd_view_status(s, g->hash, &o) < 0 || !json_object_object_get_ex(o, "trusted", &t)) {
+			violation(w, "the status of %.12s cannot be rendered", g->hash);
+			json_object_put(o);
+			return;
+		}
+		if (json_object_get_boolean(t) != vd_group_trusted(g))
+			violation(w, "the status of %.12s says trusted %d, the core %d", g->hash,
+			    json_object_get_boolean(t), vd_group_trusted(g));
+		json_object_put(o);
+		rc = vd_view_trusted_copy(s, g->hash, &c);
+		if ((rc == 0) != vd_group_trusted(g))
+			violation(w, "a trusted copy of %.12s is %s, but the core says trusted %d (%s, state %d)",
+			    g->hash, rc == 0 ? "served" : "refused", vd_group_trusted(g),
+			    vd_group_untrusted_reason(g) ? vd_group_untrusted_reason(g) : "-",
+			    (int)vd_group_state(g));
+	}
+}
+
+/* GET /artifacts whole against its pages, one after the other. */
+static void views_artifacts(world *w, vd_store *s)
+{
+	vd_buf whole, paged;
+	json_object *o, *next;
+	char after[VD_HASH_HEX_LEN + 1];
+	size_t pages = 0;
+
+	vd_buf_init(&whole);
+	vd_buf_init(&paged);
+	o = vd_view_artifacts(s, -1, NULL, 0);
+	page_elements(o, "artifacts", &whole);
+	json_object_put(o);
+	after[0] = '\0';
+	do {
+		o = vd_view_artifacts(s, -1, after[0] ? after : NULL, P_VIEW_PAGE);
+		if (o == NULL)
+			break;
+		page_elements(o, "artifacts", &paged);
+		next = NULL;
+		if (json_object_object_get_ex(o, "next", &next) && next != NULL)
+			snprintf(after, sizeof(after), "%s", json_object_get_string(next));
+		json_object_put(o);
+	} while (next != NULL && ++pages <= P_IDS + P_SLOTS);
+	if (!same_buf(&whole, &paged))
+		violation(w, "GET /artifacts read a page at a time differs from it read whole");
+	vd_buf_free(&whole);
+	vd_buf_free(&paged);
+}
+
+/* GET /chain?run= whole against its pages: artifacts and pruned links,
+ * each kind in its own order. */
+static void views_run(world *w, vd_store *s, const char *run)
+{
+	vd_buf whole[2], paged[2];
+	json_object *o, *next;
+	long long after = -1;
+	size_t pages = 0;
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		vd_buf_init(&whole[k]);
+		vd_buf_init(&paged[k]);
+	}
+	o = vd_view_run_chain(s, run, -1, 0);
+	page_elements(o, "artifacts", &whole[0]);
+	page_elements(o, "pruned", &whole[1]);
+	json_object_put(o);
+	do {
+		if ((o = vd_view_run_chain(s, run, after, P_VIEW_PAGE)) == NULL)
+			break;
+		page_elements(o, "artifacts", &paged[0]);
+		page_elements(o, "pruned", &paged[1]);
+		next = NULL;
+		if (json_object_object_get_ex(o, "next", &next) && next != NULL)
+			after = json_object_get_int64(next);
+		json_object_put(o);
+	} while (next != NULL && ++pages <= P_IDS + P_SLOTS);
+	for (k = 0; k < 2; k++) {
+		if (!same_buf(&whole[k], &paged[k]))
+			violation(w, "GET /chain?run=%s read a page at a time lists other %s than read whole",
+			    run, k == 0 ? "artifacts" : "pruned links");
+		vd_buf_free(&whole[k]);
+		vd_buf_free(&paged[k]);
+	}
+}
+
+/* Every route's view of the core's state renders, and agrees with it. */
+static void check_views(world *w)
+{
+	vd_store s;
+	vd_buf b;
+	int r;
+
+	views_lend(w, &s);
+	views_status(w, &s);
+	views_artifacts(w, &s);
+	for (r = 0; r < P_RUNS; r++)
+		views_run(w, &s, p_runs[r]);
+	if (vd_view_chain(&s, &b) < 0)
+		violation(w, "GET /chain cannot be rendered");
+	else
+		vd_buf_free(&b);
+	views_return(w, &s);
+}
+
 static size_t world_step(world *w, unsigned id)
 {
 	size_t c;
@@ -1297,6 +1472,8 @@ static size_t world_step(world *w, unsigned id)
 		check_orders(w, &w->f->model);
 	check_reference(w);
 	check_unsigned_inert(w);
+	if (w->step % P_VIEWS_EVERY == 0)
+		check_views(w);
 	return c;
 }
 
