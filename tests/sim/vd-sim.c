@@ -5,8 +5,8 @@
  * appended, rewritten, deleted and forgotten, RoundClose posts (new, again,
  * conflicting), signed statements written, posted and signed again,
  * checkpoints, keys revoked and restored, artifacts pruned, withdrawals,
- * restarts, under either policy with pins and anchors -- and after every
- * step checks:
+ * restarts, reloads that flip the policy and move pins and anchors -- and
+ * after every step checks:
  *
  *   - a lineage refreshed incrementally equals one computed from scratch
  *     on the same inputs (chains, slots, head, alerts);
@@ -604,6 +604,32 @@ static int ch_keys(world *w)
 	return 1;
 }
 
+/* The configuration reloaded (SIGHUP): the policy flipped, the genesis
+ * pin of run a set to another hash or dropped, or run b's anchor moved or
+ * dropped. Lineage refreshes whole, as the store does on a reload. */
+static int ch_config(world *w)
+{
+	fx *f = w->f;
+	char v[PATH_MAX_LEN];
+	int i, k = (int)rnd(w, 3);
+
+	if (k == 0) {
+		cfg_set(f, "commitment_policy",
+		    vd_config_policy(&f->cfg) == VD_POLICY_SIGNED ? "ledger" : "signed");
+	} else if (k == 1) {
+		v[0] = '\0';
+		if (rnd(w, 3))
+			snprintf(v, sizeof(v), "a:%s", id_hash((int)rnd(w, 2)));
+		cfg_set(f, "genesis_hash", v);
+	} else {
+		cfg_set(f, "anchor", "");
+		i = (int)rnd(w, P_IDS);
+		if (w->ids[i].round > 0 && rnd(w, 2))
+			pin(f, "anchor", "b", w->ids[i].round, id_hash(i));
+	}
+	return 1;
+}
+
 /* A scan read a ledger: the store refreshes whole after a scan. */
 static int ch_scan_ledger(world *w)
 {
@@ -631,6 +657,7 @@ static const struct change {
 	{ ch_retained, "an artifact pruned" }, { ch_retained, "an artifact pruned" },
 	{ ch_keys, "the trusted keys changed" }, { ch_scan_ledger, "a ledger read or unreadable" },
 	{ ch_withdraw, "a withdrawal" }, { ch_restart, "a restart" },
+	{ ch_config, "the configuration reloaded" },
 };
 
 /* ---- comparing two lineages ------------------------------------------- */
