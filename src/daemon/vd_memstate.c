@@ -172,13 +172,17 @@ static void load_withdrawal(const vd_withdrawal *w, void *arg)
 	restore_record(arg, &rec);
 }
 
-int vd_memstate_load(vd_state *st, vd_memory *m)
+int vd_memstate_load(vd_state *st, vd_memory *m, char *err, size_t errlen)
 {
-	return vd_state_load_commitments(st, load_posted, m) < 0 ||
-	    vd_state_load_equivocations(st, load_equiv, m) < 0 ||
-	    vd_state_load_checkpoints(st, load_checkpoint, m) < 0 ||
-	    vd_state_load_statements(st, load_statement, m) < 0 ||
-	    vd_state_load_withdrawals(st, load_withdrawal, m) < 0 ||
-	    vd_state_load_ledgers(st, load_ledger_rec, m) < 0 ||
-	    vd_state_load_retained(st, load_retained, m) < 0 ? -1 : 0;
+	int rc;
+
+	if ((rc = vd_state_load_commitments(st, load_posted, m, err, errlen)) < 0 ||
+	    (rc = vd_state_load_equivocations(st, load_equiv, m, err, errlen)) < 0 ||
+	    (rc = vd_state_load_checkpoints(st, load_checkpoint, m, err, errlen)) < 0 ||
+	    (rc = vd_state_load_statements(st, load_statement, m, err, errlen)) < 0 ||
+	    (rc = vd_state_load_withdrawals(st, load_withdrawal, m, err, errlen)) < 0 ||
+	    (rc = vd_state_load_ledgers(st, load_ledger_rec, m, err, errlen)) < 0 ||
+	    (rc = vd_state_load_retained(st, load_retained, m, err, errlen)) < 0)
+		return rc;
+	return 0;
 }

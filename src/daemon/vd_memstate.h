@@ -18,8 +18,8 @@
  * is refused, the rest kept in memory only. */
 int vd_memstate_persist(const vd_mem_record *rec, void *arg);
 
-/* Restore every record st holds into m (empty): 0, or -1 when a table
- * could not be read. */
-int vd_memstate_load(vd_state *st, vd_memory *m);
+/* Restore every record st holds into m (empty): 0, or -EIO when a table
+ * could not be read, with the sentence in err. */
+int vd_memstate_load(vd_state *st, vd_memory *m, char *err, size_t errlen);
 
 #endif

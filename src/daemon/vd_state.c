@@ -21,7 +21,6 @@ struct vd_state {
 	int batch;           /* a write transaction is open (vd_state_flush ends
 	                      * it): 1 committed without a sync, 2 with one */
 	double synced_at;    /* when a batch was last committed with a sync */
-	char error[256];
 	int failing;         /* the last write failed; a commit since clears it */
 	uint64_t failures;   /* writes that failed, since start */
 	unsigned alert_retention;    /* seconds; 0: cleared alerts are kept */
@@ -202,18 +201,24 @@ static const char *const migrations[VD_STATE_SCHEMA] = {
 	"ALTER TABLE equivocations_keyed RENAME TO equivocations;",
 };
 
-const char *vd_state_error(vd_state *st)
-{
-	return st->error;
-}
-
+/* A write (or a read while running) that failed: logged here, since its
+ * callers only mark the store's health. */
 static int db_fail(vd_state *st, const char *what)
 {
-	snprintf(st->error, sizeof(st->error), "%s: %s", what, sqlite3_errmsg(st->db));
-	log_error("state database: %s", st->error);
+	log_error("state database: %s: %s", what, sqlite3_errmsg(st->db));
 	st->failing = 1;
 	st->failures++;
 	return -1;
+}
+
+/* A load at start that failed: the sentence goes to the caller, who
+ * refuses to start with it. */
+static int load_fail(vd_state *st, const char *what, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(st->db));
+	st->failing = 1;
+	st->failures++;
+	return -EIO;
 }
 
 int vd_state_ok(const vd_state *st)
@@ -239,25 +244,38 @@ static const char *db_reason(vd_state *st, char *buf, size_t n)
 	return buf;
 }
 
-static int exec(vd_state *st, const char *sql)
+/* sql run; on failure SQLite's sentence goes to why (NULL: dropped, for
+ * callers that report sqlite3_errmsg through db_fail). */
+static int exec_why(vd_state *st, const char *sql, char *why, size_t n)
 {
 	char *msg = NULL;
 
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		snprintf(st->error, sizeof(st->error), "%s", msg ? msg : "unknown error");
+		if (why != NULL)
+			snprintf(why, n, "%s", msg ? msg : "unknown error");
 		sqlite3_free(msg);
 		return -1;
 	}
 	return 0;
 }
 
-/* A transaction committed: the database takes writes again. */
-static int commit(vd_state *st)
+static int exec(vd_state *st, const char *sql)
 {
-	if (exec(st, "COMMIT") < 0)
+	return exec_why(st, sql, NULL, 0);
+}
+
+/* A transaction committed: the database takes writes again. */
+static int commit_why(vd_state *st, char *why, size_t n)
+{
+	if (exec_why(st, "COMMIT", why, n) < 0)
 		return -1;
 	st->failing = 0;
 	return 0;
+}
+
+static int commit(vd_state *st)
+{
+	return commit_why(st, NULL, 0);
 }
 
 static int audit_insert(vd_state *st, const vd_audit *a);
@@ -336,7 +354,7 @@ static int user_version(vd_state *st, int *v)
 }
 
 /* A damaged file is refused with the reason, never silently replaced. */
-static int check_integrity(vd_state *st)
+static int check_integrity(vd_state *st, char *why, size_t n)
 {
 	sqlite3_stmt *s;
 	const char *res;
@@ -348,29 +366,26 @@ static int check_integrity(vd_state *st)
 		res = (const char *)sqlite3_column_text(s, 0);
 		ok = res != NULL && strcmp(res, "ok") == 0;
 		if (!ok)
-			snprintf(st->error, sizeof(st->error), "integrity check: %s", res ? res : "?");
+			snprintf(why, n, "integrity check: %s", res ? res : "?");
 	}
 	sqlite3_finalize(s);
 	return ok ? 0 : -1;
 }
 
-static int migrate(vd_state *st, int from)
+static int migrate(vd_state *st, int from, char *why, size_t n)
 {
 	char sql[64];
 	int v;
 
 	for (v = from; v < VD_STATE_SCHEMA; v++) {
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
-		if (exec(st, "BEGIN IMMEDIATE") < 0)
+		if (exec_why(st, "BEGIN IMMEDIATE", why, n) < 0)
 			return -1;
-		if (exec(st, migrations[v]) < 0 || exec(st, sql) < 0) {
-			char keep[sizeof(st->error)];
-			memcpy(keep, st->error, sizeof(keep));
+		if (exec_why(st, migrations[v], why, n) < 0 || exec_why(st, sql, why, n) < 0) {
 			exec(st, "ROLLBACK");
-			memcpy(st->error, keep, sizeof(keep));
 			return -1;
 		}
-		if (commit(st) < 0)
+		if (commit_why(st, why, n) < 0)
 			return -1;
 	}
 	/* One line for the whole climb: each step is an internal detail. */
@@ -381,20 +396,21 @@ static int migrate(vd_state *st, int from)
 
 static int setup(vd_state *st, char *err, size_t errlen, const char *path)
 {
-	char why[320];
+	char why[320] = "";
 	int v;
 
 	sqlite3_busy_timeout(st->db, VD_STATE_BUSY_MS);
-	if (check_integrity(st) < 0) {
+	if (check_integrity(st, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s is damaged (%s); move it aside or restore it from a backup",
-		    path, st->error[0] ? st->error : db_reason(st, why, sizeof(why)));
+		    path, why[0] ? why : db_reason(st, why, sizeof(why)));
 		return -1;
 	}
-	if (exec(st, "PRAGMA journal_mode = WAL") < 0 ||
-	    exec(st, "PRAGMA synchronous = FULL") < 0 ||
-	    exec(st, "PRAGMA foreign_keys = ON") < 0 ||
-	    exec(st, "PRAGMA cache_size = " VD_STATE_CACHE_KIB) < 0 || user_version(st, &v) < 0) {
-		snprintf(err, errlen, "%s: %s", path, st->error[0] ? st->error : db_reason(st, why, sizeof(why)));
+	if (exec_why(st, "PRAGMA journal_mode = WAL", why, sizeof(why)) < 0 ||
+	    exec_why(st, "PRAGMA synchronous = FULL", why, sizeof(why)) < 0 ||
+	    exec_why(st, "PRAGMA foreign_keys = ON", why, sizeof(why)) < 0 ||
+	    exec_why(st, "PRAGMA cache_size = " VD_STATE_CACHE_KIB, why, sizeof(why)) < 0 ||
+	    user_version(st, &v) < 0) {
+		snprintf(err, errlen, "%s: %s", path, why[0] ? why : db_reason(st, why, sizeof(why)));
 		return -1;
 	}
 	if (v > VD_STATE_SCHEMA) {
@@ -402,8 +418,8 @@ static int setup(vd_state *st, char *err, size_t errlen, const char *path)
 		    path, v, VD_STATE_SCHEMA);
 		return -1;
 	}
-	if (migrate(st, v) < 0) {
-		snprintf(err, errlen, "%s: migrating from schema %d failed: %s", path, v, st->error);
+	if (migrate(st, v, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: migrating from schema %d failed: %s", path, v, why);
 		return -1;
 	}
 	return 0;
@@ -413,8 +429,11 @@ static int setup(vd_state *st, char *err, size_t errlen, const char *path)
  * them again: until then confirmed_at is 0 (vd_state_alerts_settle). */
 static int unconfirm_alerts(vd_state *st, char *err, size_t errlen, const char *path)
 {
-	if (exec(st, "UPDATE alerts SET confirmed_at = 0 WHERE cleared_at IS NULL") < 0) {
-		snprintf(err, errlen, "%s: %s", path, st->error);
+	char why[320];
+
+	if (exec_why(st, "UPDATE alerts SET confirmed_at = 0 WHERE cleared_at IS NULL", why,
+	    sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, why);
 		return -1;
 	}
 	return 0;
@@ -562,7 +581,8 @@ static void bind_oms(sqlite3_stmt *s, int first, const vd_oms_status *o)
 	sqlite3_bind_text(s, first + 6, o->trust, -1, SQLITE_STATIC);
 }
 
-int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg)
+int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_stored_verdict v;
@@ -575,7 +595,7 @@ int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg)
 	    " file_schema_version, reader_max_version, tensor, file, remediation, oms_code,"
 	    " oms_verified, oms_differ, oms_method, oms_key_id, oms_detail, oms_trust FROM verdicts",
 	    -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading verdicts");
+		return load_fail(st, "loading verdicts", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&v, 0, sizeof(v));
 		copy_text(v.relpath, sizeof(v.relpath), sqlite3_column_text(s, 0));
@@ -597,7 +617,7 @@ int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg)
 			fn(&v, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading verdicts");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading verdicts", err, errlen);
 }
 
 int vd_state_put_verdict(vd_state *st, const vd_stored_verdict *v)
@@ -656,7 +676,8 @@ static void row_commitment(sqlite3_stmt *s, vd_commitment *c)
 	copy_text(c->key_id, sizeof(c->key_id), sqlite3_column_text(s, 5));
 }
 
-int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg)
+int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_commitment c;
@@ -665,13 +686,13 @@ int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg)
 	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, global_model_hash,"
 	    " schema_version, received_at, key_id FROM commitments ORDER BY run, round_index",
 	    -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading commitments");
+		return load_fail(st, "loading commitments", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		row_commitment(s, &c);
 		fn(&c, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading commitments");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading commitments", err, errlen);
 }
 
 static int find_commitment(vd_state *st, const char *run, int64_t round, vd_commitment *out)
@@ -850,7 +871,8 @@ int vd_state_record_equivocation(vd_state *st, const vd_commitment *c, const cha
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "recording an equivocation");
 }
 
-int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg)
+int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_commitment c;
@@ -859,13 +881,13 @@ int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg)
 	/* Reported as the rejected hash (hash_b) for the round. */
 	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, hash_b, schema_version, seen_at,"
 	    " key_id FROM equivocations ORDER BY rowid", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading equivocations");
+		return load_fail(st, "loading equivocations", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		row_commitment(s, &c);
 		fn(&c, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading equivocations");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading equivocations", err, errlen);
 }
 
 /* One statement on an alert's open episode, bound as text then time. */
@@ -1185,7 +1207,8 @@ int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *ke
 	return changed == 1 ? 0 : 1;
 }
 
-int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg)
+int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_statement c;
@@ -1194,7 +1217,7 @@ int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg)
 
 	if (sqlite3_prepare_v2(st->db, "SELECT run, records, head_record_hash, key_id"
 	    " FROM checkpoints ORDER BY run, records", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading checkpoints");
+		return load_fail(st, "loading checkpoints", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&c, 0, sizeof(c));
 		c.kind = VD_STMT_CHECKPOINT;
@@ -1205,23 +1228,24 @@ int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg)
 		fn(&c, key_id, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading checkpoints");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading checkpoints", err, errlen);
 }
 
-int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg)
+int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	int rc;
 
 	if (sqlite3_prepare_v2(st->db, "SELECT path, seq, round_index, global_model_hash,"
 	    " record_hash, line FROM ledger_memory ORDER BY path, seq", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading ledger memory");
+		return load_fail(st, "loading ledger memory", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		fn((const char *)sqlite3_column_text(s, 0), sqlite3_column_int64(s, 1),
 		    sqlite3_column_int64(s, 2), (const char *)sqlite3_column_text(s, 3),
 		    (const char *)sqlite3_column_text(s, 4), sqlite3_column_int64(s, 5), arg);
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading ledger memory");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading ledger memory", err, errlen);
 }
 
 /* A ledger record's audit row: made by whoever wrote the file. */
@@ -1319,7 +1343,8 @@ int vd_state_retain(vd_state *st, const vd_retained *r)
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "remembering an artifact");
 }
 
-int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg)
+int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_retained r;
@@ -1328,7 +1353,7 @@ int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg)
 
 	if (sqlite3_prepare_v2(st->db, "SELECT content_hash, run, round_index, parent_hash,"
 	    " verified_at FROM retained", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading remembered artifacts");
+		return load_fail(st, "loading remembered artifacts", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&r, 0, sizeof(r));
 		copy_text(r.hash, sizeof(r.hash), sqlite3_column_text(s, 0));
@@ -1341,7 +1366,7 @@ int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg)
 		fn(&r, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading remembered artifacts");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading remembered artifacts", err, errlen);
 }
 
 /* ---- the event history of GET /events -------------------------------- */
@@ -1419,7 +1444,8 @@ int vd_state_trim_events(vd_state *st, uint64_t through)
 
 /* ---- statement memory and withdrawals (trust.md section 8) ------------- */
 
-int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg)
+int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_statement c;
@@ -1428,7 +1454,7 @@ int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg)
 
 	if (sqlite3_prepare_v2(st->db, "SELECT run, kind, number, hash, schema_version, key_id,"
 	    " source FROM statements ORDER BY rowid", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading statements");
+		return load_fail(st, "loading statements", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&c, 0, sizeof(c));
 		copy_text(run, sizeof(run), sqlite3_column_text(s, 0));
@@ -1447,7 +1473,7 @@ int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg)
 		fn(&c, run, key_id, source, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading statements");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading statements", err, errlen);
 }
 
 int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const vd_audit *audit)
@@ -1469,7 +1495,8 @@ int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const vd_audit *audi
 	return step_audited(st, s, audit, NULL, "recording a withdrawal") < 0 ? -1 : 0;
 }
 
-int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg)
+int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_withdrawal w;
@@ -1477,7 +1504,7 @@ int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg)
 
 	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, hash, sources, peer, reason, at"
 	    " FROM withdrawals ORDER BY at", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading withdrawals");
+		return load_fail(st, "loading withdrawals", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&w, 0, sizeof(w));
 		copy_text(w.run, sizeof(w.run), sqlite3_column_text(s, 0));
@@ -1490,5 +1517,5 @@ int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg)
 		fn(&w, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading withdrawals");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading withdrawals", err, errlen);
 }

@@ -48,11 +48,14 @@ void vd_state_close(vd_state *st);
 typedef void (*vd_verdict_fn)(const vd_stored_verdict *v, void *arg);
 typedef void (*vd_commitment_fn)(const vd_commitment *c, void *arg);
 
-int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg);
+/* The loads read at start: 0, or -EIO with the sentence in err. */
+int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg,
+    char *err, size_t errlen);
 int vd_state_put_verdict(vd_state *st, const vd_stored_verdict *v);
 int vd_state_forget_verdict(vd_state *st, const char *relpath);
 
-int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg);
+int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg,
+    char *err, size_t errlen);
 
 /* The signatures of one statement (trust.md section 8), one row per key,
  * written in the transaction of what they come with. */
@@ -88,12 +91,14 @@ uint64_t vd_state_failures(const vd_state *st);
 typedef void (*vd_checkpoint_fn)(const vd_statement *s, const char *key_id, void *arg);
 int vd_state_post_checkpoint(vd_state *st, const vd_statement *s, const char *key_id,
     const uint8_t *env, size_t env_len, const struct vd_audit *audit, const vd_stmt_sigs *sigs);
-int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg);
+int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg,
+    char *err, size_t errlen);
 
 /* The append-only memory of ledgers: record seq (0-based) of each path. */
 typedef void (*vd_ledger_rec_fn)(const char *path, int64_t seq, int64_t round_index,
     const char *hash, const char *record_hash, int64_t line, void *arg);
-int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg);
+int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg,
+    char *err, size_t errlen);
 /* Append recs[0..n) as seq first.. in one transaction, with their audit
  * rows (vd_state_audit). */
 int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
@@ -103,14 +108,16 @@ int vd_state_forget_ledger(vd_state *st, const char *path);
 /* Artifacts verified and committed, remembered after removal (batched). */
 typedef void (*vd_retained_fn)(const vd_retained *r, void *arg);
 int vd_state_retain(vd_state *st, const vd_retained *r);
-int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg);
+int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg,
+    char *err, size_t errlen);
 
 /* Equivocations: two hashes for one round of one run, c (hash_b) posted
  * by the token (key_id "") or signed by its key against hash_a. Loaded as
  * c was, received_at the time it was recorded. */
 int vd_state_record_equivocation(vd_state *st, const vd_commitment *c, const char *hash_a,
     const char *source);
-int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg);
+int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg,
+    char *err, size_t errlen);
 
 /* The alert history: an alert raised opens an episode, cleared closes it.
  * An alert still raised when the daemon stopped continues its episode
@@ -209,15 +216,15 @@ int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const cha
 int vd_state_remember_signatures(vd_state *st, const vd_stmt_sigs *sigs);
 typedef void (*vd_stmt_row_fn)(const vd_statement *stm, const char *run, const char *key_id,
     const char *source, void *arg);
-int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg);
+int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg,
+    char *err, size_t errlen);
 
 /* Withdrawals, durable before the call returns, with the audit entry
  * (NULL: none) in the same transaction: 0, or -1 (nothing written). */
 int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const struct vd_audit *audit);
 typedef void (*vd_withdrawal_fn)(const vd_withdrawal *w, void *arg);
-int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg);
-
-const char *vd_state_error(vd_state *st);
+int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg,
+    char *err, size_t errlen);
 
 /* The event history GET /events resumes from: rows are added and trimmed
  * in the batched transaction (vd_state_flush), so an event costs no fsync

@@ -1527,11 +1527,14 @@ static void load_verdict(const vd_stored_verdict *v, void *arg)
 		free_stored(copy);
 }
 
-int vd_store_attach_state(vd_store *s, vd_state *st)
+int vd_store_attach_state(vd_store *s, vd_state *st, char *err, size_t errlen)
 {
+	int rc;
+
 	s->state = st;
-	if (vd_state_load_verdicts(st, load_verdict, s) < 0 || vd_memstate_load(st, &s->memory) < 0)
-		return -1;
+	if ((rc = vd_state_load_verdicts(st, load_verdict, s, err, errlen)) < 0 ||
+	    (rc = vd_memstate_load(st, &s->memory, err, errlen)) < 0)
+		return rc;
 	log_info("state: %zu stored verdicts, %zu posted commitments, %zu posted checkpoints, %zu remembered statement signatures, %zu withdrawn commitments, %zu remembered ledgers",
 	    s->stored.count, s->memory.n_posted, s->memory.n_posted_stmts,
 	    s->memory.n_stmts - s->memory.n_posted_stmts, s->memory.withdrawn.count,

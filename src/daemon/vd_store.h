@@ -111,8 +111,9 @@ vd_copy *vd_store_adopt(vd_store *s, const char *relpath, vd_artifact_kind kind)
 void vd_store_gauges(vd_store *s, vd_gauges *g);
 
 /* Durable state: load stored verdicts and commitments before the first
- * scan merges (call right after vd_store_init). */
-int vd_store_attach_state(vd_store *s, vd_state *st);
+ * scan merges (call right after vd_store_init). 0, or -EIO with the
+ * sentence in err. */
+int vd_store_attach_state(vd_store *s, vd_state *st, char *err, size_t errlen);
 
 /* Record a RoundClose posted with the operator token (no keys) or signed
  * by trusted keys (key_ids, the first the post's, and the envelope), with

@@ -234,7 +234,7 @@ static void test_rebuilt_equals_kept(void **state)
 	vd_state_close(f->st);
 	assert_int_equal(vd_state_open(f->dir, &f->st, err, sizeof(err)), 0);
 	vd_memory_init(&fresh);
-	assert_int_equal(vd_memstate_load(f->st, &fresh), 0);
+	assert_int_equal(vd_memstate_load(f->st, &fresh, err, sizeof(err)), 0);
 	assert_true(vd_memory_digest(&fresh, 0) == vd_memory_digest(&f->m, 0));
 	assert_int_equal(fresh.n_stmts, 6);
 	assert_string_equal(fresh.equivs[0].key_id, KEY_2);

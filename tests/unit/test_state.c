@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +32,7 @@
 typedef struct fx {
 	char dir[64];
 	char db[128];
+	char err[256];
 	vd_state *st;
 } fx;
 
@@ -186,7 +188,7 @@ static void test_statements_remembered(void **state)
 	assert_int_equal(vd_state_flush(f->st), 0);
 	reopen(f);
 	memset(&r, 0, sizeof(r));
-	assert_int_equal(vd_state_load_statements(f->st, one_stmt, &r), 0);
+	assert_int_equal(vd_state_load_statements(f->st, one_stmt, &r, f->err, sizeof(f->err)), 0);
 	assert_int_equal(r.n, 2);
 	assert_string_equal(r.keys[0], KEY_1);
 	assert_string_equal(r.where[0], "commitments/a.json");
@@ -220,7 +222,7 @@ static void test_withdrawal_durable(void **state)
 	assert_int_equal(vd_state_withdraw(f->st, &w, NULL), 0);
 	reopen(f);
 	memset(&back, 0, sizeof(back));
-	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back), 0);
+	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back, f->err, sizeof(f->err)), 0);
 	assert_string_equal(back.run, "run-a");
 	assert_int_equal(back.round_index, 7);
 	assert_string_equal(back.hash, HASH_B);
@@ -243,8 +245,23 @@ static void test_withdrawal_failed(void **state)
 	assert_int_equal(vd_state_withdraw(f->st, &w, NULL), -1);
 	assert_false(vd_state_ok(f->st));
 	memset(&back, 0, sizeof(back));
-	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back), 0);
+	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back, f->err, sizeof(f->err)), 0);
 	assert_string_equal(back.hash, "");
+}
+
+/* A table that cannot be read at start: the sentence is the caller's to
+ * say, and the database counts as failing. */
+static void test_load_failed(void **state)
+{
+	fx *f = *state;
+	vd_withdrawal back;
+
+	outside(f, "DROP TABLE withdrawals");
+	f->err[0] = '\0';
+	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back, f->err,
+	    sizeof(f->err)), -EIO);
+	assert_string_equal(f->err, "loading withdrawals: no such table: withdrawals");
+	assert_false(vd_state_ok(f->st));
 }
 
 /* A withdrawal and a checkpoint are recorded with their audit entries,
@@ -324,7 +341,7 @@ static void test_equivocation_keyed(void **state)
 	assert_int_equal(vd_state_record_equivocation(f->st, &c, HASH_A, "roundclose"), 0);
 	reopen(f);
 	memset(&back, 0, sizeof(back));
-	assert_int_equal(vd_state_load_equivocations(f->st, one_equivocation, &back), 0);
+	assert_int_equal(vd_state_load_equivocations(f->st, one_equivocation, &back, f->err, sizeof(f->err)), 0);
 	assert_int_equal(back.n, 3);
 	assert_string_equal(back.c[0].run, "run-a");
 	assert_int_equal(back.c[0].round_index, 4);
@@ -385,6 +402,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_statements_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_durable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_failed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load_failed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_checkpoint_all_or_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_equivocation_keyed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_signed_post_all_or_nothing, setup, teardown),
