@@ -1022,9 +1022,10 @@ static void alert_row(sqlite3_stmt *s, void *ctx)
 	c->fn(&a, c->arg);
 }
 
-int vd_state_list_alerts(vd_state *st, int active, vd_page *pg, vd_alert_row_fn fn, void *arg)
+int vd_state_list_alerts(vd_state *st, vd_alert_filter which, vd_page *pg, vd_alert_row_fn fn,
+    void *arg)
 {
-	static const char *const sql[] = {
+	static const char *const sql[] = {    /* by vd_alert_filter */
 		"SELECT id, kind, subject, detail, raised_at, cleared_at FROM alerts"
 		" WHERE id < ? AND cleared_at IS NOT NULL ORDER BY id DESC LIMIT ?",
 		"SELECT id, kind, subject, detail, raised_at, cleared_at FROM alerts"
@@ -1035,7 +1036,7 @@ int vd_state_list_alerts(vd_state *st, int active, vd_page *pg, vd_alert_row_fn 
 	alert_ctx c = { fn, arg };
 	sqlite3_stmt *s;
 
-	if (sqlite3_prepare_v2(st->db, sql[active < 0 ? 2 : active ? 1 : 0], -1, &s,
+	if (sqlite3_prepare_v2(st->db, sql[which], -1, &s,
 	    NULL) != SQLITE_OK)
 		return db_fail(st, "reading the alert history");
 	sqlite3_bind_int64(s, 1, pg->before > 0 ? pg->before : INT64_MAX);

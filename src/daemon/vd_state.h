@@ -149,8 +149,14 @@ typedef struct vd_alert_row {
 	double cleared_at;          /* 0: still raised */
 } vd_alert_row;
 typedef void (*vd_alert_row_fn)(const vd_alert_row *a, void *arg);
-/* active: 1 only episodes not cleared, 0 only cleared ones, -1 all. */
-int vd_state_list_alerts(vd_state *st, int active, vd_page *pg, vd_alert_row_fn fn, void *arg);
+/* Which episodes a listing of alerts shows. */
+typedef enum vd_alert_filter {
+	VD_ALERTS_CLEARED,          /* only cleared ones */
+	VD_ALERTS_RAISED,           /* only those not cleared */
+	VD_ALERTS_ALL
+} vd_alert_filter;
+int vd_state_list_alerts(vd_state *st, vd_alert_filter which, vd_page *pg, vd_alert_row_fn fn,
+    void *arg);
 
 /* ---- the audit of commitments (GET /commitments) -------------------------- */
 
