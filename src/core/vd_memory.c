@@ -394,7 +394,7 @@ static int same_commit(const char *run, int64_t round, const char *hash, const c
 	return round == round2 && strcmp(run, r2) == 0 && strcmp(hash, h2) == 0;
 }
 
-int vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *strong_other,
+vd_post_result vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *strong_other,
     vd_mem_record *rec, char *existing)
 {
 	size_t i;
@@ -412,18 +412,18 @@ int vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *stron
 			continue;
 		if (strcmp(p->hash, c->hash) == 0) {
 			rec->kind = VD_MEM_POST_AGAIN;
-			return 1;
+			return VD_POST_KNOWN;
 		}
 		rec->kind = VD_MEM_EQUIVOCATION;
 		snprintf(rec->existing, sizeof(rec->existing), "%s", p->hash);
 	}
 	if (rec->kind == VD_MEM_POST)
-		return 0;
+		return VD_POST_NEW;
 	memcpy(existing, rec->existing, VD_HASH_HEX_LEN + 1);
 	/* The same conflict by the same party again: nothing new. */
 	if (has_commitment(m->equivs, m->n_equivs, c->run, c->round_index, c->hash, c->key_id))
 		rec->kind = VD_MEM_NONE;
-	return 2;
+	return VD_POST_CONFLICT;
 }
 
 static void api_stmt(vd_signed_stmt *ss, const vd_statement *st, const char *run,
@@ -436,7 +436,7 @@ static void api_stmt(vd_signed_stmt *ss, const vd_statement *st, const char *run
 	snprintf(ss->where, sizeof(ss->where), "%s", where);
 }
 
-int vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const char *key_id,
+vd_post_result vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const char *key_id,
     vd_mem_record *rec)
 {
 	size_t i;
@@ -447,11 +447,11 @@ int vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const 
 		if (p->st.records == st->records && strcmp(p->run, st->run) == 0 &&
 		    strcmp(p->st.head_record_hash, st->head_record_hash) == 0 &&
 		    strcmp(p->key_id, key_id) == 0)
-			return 1;
+			return VD_POST_KNOWN;
 	}
 	rec->kind = VD_MEM_CHECKPOINT;
 	api_stmt(&rec->stmt, st, st->run, key_id, "api");
-	return 0;
+	return VD_POST_NEW;
 }
 
 void vd_memory_post_signers(const vd_memory *m, const vd_statement *st, const char *run,

@@ -166,17 +166,24 @@ const char *vd_mem_kind_name(vd_mem_kind kind);
 
 /* ---- decisions: each fills rec and leaves m as it is ---------------------- */
 
+/* What a post of a commitment or a checkpoint meets. */
+typedef enum vd_post_result {
+	VD_POST_NEW,                /* nothing of it known: recorded now */
+	VD_POST_KNOWN,              /* the same one is there */
+	VD_POST_CONFLICT            /* another hash is there for its round */
+} vd_post_result;
+
 /* A RoundClose c posted. strong_other: another hash a commitment by the
  * token or a trusted key already names for the round (from lineage), or
- * NULL. 0 new (VD_MEM_POST), 1 the same again (VD_MEM_POST_AGAIN), 2 a
- * conflict (VD_MEM_EQUIVOCATION, existing filled; VD_MEM_NONE when the
- * same party's conflict is remembered already). An unsigned ledger
- * record never blocks a post. */
-int vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *strong_other,
+ * NULL. VD_POST_NEW (VD_MEM_POST), VD_POST_KNOWN (VD_MEM_POST_AGAIN), or
+ * VD_POST_CONFLICT (VD_MEM_EQUIVOCATION, existing filled; VD_MEM_NONE
+ * when the same party's conflict is remembered already). An unsigned
+ * ledger record never blocks a post. */
+vd_post_result vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *strong_other,
     vd_mem_record *rec, char *existing);
 
-/* A signed checkpoint posted: 0 new, 1 known (VD_MEM_NONE). */
-int vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const char *key_id,
+/* A signed checkpoint posted: VD_POST_NEW, or VD_POST_KNOWN (VD_MEM_NONE). */
+vd_post_result vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const char *key_id,
     vd_mem_record *rec);
 
 /* The keys that signed a posted statement st (run in store form), those

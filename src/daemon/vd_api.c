@@ -1158,7 +1158,7 @@ static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundc
 		    RETRY_AFTER);
 		return;
 	}
-	if (res == 2) {
+	if (res == VD_POST_CONFLICT) {
 		f.code = "commitment_conflict";
 		vd_logf(VD_LOG_WARN, &f, "RoundClose for run %s round %lld names %s, but %s is already committed",
 		    vd_run_name(run), (long long)rc->round_index, rc->global_model_hash, existing);
@@ -1167,12 +1167,13 @@ static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundc
 		vd_http_error(r, 409, "commitment_conflict", detail, NULL);
 		return;
 	}
-	if (res == 0)
+	if (res == VD_POST_NEW)
 		vd_logf(VD_LOG_INFO, &f, "commitment recorded: run %s round %lld -> %s (%s%s)", vd_run_name(run),
 		    (long long)rc->round_index, rc->global_model_hash, key_id ? "key " :
 		    strcmp(token_holder(api, r), VD_AUDIT_OPERATOR) == 0 ? "operator token" : "run token",
 		    key_id ? key_id : "");
-	send_json(r, res == 0 ? 201 : 200, vd_view_commitment_posted(run, rc, key_id, res == 0), NULL,
+	send_json(r, res == VD_POST_NEW ? 201 : 200,
+	    vd_view_commitment_posted(run, rc, key_id, res == VD_POST_NEW), NULL,
 	    "answering the commitment (it is recorded)");
 }
 
@@ -1249,11 +1250,12 @@ static void post_checkpoint(vd_api *api, vd_req *r, const vd_statement *st, cons
 		    RETRY_AFTER);
 		return;
 	}
-	if (res == 0)
+	if (res == VD_POST_NEW)
 		vd_logf(VD_LOG_INFO, &(vd_log_fields){ .run = vd_run_name(st->run) },
 		    "ledger checkpoint recorded: run %s records 1..%llu (key %s)",
 		    vd_run_name(st->run), (unsigned long long)st->records, key_id);
-	send_json(r, res == 0 ? 201 : 200, vd_view_checkpoint_posted(st, key_id, res == 0), NULL,
+	send_json(r, res == VD_POST_NEW ? 201 : 200,
+	    vd_view_checkpoint_posted(st, key_id, res == VD_POST_NEW), NULL,
 	    "answering the checkpoint (it is recorded)");
 }
 

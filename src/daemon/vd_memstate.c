@@ -39,10 +39,10 @@ int vd_memstate_persist(const vd_mem_record *rec, void *arg)
 			return -1;
 		rc = vd_state_post_commitment(st, &rec->c, rec->env, rec->env_len, rec->audit,
 		    sigs_of(rec, &sigs, ids), &old);
-		if (rc == 2)
+		if (rc == VD_POST_CONFLICT)
 			log_error("the state database holds %s for run %s round %lld, which the daemon's memory does not",
 			    old.hash, vd_run_name(rec->c.run), (long long)rec->c.round_index);
-		return rc == 0 || rc == 1 ? 0 : -1;
+		return rc == VD_POST_NEW || rc == VD_POST_KNOWN ? 0 : -1;
 	case VD_MEM_EQUIVOCATION:
 		return st == NULL ? -1 : vd_state_record_equivocation(st, &rec->c, rec->existing,
 		    rec->c.key_id[0] ? "signed" : "roundclose");

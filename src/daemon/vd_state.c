@@ -774,7 +774,9 @@ int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const cha
 {
 	int rc = statement_insert(st, stm, run, key_id, source, env, env_len);
 
-	return rc < 0 ? db_fail(st, "remembering a statement") : rc;
+	if (rc < 0)
+		return db_fail(st, "remembering a statement");
+	return rc > 0 ? VD_POST_NEW : VD_POST_KNOWN;
 }
 
 int vd_state_remember_signatures(vd_state *st, const vd_stmt_sigs *sigs)
@@ -805,7 +807,7 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 	rc = find_commitment(st, c->run, c->round_index, existing);
 	if (rc < 0 || (rc > 0 && strcmp(existing->hash, c->hash) != 0)) {
 		exec(st, "ROLLBACK");
-		return rc < 0 ? -1 : 2;
+		return rc < 0 ? -1 : VD_POST_CONFLICT;
 	}
 	if (rc > 0) {
 		/* The same again: only its audit entry, by this party, and its
@@ -816,7 +818,7 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 			exec(st, "ROLLBACK");
 			return -1;
 		}
-		return 1;
+		return VD_POST_KNOWN;
 	}
 	if (sqlite3_prepare_v2(st->db, "INSERT INTO commitments (run, round_index,"
 	    " global_model_hash, schema_version, received_at, key_id, envelope)"
@@ -843,7 +845,7 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 		exec(st, "ROLLBACK");
 		return -1;
 	}
-	return 0;
+	return VD_POST_NEW;
 }
 
 int vd_state_record_equivocation(vd_state *st, const vd_commitment *c, const char *hash_a,
@@ -1205,7 +1207,7 @@ int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *ke
 	sqlite3_bind_double(s, 6, vd_wall_now());
 	if ((changed = step_audited(st, s, audit, sigs, "posting a checkpoint")) < 0)
 		return -1;
-	return changed == 1 ? 0 : 1;
+	return changed == 1 ? VD_POST_NEW : VD_POST_KNOWN;
 }
 
 int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg,

@@ -69,8 +69,9 @@ typedef struct vd_stmt_sigs {
 	size_t env_len;
 } vd_stmt_sigs;
 
-/* 0 inserted; 1 the same one was there; 2 another hash is there (conflict,
- * *existing filled); -1 error, and nothing written. Durable before it
+/* VD_POST_NEW inserted; VD_POST_KNOWN the same one was there;
+ * VD_POST_CONFLICT another hash is there (*existing filled); -1 error,
+ * and nothing written. Durable before it
  * returns, with its audit entry and its statement's signatures (NULL:
  * none) in the same transaction, the same again included. A signed post
  * keeps its envelope (env, or NULL for a token post). */
@@ -86,8 +87,8 @@ int vd_state_ok(const vd_state *st);
 uint64_t vd_state_failures(const vd_state *st);
 
 /* Signed ledger checkpoints posted, with the audit entry and the
- * statement's signatures (NULL: none) in the same transaction: 0 new, 1
- * known, -1 error (nothing written). */
+ * statement's signatures (NULL: none) in the same transaction:
+ * VD_POST_NEW, VD_POST_KNOWN, or -1 error (nothing written). */
 typedef void (*vd_checkpoint_fn)(const vd_statement *s, const char *key_id, void *arg);
 int vd_state_post_checkpoint(vd_state *st, const vd_statement *s, const char *key_id,
     const uint8_t *env, size_t env_len, const struct vd_audit *audit, const vd_stmt_sigs *sigs);
@@ -212,8 +213,9 @@ int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn 
  * recomputed, which is why they may be batched). */
 int vd_state_flush(vd_state *st);
 
-/* The memory of signed statements: one row per (statement, key). 1 when
- * the row is new, 0 when it was known, -1 on error. run in store form.
+/* The memory of signed statements: one row per (statement, key).
+ * VD_POST_NEW when the row is new, VD_POST_KNOWN when it was known, -1 on
+ * error. run in store form.
  * A row joins the loop turn's batch when one is open. */
 int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const char *run,
     const char *key_id, const char *source, const uint8_t *env, size_t env_len);

@@ -1577,7 +1577,7 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
 	vd_memory_post_signers(&s->memory, &st, run, key_ids, n_keys, &rec);
 	rec.env = env;
 	rec.env_len = env_len;
-	rec.audit = rc == 2 ? NULL : audit;
+	rec.audit = rc == VD_POST_CONFLICT ? NULL : audit;
 	if (commit_record(s, &rec) < 0)
 		return -1;
 	vd_store_refresh(s);
@@ -1598,7 +1598,7 @@ int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *co
 		return rc;
 	rec.env = env;
 	rec.env_len = env_len;
-	rec.audit = rc == 0 ? audit : NULL;
+	rec.audit = rc == VD_POST_NEW ? audit : NULL;
 	if (commit_record(s, &rec) < 0)
 		return -1;
 	vd_store_refresh(s);

@@ -173,12 +173,12 @@ static void fill(fx *f)
 	snprintf(cp.run, sizeof(cp.run), "r");
 	cp.records = 2;
 	snprintf(cp.head_record_hash, sizeof(cp.head_record_hash), "%0*x", VD_HASH_HEX_LEN, 2);
-	assert_int_equal(vd_memory_post_checkpoint(&f->m, &cp, KEY_1, &rec), 0);
+	assert_int_equal(vd_memory_post_checkpoint(&f->m, &cp, KEY_1, &rec), VD_POST_NEW);
 	vd_memory_post_signers(&f->m, &cp, "r", keys, 1, &rec);
 	rec.env = (const uint8_t *)"{}";
 	rec.env_len = 2;
 	assert_int_equal(commit(f, &rec), 0);
-	assert_int_equal(vd_memory_post_checkpoint(&f->m, &cp, KEY_1, &rec), 1);
+	assert_int_equal(vd_memory_post_checkpoint(&f->m, &cp, KEY_1, &rec), VD_POST_KNOWN);
 	vd_memory_post_signers(&f->m, &cp, "r", keys, 2, &rec);
 	assert_int_equal(rec.kind, VD_MEM_SIGNATURES);
 	rec.env = (const uint8_t *)"{}";

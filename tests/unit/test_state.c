@@ -131,17 +131,17 @@ static void test_post_all_or_nothing(void **state)
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 0);
 
 	outside(f, "DROP TRIGGER full;");
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), 0);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), VD_POST_NEW);
 	assert_true(vd_state_ok(f->st));
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 1);
 
 	/* The same again by the same party: nothing new; another hash: a
 	 * conflict, and nothing written either. */
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), 1);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), VD_POST_KNOWN);
 	c = rc(HASH_B);
 	a = audit_of(&c);
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), 2);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), VD_POST_CONFLICT);
 	assert_string_equal(old.hash, HASH_A);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 1);
@@ -181,10 +181,10 @@ static void test_statements_remembered(void **state)
 	s.round_index = 4;
 	snprintf(s.hash, sizeof(s.hash), "%s", HASH_A);
 	assert_int_equal(vd_state_remember_statement(f->st, &s, "", KEY_1, "commitments/a.json",
-	    (const uint8_t *)"{}", 2), 1);
+	    (const uint8_t *)"{}", 2), VD_POST_NEW);
 	assert_int_equal(vd_state_remember_statement(f->st, &s, "", KEY_1, "commitments/b.json",
-	    NULL, 0), 0);
-	assert_int_equal(vd_state_remember_statement(f->st, &s, "", KEY_2, "api", NULL, 0), 1);
+	    NULL, 0), VD_POST_KNOWN);
+	assert_int_equal(vd_state_remember_statement(f->st, &s, "", KEY_2, "api", NULL, 0), VD_POST_NEW);
 	assert_int_equal(vd_state_flush(f->st), 0);
 	reopen(f);
 	memset(&r, 0, sizeof(r));
@@ -299,12 +299,12 @@ static void test_withdrawal_checkpoint_all_or_nothing(void **state)
 
 	outside(f, "DROP TRIGGER full;");
 	assert_int_equal(vd_state_withdraw(f->st, &w, &wa), 0);
-	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), 0);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), VD_POST_NEW);
 	assert_true(vd_state_ok(f->st));
 	assert_int_equal(count(f, "SELECT count(*) FROM withdrawals"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM checkpoints"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 2);
-	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), 1);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), VD_POST_KNOWN);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 2);
 }
 
@@ -385,13 +385,13 @@ static void test_signed_post_all_or_nothing(void **state)
 	outside(f, "DROP TRIGGER full;");
 	sigs.n = 1;
 	assert_int_equal(vd_state_post_commitment(f->st, &c, (const uint8_t *)"{}", 2, &a, &sigs,
-	    &old), 0);
+	    &old), VD_POST_NEW);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM statements"), 1);
 	/* The same again, signed by one more key: its row is added. */
 	sigs.n = 2;
 	assert_int_equal(vd_state_post_commitment(f->st, &c, (const uint8_t *)"{}", 2, &a, &sigs,
-	    &old), 1);
+	    &old), VD_POST_KNOWN);
 	assert_int_equal(count(f, "SELECT count(*) FROM statements"), 2);
 }
 
