@@ -208,7 +208,7 @@ static int db_fail(vd_state *st, const char *what)
 	log_error("state database: %s: %s", what, sqlite3_errmsg(st->db));
 	st->failing = 1;
 	st->failures++;
-	return -1;
+	return -EIO;
 }
 
 /* A load at start that failed: the sentence goes to the caller, who
@@ -254,7 +254,7 @@ static int exec_why(vd_state *st, const char *sql, char *why, size_t n)
 		if (why != NULL)
 			snprintf(why, n, "%s", msg ? msg : "unknown error");
 		sqlite3_free(msg);
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
@@ -268,7 +268,7 @@ static int exec(vd_state *st, const char *sql)
 static int commit_why(vd_state *st, char *why, size_t n)
 {
 	if (exec_why(st, "COMMIT", why, n) < 0)
-		return -1;
+		return -EIO;
 	st->failing = 0;
 	return 0;
 }
@@ -299,11 +299,11 @@ static int batch_begin(vd_state *st)
 		return 0;
 	sync = vd_wall_now() - st->synced_at >= VD_STATE_SYNC_INTERVAL;
 	if (!sync && exec(st, "PRAGMA synchronous = NORMAL") < 0)
-		return -1;
+		return -EIO;
 	if (exec(st, "BEGIN IMMEDIATE") < 0) {
 		if (!sync)
 			exec(st, "PRAGMA synchronous = FULL");
-		return -1;
+		return -EIO;
 	}
 	st->batch = sync ? 2 : 1;
 	return 0;
@@ -346,11 +346,11 @@ static int user_version(vd_state *st, int *v)
 	int rc;
 
 	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
-		return -1;
+		return -EIO;
 	rc = sqlite3_step(s);
 	*v = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : -1;
 	sqlite3_finalize(s);
-	return rc == SQLITE_ROW ? 0 : -1;
+	return rc == SQLITE_ROW ? 0 : -EIO;
 }
 
 /* A damaged file is refused with the reason, never silently replaced. */
@@ -361,7 +361,7 @@ static int check_integrity(vd_state *st, char *why, size_t n)
 	int ok = 0;
 
 	if (sqlite3_prepare_v2(st->db, "PRAGMA quick_check", -1, &s, NULL) != SQLITE_OK)
-		return -1;
+		return -EIO;
 	if (sqlite3_step(s) == SQLITE_ROW) {
 		res = (const char *)sqlite3_column_text(s, 0);
 		ok = res != NULL && strcmp(res, "ok") == 0;
@@ -369,7 +369,7 @@ static int check_integrity(vd_state *st, char *why, size_t n)
 			snprintf(why, n, "integrity check: %s", res ? res : "?");
 	}
 	sqlite3_finalize(s);
-	return ok ? 0 : -1;
+	return ok ? 0 : -EIO;
 }
 
 static int migrate(vd_state *st, int from, char *why, size_t n)
@@ -380,13 +380,13 @@ static int migrate(vd_state *st, int from, char *why, size_t n)
 	for (v = from; v < VD_STATE_SCHEMA; v++) {
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
 		if (exec_why(st, "BEGIN IMMEDIATE", why, n) < 0)
-			return -1;
+			return -EIO;
 		if (exec_why(st, migrations[v], why, n) < 0 || exec_why(st, sql, why, n) < 0) {
 			exec(st, "ROLLBACK");
-			return -1;
+			return -EIO;
 		}
 		if (commit_why(st, why, n) < 0)
-			return -1;
+			return -EIO;
 	}
 	/* One line for the whole climb: each step is an internal detail. */
 	if (from < VD_STATE_SCHEMA)
@@ -403,7 +403,7 @@ static int setup(vd_state *st, char *err, size_t errlen, const char *path)
 	if (check_integrity(st, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s is damaged (%s); move it aside or restore it from a backup",
 		    path, why[0] ? why : db_reason(st, why, sizeof(why)));
-		return -1;
+		return -EIO;
 	}
 	if (exec_why(st, "PRAGMA journal_mode = WAL", why, sizeof(why)) < 0 ||
 	    exec_why(st, "PRAGMA synchronous = FULL", why, sizeof(why)) < 0 ||
@@ -411,16 +411,16 @@ static int setup(vd_state *st, char *err, size_t errlen, const char *path)
 	    exec_why(st, "PRAGMA cache_size = " VD_STATE_CACHE_KIB, why, sizeof(why)) < 0 ||
 	    user_version(st, &v) < 0) {
 		snprintf(err, errlen, "%s: %s", path, why[0] ? why : db_reason(st, why, sizeof(why)));
-		return -1;
+		return -EIO;
 	}
 	if (v > VD_STATE_SCHEMA) {
 		snprintf(err, errlen, "%s has schema version %d, newer than the %d this lensemble-verifyd knows; run a newer version",
 		    path, v, VD_STATE_SCHEMA);
-		return -1;
+		return -EIO;
 	}
 	if (migrate(st, v, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s: migrating from schema %d failed: %s", path, v, why);
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
@@ -434,7 +434,7 @@ static int unconfirm_alerts(vd_state *st, char *err, size_t errlen, const char *
 	if (exec_why(st, "UPDATE alerts SET confirmed_at = 0 WHERE cleared_at IS NULL", why,
 	    sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s: %s", path, why);
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
@@ -443,27 +443,28 @@ int vd_state_open(const char *state_dir, vd_state **out, char *err, size_t errle
 {
 	char path[2048];
 	vd_state *st;
+	int e;
 
-	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST) {
+	if (mkdir(state_dir, 0700) < 0 && (e = errno) != EEXIST) {
 		snprintf(err, errlen, "cannot create the state directory %s: %s", state_dir,
-		    strerror(errno));
-		return -1;
+		    strerror(e));
+		return -e;
 	}
 	snprintf(path, sizeof(path), "%s/%s", state_dir, VD_STATE_FILE);
 	if ((st = calloc(1, sizeof(*st))) == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		char why[320];
 		snprintf(err, errlen, "cannot open %s: %s", path, db_reason(st, why, sizeof(why)));
 		vd_state_close(st);
-		return -1;
+		return -EIO;
 	}
 	if (setup(st, err, errlen, path) < 0 || unconfirm_alerts(st, err, errlen, path) < 0) {
 		vd_state_close(st);
-		return -1;
+		return -EIO;
 	}
 	*out = st;
 	return 0;
@@ -727,7 +728,7 @@ static const char *stmt_hash(const vd_statement *st)
 	return st->kind == VD_STMT_CHECKPOINT ? st->head_record_hash : st->hash;
 }
 
-/* 1 a new row, 0 known, -1 error (not failed yet: the caller says so). */
+/* 1 a new row, 0 known, -EIO error (not failed yet: the caller says so). */
 static int statement_insert(vd_state *st, const vd_statement *stm, const char *run,
     const char *key_id, const char *source, const uint8_t *env, size_t env_len)
 {
@@ -737,7 +738,7 @@ static int statement_insert(vd_state *st, const vd_statement *stm, const char *r
 	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO statements (run, kind, number,"
 	    " hash, schema_version, key_id, source, envelope, received_at)"
 	    " VALUES (?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK)
-		return -1;
+		return -EIO;
 	sqlite3_bind_text(s, 1, run, -1, SQLITE_STATIC);
 	sqlite3_bind_int(s, 2, (int)stm->kind);
 	sqlite3_bind_int64(s, 3, stmt_number(stm));
@@ -753,7 +754,7 @@ static int statement_insert(vd_state *st, const vd_statement *stm, const char *r
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)
-		return -1;
+		return -EIO;
 	return sqlite3_changes(st->db) > 0 ? 1 : 0;
 }
 
@@ -765,7 +766,7 @@ static int sigs_insert(vd_state *st, const vd_stmt_sigs *sigs)
 	for (i = 0; sigs != NULL && i < sigs->n; i++)
 		if (statement_insert(st, sigs->stm, sigs->run, sigs->key_ids[i], sigs->source,
 		    sigs->env, sigs->env_len) < 0)
-			return -1;
+			return -EIO;
 	return 0;
 }
 
@@ -782,13 +783,13 @@ int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const cha
 int vd_state_remember_signatures(vd_state *st, const vd_stmt_sigs *sigs)
 {
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (exec(st, "BEGIN IMMEDIATE") < 0)
 		return db_fail(st, "remembering a statement");
 	if (sigs_insert(st, sigs) < 0 || commit(st) < 0) {
 		db_fail(st, "remembering a statement");
 		exec(st, "ROLLBACK");
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
@@ -801,13 +802,13 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 	int rc;
 
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (exec(st, "BEGIN IMMEDIATE") < 0)
 		return db_fail(st, "posting a commitment");
 	rc = find_commitment(st, c->run, c->round_index, existing);
 	if (rc < 0 || (rc > 0 && strcmp(existing->hash, c->hash) != 0)) {
 		exec(st, "ROLLBACK");
-		return rc < 0 ? -1 : VD_POST_CONFLICT;
+		return rc < 0 ? -EIO : VD_POST_CONFLICT;
 	}
 	if (rc > 0) {
 		/* The same again: only its audit entry, by this party, and its
@@ -816,7 +817,7 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 		    commit(st) < 0) {
 			db_fail(st, "recording a commitment in the audit");
 			exec(st, "ROLLBACK");
-			return -1;
+			return -EIO;
 		}
 		return VD_POST_KNOWN;
 	}
@@ -843,7 +844,7 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 	    sigs_insert(st, sigs) < 0 || commit(st) < 0) {
 		db_fail(st, "posting a commitment");
 		exec(st, "ROLLBACK");
-		return -1;
+		return -EIO;
 	}
 	return VD_POST_NEW;
 }
@@ -855,7 +856,7 @@ int vd_state_record_equivocation(vd_state *st, const vd_commitment *c, const cha
 	int rc;
 
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO equivocations (run, round_index,"
 	    " hash_a, hash_b, source, seen_at, key_id, schema_version) VALUES (?,?,?,?,?,?,?,?)",
 	    -1, &s, NULL) != SQLITE_OK)
@@ -1054,7 +1055,7 @@ static int audit_insert(vd_state *st, const vd_audit *a)
 	int rc;
 
 	if (prepared(st, SQL_AUDIT, &s) != SQLITE_OK)
-		return -1;
+		return -EIO;
 	sqlite3_bind_text(s, 1, a->run, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, a->kind, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, a->number);
@@ -1068,7 +1069,7 @@ static int audit_insert(vd_state *st, const vd_audit *a)
 	sqlite3_bind_double(s, 11, a->first_seen > 0 ? a->first_seen : vd_wall_now());
 	rc = sqlite3_step(s);
 	done(st, s);
-	return rc == SQLITE_DONE ? 0 : -1;
+	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 int vd_state_audit(vd_state *st, const vd_audit *a)
@@ -1076,7 +1077,7 @@ int vd_state_audit(vd_state *st, const vd_audit *a)
 	if (st == NULL)
 		return 0;
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	return audit_insert(st, a) == 0 ? 0 : db_fail(st, "recording a commitment in the audit");
 }
 
@@ -1166,7 +1167,7 @@ int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn 
 
 /* s (prepared and bound) stepped, the audit entry (NULL: none) and the
  * signatures (NULL: none) inserted in one transaction, durable before it
- * returns: all or nothing. The rows s changed, or -1 (s is finalized either way). */
+ * returns: all or nothing. The rows s changed, or -EIO (s is finalized either way). */
 static int step_audited(vd_state *st, sqlite3_stmt *s, const vd_audit *audit,
     const vd_stmt_sigs *sigs, const char *what)
 {
@@ -1183,7 +1184,7 @@ static int step_audited(vd_state *st, sqlite3_stmt *s, const vd_audit *audit,
 	    sigs_insert(st, sigs) < 0 || commit(st) < 0) {
 		db_fail(st, what);
 		exec(st, "ROLLBACK");
-		return -1;
+		return -EIO;
 	}
 	return changed;
 }
@@ -1195,7 +1196,7 @@ int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *ke
 	int changed;
 
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO checkpoints VALUES (?,?,?,?,?,?)",
 	    -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "posting a checkpoint");
@@ -1206,7 +1207,7 @@ int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *ke
 	sqlite3_bind_blob(s, 5, env, (int)env_len, SQLITE_STATIC);
 	sqlite3_bind_double(s, 6, vd_wall_now());
 	if ((changed = step_audited(st, s, audit, sigs, "posting a checkpoint")) < 0)
-		return -1;
+		return -EIO;
 	return changed == 1 ? VD_POST_NEW : VD_POST_KNOWN;
 }
 
@@ -1275,9 +1276,9 @@ static int insert_recs(vd_state *st, const char *path, size_t first,
 
 	for (i = 0; i < n; i++)
 		if (audit_rec(st, path, &recs[i]) < 0)
-			return -1;
+			return -EIO;
 	if (prepared(st, SQL_LEDGER_REC, &s) != SQLITE_OK)
-		return -1;
+		return -EIO;
 	for (i = 0; i < n && rc == SQLITE_DONE; i++) {
 		sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 2, (sqlite3_int64)(first + i));
@@ -1289,20 +1290,20 @@ static int insert_recs(vd_state *st, const char *path, size_t first,
 		sqlite3_reset(s);
 	}
 	done(st, s);
-	return rc == SQLITE_DONE ? 0 : -1;
+	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
     const vd_ledger_rec *recs, size_t n)
 {
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (exec(st, "BEGIN IMMEDIATE") < 0)
 		return db_fail(st, "remembering ledger records");
 	if (insert_recs(st, path, first, recs, n) < 0 || commit(st) < 0) {
 		db_fail(st, "remembering ledger records");
 		exec(st, "ROLLBACK");
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
@@ -1313,7 +1314,7 @@ int vd_state_forget_ledger(vd_state *st, const char *path)
 	int rc;
 
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (sqlite3_prepare_v2(st->db, "DELETE FROM ledger_memory WHERE path = ?", -1, &s,
 	    NULL) != SQLITE_OK)
 		return db_fail(st, "forgetting a ledger");
@@ -1484,7 +1485,7 @@ int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const vd_audit *audi
 	sqlite3_stmt *s;
 
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO withdrawals VALUES (?,?,?,?,?,?,?)",
 	    -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "recording a withdrawal");
@@ -1495,7 +1496,7 @@ int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const vd_audit *audi
 	sqlite3_bind_text(s, 5, w->peer, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 6, w->reason, -1, SQLITE_STATIC);
 	sqlite3_bind_double(s, 7, w->at);
-	return step_audited(st, s, audit, NULL, "recording a withdrawal") < 0 ? -1 : 0;
+	return step_audited(st, s, audit, NULL, "recording a withdrawal") < 0 ? -EIO : 0;
 }
 
 int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg,

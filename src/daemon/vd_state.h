@@ -6,6 +6,9 @@
  * synchronous=FULL: a write is on disk when the call returns. The schema is versioned
  * (PRAGMA user_version) with forward migrations; a newer or corrupt
  * database is refused, never recreated. Used from the loop thread only.
+ * A call that fails returns -EIO: a write or a read while running has
+ * logged it and counted it (vd_state_ok); opening and the loads at start
+ * leave the sentence in the caller's err instead.
  */
 #ifndef VD_STATE_H
 #define VD_STATE_H
@@ -41,7 +44,8 @@ typedef struct vd_stored_verdict {
 	                             * loaded: valid in the callback only */
 } vd_stored_verdict;
 
-/* Open (creating if absent) and migrate. -1 with a sentence on error. */
+/* Open (creating if absent) and migrate: 0, or -errno (-EIO from the
+ * database) with a sentence in err. */
 int vd_state_open(const char *state_dir, vd_state **out, char *err, size_t errlen);
 void vd_state_close(vd_state *st);
 
@@ -70,7 +74,7 @@ typedef struct vd_stmt_sigs {
 } vd_stmt_sigs;
 
 /* VD_POST_NEW inserted; VD_POST_KNOWN the same one was there;
- * VD_POST_CONFLICT another hash is there (*existing filled); -1 error,
+ * VD_POST_CONFLICT another hash is there (*existing filled); -EIO error,
  * and nothing written. Durable before it
  * returns, with its audit entry and its statement's signatures (NULL:
  * none) in the same transaction, the same again included. A signed post
@@ -88,7 +92,7 @@ uint64_t vd_state_failures(const vd_state *st);
 
 /* Signed ledger checkpoints posted, with the audit entry and the
  * statement's signatures (NULL: none) in the same transaction:
- * VD_POST_NEW, VD_POST_KNOWN, or -1 error (nothing written). */
+ * VD_POST_NEW, VD_POST_KNOWN, or -EIO (nothing written). */
 typedef void (*vd_checkpoint_fn)(const vd_statement *s, const char *key_id, void *arg);
 int vd_state_post_checkpoint(vd_state *st, const vd_statement *s, const char *key_id,
     const uint8_t *env, size_t env_len, const struct vd_audit *audit, const vd_stmt_sigs *sigs);
@@ -192,7 +196,7 @@ typedef void (*vd_audit_fn)(const vd_audit *a, void *arg);
 
 /* Record a commitment accepted, once: a repeat (the same run, kind,
  * number, hash, author, key and file) keeps the first. Durable before it
- * returns; st NULL records nothing. 0 or -1. The records of a ledger are
+ * returns; st NULL records nothing. 0 or -EIO. The records of a ledger are
  * recorded by vd_state_append_ledger, in its transaction. */
 int vd_state_audit(vd_state *st, const vd_audit *a);
 /* The audit entry of a signed statement accepted: posted from peer, or
@@ -209,18 +213,18 @@ int vd_state_audit_file(vd_state *st, const vd_audit *a);
 int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn fn, void *arg);
 
 /* Commit the writes batched since the last call (verdicts, alert events);
- * the loop calls it once per turn. 0, or -1 (they are lost: verdicts are
+ * the loop calls it once per turn. 0, or -EIO (they are lost: verdicts are
  * recomputed, which is why they may be batched). */
 int vd_state_flush(vd_state *st);
 
 /* The memory of signed statements: one row per (statement, key).
- * VD_POST_NEW when the row is new, VD_POST_KNOWN when it was known, -1 on
+ * VD_POST_NEW when the row is new, VD_POST_KNOWN when it was known, -EIO on
  * error. run in store form.
  * A row joins the loop turn's batch when one is open. */
 int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const char *run,
     const char *key_id, const char *source, const uint8_t *env, size_t env_len);
 /* Signatures in one transaction of their own, durable before it returns:
- * 0, or -1 (nothing written). */
+ * 0, or -EIO (nothing written). */
 int vd_state_remember_signatures(vd_state *st, const vd_stmt_sigs *sigs);
 typedef void (*vd_stmt_row_fn)(const vd_statement *stm, const char *run, const char *key_id,
     const char *source, void *arg);
@@ -228,7 +232,7 @@ int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg,
     char *err, size_t errlen);
 
 /* Withdrawals, durable before the call returns, with the audit entry
- * (NULL: none) in the same transaction: 0, or -1 (nothing written). */
+ * (NULL: none) in the same transaction: 0, or -EIO (nothing written). */
 int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const struct vd_audit *audit);
 typedef void (*vd_withdrawal_fn)(const vd_withdrawal *w, void *arg);
 int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg,

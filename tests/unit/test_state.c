@@ -124,7 +124,7 @@ static void test_post_all_or_nothing(void **state)
 
 	outside(f, "CREATE TRIGGER full BEFORE INSERT ON commitment_audit"
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), -1);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), -EIO);
 	assert_false(vd_state_ok(f->st));
 	assert_true(vd_state_failures(f->st) >= 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 0);
@@ -242,7 +242,7 @@ static void test_withdrawal_failed(void **state)
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
 	memset(&w, 0, sizeof(w));
 	snprintf(w.hash, sizeof(w.hash), "%s", HASH_A);
-	assert_int_equal(vd_state_withdraw(f->st, &w, NULL), -1);
+	assert_int_equal(vd_state_withdraw(f->st, &w, NULL), -EIO);
 	assert_false(vd_state_ok(f->st));
 	memset(&back, 0, sizeof(back));
 	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back, f->err, sizeof(f->err)), 0);
@@ -290,8 +290,8 @@ static void test_withdrawal_checkpoint_all_or_nothing(void **state)
 
 	outside(f, "CREATE TRIGGER full BEFORE INSERT ON commitment_audit"
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
-	assert_int_equal(vd_state_withdraw(f->st, &w, &wa), -1);
-	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), -1);
+	assert_int_equal(vd_state_withdraw(f->st, &w, &wa), -EIO);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), -EIO);
 	assert_false(vd_state_ok(f->st));
 	assert_int_equal(count(f, "SELECT count(*) FROM withdrawals"), 0);
 	assert_int_equal(count(f, "SELECT count(*) FROM checkpoints"), 0);
@@ -376,10 +376,10 @@ static void test_signed_post_all_or_nothing(void **state)
 	outside(f, "CREATE TRIGGER full BEFORE INSERT ON statements"
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
 	assert_int_equal(vd_state_post_commitment(f->st, &c, (const uint8_t *)"{}", 2, &a, &sigs,
-	    &old), -1);
+	    &old), -EIO);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 0);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 0);
-	assert_int_equal(vd_state_remember_signatures(f->st, &sigs), -1);
+	assert_int_equal(vd_state_remember_signatures(f->st, &sigs), -EIO);
 	assert_int_equal(count(f, "SELECT count(*) FROM statements"), 0);
 
 	outside(f, "DROP TRIGGER full;");
