@@ -478,7 +478,7 @@ void vd_memory_post_signers(const vd_memory *m, const vd_statement *st, const ch
 		rec->kind = VD_MEM_SIGNATURES;
 }
 
-int vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *run,
+vd_post_result vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *run,
     const char *key_id, const char *where, vd_mem_record *rec)
 {
 	char key[STMT_KEY_MAX];
@@ -486,10 +486,10 @@ int vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *r
 	vd_mem_record_init(rec, VD_MEM_NONE);
 	stmt_key(key, sizeof(key), st, run, key_id);
 	if (vd_map_get(&m->stmt_seen, key) != NULL)
-		return 0;
+		return VD_POST_KNOWN;
 	rec->kind = VD_MEM_STATEMENT;
 	api_stmt(&rec->stmt, st, run, key_id, where);
-	return 1;
+	return VD_POST_NEW;
 }
 
 static unsigned posts_naming(const vd_commitment *arr, size_t n, const char *run,
@@ -542,13 +542,13 @@ int vd_memory_withdraw(const vd_memory *m, const vd_withdrawal *w, double at,
 {
 	vd_mem_record_init(rec, VD_MEM_NONE);
 	if (vd_memory_is_withdrawn(m, w->run, w->round_index, w->hash))
-		return 1;
+		return VD_POST_KNOWN;
 	if (w->sources[0] == '\0')
 		return -ENOENT;
 	rec->kind = VD_MEM_WITHDRAWAL;
 	rec->w = *w;
 	rec->w.at = at;
-	return 0;
+	return VD_POST_NEW;
 }
 
 static void rec_from_entry(vd_ledger_rec *r, const vd_ledger_entry *e)
@@ -668,17 +668,17 @@ const vd_order *vd_memory_retained_order(vd_memory *m)
 	return vd_order_settle(&m->retained_by_run) == 0 ? &m->retained_by_run : NULL;
 }
 
-int vd_memory_retain(const vd_memory *m, const vd_retained *r, vd_mem_record *rec)
+vd_post_result vd_memory_retain(const vd_memory *m, const vd_retained *r, vd_mem_record *rec)
 {
 	vd_mem_record_init(rec, VD_MEM_NONE);
 	if (vd_map_get(&m->retained, r->hash) != NULL)
-		return 1;
+		return VD_POST_KNOWN;
 	rec->kind = VD_MEM_RETAIN;
 	rec->r = *r;
 	rec->r.next_child = NULL;
 	snprintf(rec->run, sizeof(rec->run), "%s", r->run);
 	rec->r.run = rec->run;
-	return 0;
+	return VD_POST_NEW;
 }
 
 /* ---- reading ----------------------------------------------------------- */

@@ -166,7 +166,8 @@ const char *vd_mem_kind_name(vd_mem_kind kind);
 
 /* ---- decisions: each fills rec and leaves m as it is ---------------------- */
 
-/* What a post of a commitment or a checkpoint meets. */
+/* What a decision on something offered to the memory (a post, a
+ * statement read, a withdrawal, an artifact to keep) meets. */
 typedef enum vd_post_result {
 	VD_POST_NEW,                /* nothing of it known: recorded now */
 	VD_POST_KNOWN,              /* the same one is there */
@@ -194,9 +195,9 @@ vd_post_result vd_memory_post_checkpoint(const vd_memory *m, const vd_statement 
 void vd_memory_post_signers(const vd_memory *m, const vd_statement *st, const char *run,
     const char *const *key_ids, size_t n, vd_mem_record *rec);
 
-/* A signed statement under one key: 0 known (VD_MEM_NONE), 1 new. run in
- * store form; where: its file or "api". */
-int vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *run,
+/* A signed statement under one key: VD_POST_NEW, or VD_POST_KNOWN
+ * (VD_MEM_NONE). run in store form; where: its file or "api". */
+vd_post_result vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *run,
     const char *key_id, const char *where, vd_mem_record *rec);
 
 /* The sources of the memory that name (run, round) -> hash, as bits. */
@@ -206,8 +207,8 @@ int vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *r
 unsigned vd_memory_sources(const vd_memory *m, const char *run, int64_t round,
     const char *hash);
 /* A withdrawal by the operator at time at, w->sources naming every source
- * (the shell's to fill): 0 (VD_MEM_WITHDRAWAL), 1 already withdrawn,
- * -ENOENT when w->sources names nothing. */
+ * (the shell's to fill): VD_POST_NEW (VD_MEM_WITHDRAWAL), VD_POST_KNOWN
+ * already withdrawn, or -ENOENT when w->sources names nothing. */
 int vd_memory_withdraw(const vd_memory *m, const vd_withdrawal *w, double at,
     vd_mem_record *rec);
 
@@ -230,8 +231,9 @@ void vd_memory_ledger_gone(const vd_memory *m, const char *relpath, vd_mem_recor
 /* The operator forgets a ledger: 0, -ENOENT none remembered. */
 int vd_memory_forget_ledger(const vd_memory *m, const char *relpath, vd_mem_record *rec);
 
-/* An artifact verified and committed: 0 new, 1 remembered already. */
-int vd_memory_retain(const vd_memory *m, const vd_retained *r, vd_mem_record *rec);
+/* An artifact verified and committed: VD_POST_NEW, or VD_POST_KNOWN
+ * remembered already. */
+vd_post_result vd_memory_retain(const vd_memory *m, const vd_retained *r, vd_mem_record *rec);
 
 /* ---- reading ---------------------------------------------------------- */
 

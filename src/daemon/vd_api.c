@@ -1426,11 +1426,11 @@ static void delete_commitment(vd_api *api, vd_req *r)
 		    RETRY_AFTER);
 		return;
 	}
-	if (rc == 0)
+	if (rc == VD_POST_NEW)
 		vd_logf(VD_LOG_WARN, &(vd_log_fields){ .run = vd_run_name(w.run), .content_hash = w.hash },
 		    "commitment withdrawn by the operator from %s: run %s round %lld -> %s (%s); reason: %s",
 		    w.peer, vd_run_name(w.run), (long long)w.round_index, w.hash, w.sources, w.reason);
-	send_json(r, 200, vd_view_withdrawn(&w, rc == 0), NULL,
+	send_json(r, 200, vd_view_withdrawn(&w, rc == VD_POST_NEW), NULL,
 	    "answering (the withdrawal is recorded)");
 }
 

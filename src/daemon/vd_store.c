@@ -312,7 +312,7 @@ static void retain_group(vd_store *s, const vd_group *g)
 	r.has_parent = g->has_parent;
 	memcpy(r.parent, g->parent, sizeof(r.parent));
 	r.verified_at = c->verified_at;
-	if (vd_memory_retain(&s->memory, &r, &rec) == 0)
+	if (vd_memory_retain(&s->memory, &r, &rec) == VD_POST_NEW)
 		(void)commit_record(s, &rec);     /* not durable: tried at its next refresh */
 }
 
@@ -780,7 +780,7 @@ static int remember_one(vd_store *s, const vd_statement *st, const char *run,
 {
 	vd_mem_record rec;
 
-	if (vd_memory_remember(&s->memory, st, run, key_id, where, &rec) == 0)
+	if (vd_memory_remember(&s->memory, st, run, key_id, where, &rec) == VD_POST_KNOWN)
 		return 0;
 	rec.env = env;
 	rec.env_len = env_len;
@@ -1652,7 +1652,7 @@ int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
 	if (named & VD_MEM_NAMED_LEDGER)
 		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_LEDGER));
 	oms_naming(s, w);
-	if ((rc = vd_memory_withdraw(&s->memory, w, vd_wall_now(), &rec)) != 0)
+	if ((rc = vd_memory_withdraw(&s->memory, w, vd_wall_now(), &rec)) != VD_POST_NEW)
 		return rc;
 	w->at = rec.w.at;
 	a = (vd_audit){
@@ -1664,7 +1664,7 @@ int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
 	if (commit_record(s, &rec) < 0)
 		return -EIO;
 	vd_store_refresh(s);
-	return 0;
+	return VD_POST_NEW;
 }
 
 static void on_refresh_timer(uv_timer_t *t)

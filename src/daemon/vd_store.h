@@ -140,9 +140,10 @@ int vd_store_round_mismatch(vd_store *s, const char *run, int64_t round, const c
     int64_t *header_round);
 
 /* The operator withdraws (run, round) -> hash, from every source but the
- * configuration, durably with its audit entry in the same transaction: 0,
- * 1 already withdrawn, -ENOENT no such commitment, -EIO (nothing recorded
- * or changed). w's sources are filled in. */
+ * configuration, durably with its audit entry in the same transaction:
+ * VD_POST_NEW, VD_POST_KNOWN already withdrawn, -ENOENT no such
+ * commitment, -EIO (nothing recorded or changed). w's sources are filled
+ * in. */
 int vd_store_withdraw(vd_store *s, vd_withdrawal *w);
 
 /* Forget the remembered records of one ledger: 0, -ENOENT, -EIO. */

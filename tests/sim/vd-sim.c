@@ -552,7 +552,7 @@ static int ch_retained(world *w)
 	r.round_index = d->round;
 	r.has_parent = d->parent >= 0;
 	snprintf(r.parent, sizeof(r.parent), "%s", d->parent >= 0 ? id_hash(d->parent) : "");
-	if (vd_memory_retain(&w->f->mem, &r, &rec) != 0 || !sim_commit(w, &rec))
+	if (vd_memory_retain(&w->f->mem, &r, &rec) != VD_POST_NEW || !sim_commit(w, &rec))
 		return 0;
 	w->f->whole |= g == NULL;
 	return g == NULL;
@@ -582,7 +582,7 @@ static int ch_withdraw(world *w)
 	named = vd_memory_sources(m, wd.run, wd.round_index, wd.hash);
 	snprintf(wd.sources, sizeof(wd.sources), "%s%s%s", named & VD_MEM_NAMED_TOKEN ? "roundclose " : "",
 	    named & VD_MEM_NAMED_SIGNED ? "signed " : "", named & VD_MEM_NAMED_LEDGER ? "ledger" : "");
-	if (vd_memory_withdraw(m, &wd, (double)w->step, &rec) == 0)
+	if (vd_memory_withdraw(m, &wd, (double)w->step, &rec) == VD_POST_NEW)
 		sim_commit(w, &rec);
 	return 1;
 }

@@ -252,7 +252,7 @@ static void test_remember(void **state)
 	(void)state;
 	vd_memory_init(&m);
 	roundclose(&st, "r", 0, hx(1));
-	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "r/commitments/a.json", &rec), 1);
+	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "r/commitments/a.json", &rec), VD_POST_NEW);
 	assert_int_equal(rec.kind, VD_MEM_STATEMENT);
 	assert_int_equal(m.n_stmts, 0);
 	commit_ok(&m, &rec, &db);
@@ -260,9 +260,9 @@ static void test_remember(void **state)
 	assert_string_equal(m.stmts[0].where, "r/commitments/a.json");
 
 	/* Known under that key, whatever the file; new under another. */
-	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), 0);
+	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), VD_POST_KNOWN);
 	assert_int_equal(rec.kind, VD_MEM_NONE);
-	assert_int_equal(vd_memory_remember(&m, &st, "r", "k2", "api", &rec), 1);
+	assert_int_equal(vd_memory_remember(&m, &st, "r", "k2", "api", &rec), VD_POST_NEW);
 	commit_ok(&m, &rec, &db);
 	assert_int_equal(m.n_stmts, 2);
 	assert_false(vd_memory_has_statement(&m, &st, "other", "k1"));
@@ -281,7 +281,7 @@ static void test_post_checkpoint(void **state)
 	(void)state;
 	vd_memory_init(&m);
 	roundclose(&st, "r", 0, hx(1));
-	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), 1);
+	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), VD_POST_NEW);
 	commit_ok(&m, &rec, &db);
 	checkpoint(&cp, "r", 2, hx(5));
 	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k1", &rec), VD_POST_NEW);
@@ -407,7 +407,7 @@ static void test_withdraw(void **state)
 
 	post_ok(&m, &db, "r", 0, hx(1), "");
 	roundclose(&st, "r", 0, hx(1));
-	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), 1);
+	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), VD_POST_NEW);
 	commit_ok(&m, &rec, &db);
 	assert_int_equal(vd_memory_sources(&m, "r", 0, hx(1)),
 	    VD_MEM_NAMED_TOKEN | VD_MEM_NAMED_SIGNED);
@@ -415,13 +415,13 @@ static void test_withdraw(void **state)
 	assert_int_equal(vd_memory_sources(&m, "s", 0, hx(1)), 0);
 	withdrawal(&w, "r", 0, hx(1));
 	snprintf(w.sources, sizeof(w.sources), "roundclose,signed");
-	assert_int_equal(vd_memory_withdraw(&m, &w, 10.0, &rec), 0);
+	assert_int_equal(vd_memory_withdraw(&m, &w, 10.0, &rec), VD_POST_NEW);
 	assert_int_equal(rec.kind, VD_MEM_WITHDRAWAL);
 	assert_true(rec.w.at == 10.0);
 	assert_false(vd_memory_is_withdrawn(&m, "r", 0, hx(1)));
 	commit_ok(&m, &rec, &db);
 	assert_true(vd_memory_is_withdrawn(&m, "r", 0, hx(1)));
-	assert_int_equal(vd_memory_withdraw(&m, &w, 11.0, &rec), 1);
+	assert_int_equal(vd_memory_withdraw(&m, &w, 11.0, &rec), VD_POST_KNOWN);
 	assert_int_equal(rec.kind, VD_MEM_NONE);
 	fake_free(&db);
 	vd_memory_free(&m);
@@ -594,14 +594,14 @@ static void test_retain(void **state)
 	r.round_index = 2;
 	r.has_parent = 1;
 	snprintf(r.parent, sizeof(r.parent), "%s", hx(1));
-	assert_int_equal(vd_memory_retain(&m, &r, &rec), 0);
+	assert_int_equal(vd_memory_retain(&m, &r, &rec), VD_POST_NEW);
 	assert_int_equal(rec.kind, VD_MEM_RETAIN);
 	commit_ok(&m, &rec, &db);
 	got = vd_map_get(&m.retained, hx(2));
 	assert_non_null(got);
 	assert_string_equal(got->run, "r");
 	assert_ptr_equal(vd_map_get(&m.retained_children, hx(1)), got);
-	assert_int_equal(vd_memory_retain(&m, &r, &rec), 1);
+	assert_int_equal(vd_memory_retain(&m, &r, &rec), VD_POST_KNOWN);
 	assert_int_equal(rec.kind, VD_MEM_NONE);
 	fake_free(&db);
 	vd_memory_free(&m);
@@ -630,7 +630,7 @@ static void test_restore(void **state)
 	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_CONFLICT);
 	commit_ok(&m, &rec, &db);
 	roundclose(&st, "r", 1, hx(3));
-	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), 1);
+	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), VD_POST_NEW);
 	commit_ok(&m, &rec, &db);
 	file_init(&f, 2);
 	read_ok(&m, &f, &db, VD_MEM_LEDGER_APPEND);
@@ -638,7 +638,7 @@ static void test_restore(void **state)
 	assert_int_equal(vd_memory_sources(&m, "r", 1, hx(3)), VD_MEM_NAMED_SIGNED);
 	assert_int_equal(vd_memory_sources(&m, "r", 1, hx(2)), VD_MEM_NAMED_LEDGER);
 	snprintf(w.sources, sizeof(w.sources), "signed");
-	assert_int_equal(vd_memory_withdraw(&m, &w, 5.0, &rec), 0);
+	assert_int_equal(vd_memory_withdraw(&m, &w, 5.0, &rec), VD_POST_NEW);
 	commit_ok(&m, &rec, &db);
 
 	vd_memory_init(&fresh);

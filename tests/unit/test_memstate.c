@@ -192,7 +192,7 @@ static void fill(fx *f)
 	file.round_index = 2;
 	snprintf(file.hash, sizeof(file.hash), "%s", HASH_C);
 	assert_int_equal(vd_memory_remember(&f->m, &file, "r", KEY_2, "r/commitments/rc2.json",
-	    &rec), 1);
+	    &rec), VD_POST_NEW);
 	assert_int_equal(commit(f, &rec), 0);
 
 	ledger(f, 2, NULL);
@@ -207,7 +207,7 @@ static void fill(fx *f)
 	snprintf(w.hash, sizeof(w.hash), "%s", HASH_A);
 	snprintf(w.sources, sizeof(w.sources), "roundclose");
 	snprintf(w.reason, sizeof(w.reason), "a mistake");
-	assert_int_equal(vd_memory_withdraw(&f->m, &w, 1.5e9, &rec), 0);
+	assert_int_equal(vd_memory_withdraw(&f->m, &w, 1.5e9, &rec), VD_POST_NEW);
 	assert_int_equal(commit(f, &rec), 0);
 
 	memset(&r, 0, sizeof(r));
@@ -216,7 +216,7 @@ static void fill(fx *f)
 	r.round_index = 2;
 	r.has_parent = 1;
 	snprintf(r.parent, sizeof(r.parent), "%s", HASH_A);
-	assert_int_equal(vd_memory_retain(&f->m, &r, &rec), 0);
+	assert_int_equal(vd_memory_retain(&f->m, &r, &rec), VD_POST_NEW);
 	assert_int_equal(commit(f, &rec), 0);
 }
 
