@@ -114,8 +114,8 @@ int vd_memory_commit(vd_memory *m, const vd_mem_record *rec, vd_mem_persist_fn p
     void *arg)
 {
 	if (!vd_memory_is_volatile(rec->kind) && persist != NULL && persist(rec, arg) < 0)
-		return -1;
-	return vd_memory_apply(m, rec) < 0 ? -2 : 0;
+		return -EIO;
+	return vd_memory_apply(m, rec) < 0 ? -ENOMEM : 0;
 }
 
 static int has_commitment(const vd_commitment *arr, size_t n, const char *run, int64_t round,

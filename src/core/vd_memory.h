@@ -149,9 +149,10 @@ void vd_mem_record_free(vd_mem_record *rec);
 /* Makes rec durable: 0, or -1 when it could not (nothing was). */
 typedef int (*vd_mem_persist_fn)(const vd_mem_record *rec, void *arg);
 
-/* Persist rec, and only once that succeeded apply it: 0, -1 when the
- * persist failed (m unchanged), -2 when applying ran out of memory (it is
- * durable: a restart restores it). A volatile record is applied only. */
+/* Persist rec, and only once that succeeded apply it: 0, -EIO when the
+ * persist failed (m unchanged), -ENOMEM when applying ran out of memory
+ * (it is durable: a restart restores it). A volatile record is applied
+ * only. */
 int vd_memory_commit(vd_memory *m, const vd_mem_record *rec, vd_mem_persist_fn persist,
     void *arg);
 /* Apply a decided record: 0, or -1 (out of memory, or a ledger append

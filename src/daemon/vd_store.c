@@ -272,16 +272,16 @@ out:
 
 /* ---- the memory of commitments ------------------------------------------ */
 
-/* Persisted, then applied: -1 when it could not be made durable (the
+/* Persisted, then applied: -EIO when it could not be made durable (the
  * memory is as it was). Applying may run out of memory after the record
  * is durable: it counts from the next start. */
 static int commit_record(vd_store *s, const vd_mem_record *rec)
 {
 	int rc = vd_memory_commit(&s->memory, rec, vd_memstate_persist, s->state);
 
-	if (rc == -2)
+	if (rc == -ENOMEM)
 		log_error("out of memory remembering a commitment; it is stored and counts after a restart");
-	return rc == -1 ? -1 : 0;
+	return rc == -EIO ? -EIO : 0;
 }
 
 const vd_order *vd_store_retained_order(vd_store *s)

@@ -363,7 +363,7 @@ static int sim_commit(world *w, vd_mem_record *rec)
 		snap_take(&f->model, &snap);
 	}
 	rc = vd_memory_commit(&f->mem, rec, sim_persist, w);
-	FX_REQUIRE(rc != -2);
+	FX_REQUIRE(rc != -ENOMEM);
 	if (!w->db.fail) {
 		if (rc != 0)
 			violation(w, "a record (%s) was refused without a persist failing",

@@ -206,7 +206,7 @@ static void test_commit_failed_persist(void **state)
 	commitment(&c, "r", 1, hx(2), "");
 	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_NEW);
 	db.fail = 1;
-	assert_int_equal(vd_memory_commit(&m, &rec, fake_persist, &db), -1);
+	assert_int_equal(vd_memory_commit(&m, &rec, fake_persist, &db), -EIO);
 	assert_true(vd_memory_digest(&m, 1) == before);
 	assert_false(vd_memory_has_post(&m, &c));
 	assert_int_equal(db.n, 1);
@@ -330,7 +330,7 @@ static void test_post_signers(void **state)
 	assert_int_equal(rec.n_signers, 1);
 	assert_string_equal(rec.signers[0], "k2");
 	db.fail = 1;
-	assert_int_equal(vd_memory_commit(&m, &rec, fake_persist, &db), -1);
+	assert_int_equal(vd_memory_commit(&m, &rec, fake_persist, &db), -EIO);
 	assert_false(vd_memory_has_statement(&m, &st, "r", "k2"));
 	db.fail = 0;
 	commit_ok(&m, &rec, &db);

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -303,7 +304,7 @@ static void test_failed_writes(void **state)
 		outside(f, sql);
 		before = vd_memory_digest(&f->m, 1);
 		record_for(f, i, &rec);
-		assert_int_equal(vd_memory_commit(&f->m, &rec, vd_memstate_persist, f->st), -1);
+		assert_int_equal(vd_memory_commit(&f->m, &rec, vd_memstate_persist, f->st), -EIO);
 		assert_true(vd_memory_digest(&f->m, 1) == before);
 		assert_false(vd_state_ok(f->st));
 		outside(f, "DROP TRIGGER full;");
