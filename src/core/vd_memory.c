@@ -128,7 +128,7 @@ static int push_commitment(vd_commitment **arr, size_t *n, size_t *cap, const vd
 	vd_commitment *grown = vd_grow(*arr, cap, *n, sizeof(*grown));
 
 	if (grown == NULL)
-		return -1;
+		return -ENOMEM;
 	*arr = grown;
 	grown[(*n)++] = *c;
 	return 0;
@@ -139,7 +139,7 @@ static int push_stmt(vd_memory *m, const vd_signed_stmt *st)
 	vd_signed_stmt *grown = vd_grow(m->stmts, &m->cap_stmts, m->n_stmts, sizeof(*grown));
 
 	if (grown == NULL)
-		return -1;
+		return -ENOMEM;
 	m->stmts = grown;
 	grown[m->n_stmts++] = *st;
 	return 0;
@@ -162,7 +162,7 @@ static void stmt_key(char *out, size_t n, const vd_statement *st, const char *ru
 static int apply_checkpoint(vd_memory *m, const vd_signed_stmt *ss)
 {
 	if (push_stmt(m, ss) < 0)
-		return -1;
+		return -ENOMEM;
 	memmove(&m->stmts[m->n_posted_stmts + 1], &m->stmts[m->n_posted_stmts],
 	    (m->n_stmts - 1 - m->n_posted_stmts) * sizeof(*m->stmts));
 	m->stmts[m->n_posted_stmts++] = *ss;
@@ -175,10 +175,10 @@ static int apply_statement(vd_memory *m, const vd_signed_stmt *ss)
 
 	stmt_key(key, sizeof(key), &ss->st, ss->run, ss->key_id);
 	if (push_stmt(m, ss) < 0)
-		return -1;
+		return -ENOMEM;
 	if (vd_map_put(&m->stmt_seen, key, m) < 0) {
 		m->n_stmts--;
-		return -1;
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -189,13 +189,13 @@ static int apply_withdrawal(vd_memory *m, const vd_withdrawal *w)
 	vd_withdrawal *copy = malloc(sizeof(*copy));
 
 	if (copy == NULL)
-		return -1;
+		return -ENOMEM;
 	*copy = *w;
 	vd_withdrawal_key(key, sizeof(key), w->run, w->round_index, w->hash);
 	free(vd_map_del(&m->withdrawn, key));
 	if (vd_map_put(&m->withdrawn, key, copy) < 0) {
 		free(copy);
-		return -1;
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -234,12 +234,14 @@ static int apply_append(vd_memory *m, const vd_mem_record *rec)
 	size_t need;
 	vd_ledger_rec *grown;
 
-	if (lm == NULL || rec->first != lm->n)
-		return -1;
+	if (lm == NULL)
+		return -ENOMEM;
+	if (rec->first != lm->n)
+		return -EINVAL;
 	need = lm->n + rec->n;
 	if (need > lm->cap) {
 		if ((grown = realloc(lm->recs, need * sizeof(*grown))) == NULL)
-			return -1;
+			return -ENOMEM;
 		lm->recs = grown;
 		lm->cap = need;
 	}
@@ -256,9 +258,9 @@ static int apply_diverged(vd_memory *m, const vd_mem_record *rec)
 	vd_ledger_rec *copy = NULL;
 
 	if (lm == NULL)
-		return -1;
+		return -ENOMEM;
 	if (rec->n > 0 && (copy = malloc(rec->n * sizeof(*copy))) == NULL)
-		return -1;
+		return -ENOMEM;
 	if (rec->n > 0)
 		memcpy(copy, rec->recs, rec->n * sizeof(*copy));
 	free(lm->diverged);
@@ -277,7 +279,7 @@ static int apply_retain(vd_memory *m, const vd_mem_record *rec)
 
 	if (r == NULL || (r->run = strdup(rec->run)) == NULL) {
 		free(r);
-		return -1;
+		return -ENOMEM;
 	}
 	memcpy(r->hash, src->hash, sizeof(r->hash));
 	r->round_index = src->round_index;
@@ -286,7 +288,7 @@ static int apply_retain(vd_memory *m, const vd_mem_record *rec)
 	r->verified_at = src->verified_at;
 	if (vd_map_put(&m->retained, r->hash, r) < 0) {
 		retained_free(r);
-		return -1;
+		return -ENOMEM;
 	}
 	vd_order_add(&m->retained_by_run, r);
 	/* Indexed by parent too: a change there reaches the chains that pass
@@ -308,7 +310,7 @@ static int apply_signers(vd_memory *m, const vd_mem_record *rec)
 	for (i = 0; i < rec->n_signers; i++) {
 		snprintf(ss.key_id, sizeof(ss.key_id), "%s", rec->signers[i]);
 		if (apply_statement(m, &ss) < 0)
-			return -1;
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -318,7 +320,7 @@ int vd_memory_apply(vd_memory *m, const vd_mem_record *rec)
 	switch (rec->kind) {
 	case VD_MEM_POST:
 		if (push_commitment(&m->posted, &m->n_posted, &m->cap_posted, &rec->c) < 0)
-			return -1;
+			return -ENOMEM;
 		return apply_signers(m, rec);
 	case VD_MEM_POST_AGAIN:
 	case VD_MEM_SIGNATURES:
@@ -327,7 +329,7 @@ int vd_memory_apply(vd_memory *m, const vd_mem_record *rec)
 		return push_commitment(&m->equivs, &m->n_equivs, &m->cap_equivs, &rec->c);
 	case VD_MEM_CHECKPOINT:
 		if (apply_checkpoint(m, &rec->stmt) < 0)
-			return -1;
+			return -ENOMEM;
 		return apply_signers(m, rec);
 	case VD_MEM_STATEMENT:
 		return apply_statement(m, &rec->stmt);
@@ -381,9 +383,13 @@ static int restorable(const vd_memory *m, const vd_mem_record *rec)
 
 int vd_memory_restore(vd_memory *m, const vd_mem_record *rec)
 {
+	int rc;
+
 	if (!restorable(m, rec))
-		return 1;
-	return vd_memory_apply(m, rec);
+		return VD_RESTORE_SKIPPED;
+	if ((rc = vd_memory_apply(m, rec)) < 0)
+		return rc;
+	return VD_RESTORE_APPLIED;
 }
 
 /* ---- deciding ------------------------------------------------------------- */

@@ -155,12 +155,17 @@ typedef int (*vd_mem_persist_fn)(const vd_mem_record *rec, void *arg);
  * only. */
 int vd_memory_commit(vd_memory *m, const vd_mem_record *rec, vd_mem_persist_fn persist,
     void *arg);
-/* Apply a decided record: 0, or -1 (out of memory, or a ledger append
- * that does not follow the records remembered). */
+/* Apply a decided record: 0, -ENOMEM, or -EINVAL for a ledger append
+ * that does not follow the records remembered. */
 int vd_memory_apply(vd_memory *m, const vd_mem_record *rec);
+/* What restoring a record did. */
+typedef enum vd_restore_result {
+	VD_RESTORE_APPLIED,
+	VD_RESTORE_SKIPPED          /* not consistent with what is restored */
+} vd_restore_result;
 /* Apply a record loaded from the database at start: one that is not
  * consistent with what is restored (a ledger record out of sequence, a
- * duplicate) is skipped. 0, 1 skipped, -1 out of memory. */
+ * duplicate) is skipped. A vd_restore_result, or -ENOMEM. */
 int vd_memory_restore(vd_memory *m, const vd_mem_record *rec);
 int vd_memory_is_volatile(vd_mem_kind kind);
 const char *vd_mem_kind_name(vd_mem_kind kind);

@@ -495,7 +495,7 @@ static void test_ledger_append(void **state)
 	snprintf(rec.relpath, sizeof(rec.relpath), "r/ledger.jsonl");
 	rec.first = 7;
 	rec.n = 0;
-	assert_int_equal(vd_memory_apply(&m, &rec), -1);
+	assert_int_equal(vd_memory_apply(&m, &rec), -EINVAL);
 	fake_free(&db);
 	vd_memory_free(&m);
 }
@@ -643,13 +643,13 @@ static void test_restore(void **state)
 
 	vd_memory_init(&fresh);
 	for (i = 0; i < db.n; i++)
-		assert_int_equal(vd_memory_restore(&fresh, &db.kept[i]), 0);
+		assert_int_equal(vd_memory_restore(&fresh, &db.kept[i]), VD_RESTORE_APPLIED);
 	assert_true(vd_memory_digest(&fresh, 0) == vd_memory_digest(&m, 0));
 	assert_true(vd_memory_has_equivocation(&fresh, "r", 0, hx(2)));
 	/* Loaded twice: nothing new. */
 	for (i = 0; i < db.n; i++)
 		if (db.kept[i].kind == VD_MEM_STATEMENT || db.kept[i].kind == VD_MEM_LEDGER_APPEND)
-			assert_int_equal(vd_memory_restore(&fresh, &db.kept[i]), 1);
+			assert_int_equal(vd_memory_restore(&fresh, &db.kept[i]), VD_RESTORE_SKIPPED);
 	assert_true(vd_memory_digest(&fresh, 0) == vd_memory_digest(&m, 0));
 	vd_memory_free(&fresh);
 	fake_free(&db);
