@@ -146,7 +146,8 @@ void vd_memory_free(vd_memory *m);
 void vd_mem_record_init(vd_mem_record *rec, vd_mem_kind kind);
 void vd_mem_record_free(vd_mem_record *rec);
 
-/* Makes rec durable: 0, or -1 when it could not (nothing was). */
+/* Makes rec durable: 0, or a negative errno when it could not (nothing
+ * was). */
 typedef int (*vd_mem_persist_fn)(const vd_mem_record *rec, void *arg);
 
 /* Persist rec, and only once that succeeded apply it: 0, -EIO when the
