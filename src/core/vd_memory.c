@@ -574,7 +574,7 @@ static int take_entries(vd_mem_record *rec, const vd_scan_ledger *l, size_t from
 	if (to <= from)
 		return 0;
 	if ((rec->recs = calloc(to - from, sizeof(*rec->recs))) == NULL)
-		return -1;
+		return -ENOMEM;
 	for (i = from; i < to; i++)
 		rec_from_entry(&rec->recs[rec->n++], &l->entries[i]);
 	return 0;

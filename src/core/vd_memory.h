@@ -222,7 +222,7 @@ int vd_memory_withdraw(const vd_memory *m, const vd_withdrawal *w, double at,
 /* A ledger as a scan read it: VD_MEM_LEDGER_APPEND (its new intact
  * records; none when it only still extends the memory) or
  * VD_MEM_LEDGER_DIVERGED (detail says where), or VD_MEM_NONE when it
- * could not be read (the memory stands). -1 out of memory. */
+ * could not be read (the memory stands). -ENOMEM out of memory. */
 /* The retained artifacts in (run, round, hash) order, or NULL out of
  * memory: a page of a run's chain is a search, not a sort. */
 const vd_order *vd_memory_retained_order(vd_memory *m);
