@@ -591,7 +591,7 @@ static int run(vd_daemon *d)
 {
 	vd_omskeys *oms;
 	vd_keyring *keys;
-	char err[512];
+	char err[512], why[320];
 	int rc;
 
 	uv_loop_init(&d->loop);
@@ -626,11 +626,11 @@ static int run(vd_daemon *d)
 	}
 	set_keys(d, keys);
 	set_oms_keys(d, oms);
-	if (vd_store_attach_state(&d->store, d->state) < 0) {
+	if ((rc = vd_store_attach_state(&d->store, d->state, why, sizeof(why))) < 0) {
 		snprintf(err, sizeof(err), "cannot load the state database in %s: %s", d->cfg->state_dir,
-		    vd_state_error(d->state));
+		    why);
 		start_error(err);
-		return -EIO;
+		return rc;
 	}
 	d->api.state_ready = 1;
 	start_timers(d);

@@ -114,8 +114,8 @@ int vd_memory_commit(vd_memory *m, const vd_mem_record *rec, vd_mem_persist_fn p
     void *arg)
 {
 	if (!vd_memory_is_volatile(rec->kind) && persist != NULL && persist(rec, arg) < 0)
-		return -1;
-	return vd_memory_apply(m, rec) < 0 ? -2 : 0;
+		return -EIO;
+	return vd_memory_apply(m, rec) < 0 ? -ENOMEM : 0;
 }
 
 static int has_commitment(const vd_commitment *arr, size_t n, const char *run, int64_t round,
@@ -128,7 +128,7 @@ static int push_commitment(vd_commitment **arr, size_t *n, size_t *cap, const vd
 	vd_commitment *grown = vd_grow(*arr, cap, *n, sizeof(*grown));
 
 	if (grown == NULL)
-		return -1;
+		return -ENOMEM;
 	*arr = grown;
 	grown[(*n)++] = *c;
 	return 0;
@@ -139,7 +139,7 @@ static int push_stmt(vd_memory *m, const vd_signed_stmt *st)
 	vd_signed_stmt *grown = vd_grow(m->stmts, &m->cap_stmts, m->n_stmts, sizeof(*grown));
 
 	if (grown == NULL)
-		return -1;
+		return -ENOMEM;
 	m->stmts = grown;
 	grown[m->n_stmts++] = *st;
 	return 0;
@@ -162,7 +162,7 @@ static void stmt_key(char *out, size_t n, const vd_statement *st, const char *ru
 static int apply_checkpoint(vd_memory *m, const vd_signed_stmt *ss)
 {
 	if (push_stmt(m, ss) < 0)
-		return -1;
+		return -ENOMEM;
 	memmove(&m->stmts[m->n_posted_stmts + 1], &m->stmts[m->n_posted_stmts],
 	    (m->n_stmts - 1 - m->n_posted_stmts) * sizeof(*m->stmts));
 	m->stmts[m->n_posted_stmts++] = *ss;
@@ -175,10 +175,10 @@ static int apply_statement(vd_memory *m, const vd_signed_stmt *ss)
 
 	stmt_key(key, sizeof(key), &ss->st, ss->run, ss->key_id);
 	if (push_stmt(m, ss) < 0)
-		return -1;
+		return -ENOMEM;
 	if (vd_map_put(&m->stmt_seen, key, m) < 0) {
 		m->n_stmts--;
-		return -1;
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -189,13 +189,13 @@ static int apply_withdrawal(vd_memory *m, const vd_withdrawal *w)
 	vd_withdrawal *copy = malloc(sizeof(*copy));
 
 	if (copy == NULL)
-		return -1;
+		return -ENOMEM;
 	*copy = *w;
 	vd_withdrawal_key(key, sizeof(key), w->run, w->round_index, w->hash);
 	free(vd_map_del(&m->withdrawn, key));
 	if (vd_map_put(&m->withdrawn, key, copy) < 0) {
 		free(copy);
-		return -1;
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -234,12 +234,14 @@ static int apply_append(vd_memory *m, const vd_mem_record *rec)
 	size_t need;
 	vd_ledger_rec *grown;
 
-	if (lm == NULL || rec->first != lm->n)
-		return -1;
+	if (lm == NULL)
+		return -ENOMEM;
+	if (rec->first != lm->n)
+		return -EINVAL;
 	need = lm->n + rec->n;
 	if (need > lm->cap) {
 		if ((grown = realloc(lm->recs, need * sizeof(*grown))) == NULL)
-			return -1;
+			return -ENOMEM;
 		lm->recs = grown;
 		lm->cap = need;
 	}
@@ -256,9 +258,9 @@ static int apply_diverged(vd_memory *m, const vd_mem_record *rec)
 	vd_ledger_rec *copy = NULL;
 
 	if (lm == NULL)
-		return -1;
+		return -ENOMEM;
 	if (rec->n > 0 && (copy = malloc(rec->n * sizeof(*copy))) == NULL)
-		return -1;
+		return -ENOMEM;
 	if (rec->n > 0)
 		memcpy(copy, rec->recs, rec->n * sizeof(*copy));
 	free(lm->diverged);
@@ -277,7 +279,7 @@ static int apply_retain(vd_memory *m, const vd_mem_record *rec)
 
 	if (r == NULL || (r->run = strdup(rec->run)) == NULL) {
 		free(r);
-		return -1;
+		return -ENOMEM;
 	}
 	memcpy(r->hash, src->hash, sizeof(r->hash));
 	r->round_index = src->round_index;
@@ -286,7 +288,7 @@ static int apply_retain(vd_memory *m, const vd_mem_record *rec)
 	r->verified_at = src->verified_at;
 	if (vd_map_put(&m->retained, r->hash, r) < 0) {
 		retained_free(r);
-		return -1;
+		return -ENOMEM;
 	}
 	vd_order_add(&m->retained_by_run, r);
 	/* Indexed by parent too: a change there reaches the chains that pass
@@ -308,7 +310,7 @@ static int apply_signers(vd_memory *m, const vd_mem_record *rec)
 	for (i = 0; i < rec->n_signers; i++) {
 		snprintf(ss.key_id, sizeof(ss.key_id), "%s", rec->signers[i]);
 		if (apply_statement(m, &ss) < 0)
-			return -1;
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -318,7 +320,7 @@ int vd_memory_apply(vd_memory *m, const vd_mem_record *rec)
 	switch (rec->kind) {
 	case VD_MEM_POST:
 		if (push_commitment(&m->posted, &m->n_posted, &m->cap_posted, &rec->c) < 0)
-			return -1;
+			return -ENOMEM;
 		return apply_signers(m, rec);
 	case VD_MEM_POST_AGAIN:
 	case VD_MEM_SIGNATURES:
@@ -327,7 +329,7 @@ int vd_memory_apply(vd_memory *m, const vd_mem_record *rec)
 		return push_commitment(&m->equivs, &m->n_equivs, &m->cap_equivs, &rec->c);
 	case VD_MEM_CHECKPOINT:
 		if (apply_checkpoint(m, &rec->stmt) < 0)
-			return -1;
+			return -ENOMEM;
 		return apply_signers(m, rec);
 	case VD_MEM_STATEMENT:
 		return apply_statement(m, &rec->stmt);
@@ -381,9 +383,13 @@ static int restorable(const vd_memory *m, const vd_mem_record *rec)
 
 int vd_memory_restore(vd_memory *m, const vd_mem_record *rec)
 {
+	int rc;
+
 	if (!restorable(m, rec))
-		return 1;
-	return vd_memory_apply(m, rec);
+		return VD_RESTORE_SKIPPED;
+	if ((rc = vd_memory_apply(m, rec)) < 0)
+		return rc;
+	return VD_RESTORE_APPLIED;
 }
 
 /* ---- deciding ------------------------------------------------------------- */
@@ -394,7 +400,7 @@ static int same_commit(const char *run, int64_t round, const char *hash, const c
 	return round == round2 && strcmp(run, r2) == 0 && strcmp(hash, h2) == 0;
 }
 
-int vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *strong_other,
+vd_post_result vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *strong_other,
     vd_mem_record *rec, char *existing)
 {
 	size_t i;
@@ -412,18 +418,18 @@ int vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *stron
 			continue;
 		if (strcmp(p->hash, c->hash) == 0) {
 			rec->kind = VD_MEM_POST_AGAIN;
-			return 1;
+			return VD_POST_KNOWN;
 		}
 		rec->kind = VD_MEM_EQUIVOCATION;
 		snprintf(rec->existing, sizeof(rec->existing), "%s", p->hash);
 	}
 	if (rec->kind == VD_MEM_POST)
-		return 0;
+		return VD_POST_NEW;
 	memcpy(existing, rec->existing, VD_HASH_HEX_LEN + 1);
 	/* The same conflict by the same party again: nothing new. */
 	if (has_commitment(m->equivs, m->n_equivs, c->run, c->round_index, c->hash, c->key_id))
 		rec->kind = VD_MEM_NONE;
-	return 2;
+	return VD_POST_CONFLICT;
 }
 
 static void api_stmt(vd_signed_stmt *ss, const vd_statement *st, const char *run,
@@ -436,7 +442,7 @@ static void api_stmt(vd_signed_stmt *ss, const vd_statement *st, const char *run
 	snprintf(ss->where, sizeof(ss->where), "%s", where);
 }
 
-int vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const char *key_id,
+vd_post_result vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const char *key_id,
     vd_mem_record *rec)
 {
 	size_t i;
@@ -447,11 +453,11 @@ int vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const 
 		if (p->st.records == st->records && strcmp(p->run, st->run) == 0 &&
 		    strcmp(p->st.head_record_hash, st->head_record_hash) == 0 &&
 		    strcmp(p->key_id, key_id) == 0)
-			return 1;
+			return VD_POST_KNOWN;
 	}
 	rec->kind = VD_MEM_CHECKPOINT;
 	api_stmt(&rec->stmt, st, st->run, key_id, "api");
-	return 0;
+	return VD_POST_NEW;
 }
 
 void vd_memory_post_signers(const vd_memory *m, const vd_statement *st, const char *run,
@@ -478,7 +484,7 @@ void vd_memory_post_signers(const vd_memory *m, const vd_statement *st, const ch
 		rec->kind = VD_MEM_SIGNATURES;
 }
 
-int vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *run,
+vd_post_result vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *run,
     const char *key_id, const char *where, vd_mem_record *rec)
 {
 	char key[STMT_KEY_MAX];
@@ -486,10 +492,10 @@ int vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *r
 	vd_mem_record_init(rec, VD_MEM_NONE);
 	stmt_key(key, sizeof(key), st, run, key_id);
 	if (vd_map_get(&m->stmt_seen, key) != NULL)
-		return 0;
+		return VD_POST_KNOWN;
 	rec->kind = VD_MEM_STATEMENT;
 	api_stmt(&rec->stmt, st, run, key_id, where);
-	return 1;
+	return VD_POST_NEW;
 }
 
 static unsigned posts_naming(const vd_commitment *arr, size_t n, const char *run,
@@ -542,13 +548,13 @@ int vd_memory_withdraw(const vd_memory *m, const vd_withdrawal *w, double at,
 {
 	vd_mem_record_init(rec, VD_MEM_NONE);
 	if (vd_memory_is_withdrawn(m, w->run, w->round_index, w->hash))
-		return 1;
+		return VD_POST_KNOWN;
 	if (w->sources[0] == '\0')
 		return -ENOENT;
 	rec->kind = VD_MEM_WITHDRAWAL;
 	rec->w = *w;
 	rec->w.at = at;
-	return 0;
+	return VD_POST_NEW;
 }
 
 static void rec_from_entry(vd_ledger_rec *r, const vd_ledger_entry *e)
@@ -568,7 +574,7 @@ static int take_entries(vd_mem_record *rec, const vd_scan_ledger *l, size_t from
 	if (to <= from)
 		return 0;
 	if ((rec->recs = calloc(to - from, sizeof(*rec->recs))) == NULL)
-		return -1;
+		return -ENOMEM;
 	for (i = from; i < to; i++)
 		rec_from_entry(&rec->recs[rec->n++], &l->entries[i]);
 	return 0;
@@ -668,17 +674,17 @@ const vd_order *vd_memory_retained_order(vd_memory *m)
 	return vd_order_settle(&m->retained_by_run) == 0 ? &m->retained_by_run : NULL;
 }
 
-int vd_memory_retain(const vd_memory *m, const vd_retained *r, vd_mem_record *rec)
+vd_post_result vd_memory_retain(const vd_memory *m, const vd_retained *r, vd_mem_record *rec)
 {
 	vd_mem_record_init(rec, VD_MEM_NONE);
 	if (vd_map_get(&m->retained, r->hash) != NULL)
-		return 1;
+		return VD_POST_KNOWN;
 	rec->kind = VD_MEM_RETAIN;
 	rec->r = *r;
 	rec->r.next_child = NULL;
 	snprintf(rec->run, sizeof(rec->run), "%s", r->run);
 	rec->r.run = rec->run;
-	return 0;
+	return VD_POST_NEW;
 }
 
 /* ---- reading ----------------------------------------------------------- */

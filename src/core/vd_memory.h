@@ -146,37 +146,52 @@ void vd_memory_free(vd_memory *m);
 void vd_mem_record_init(vd_mem_record *rec, vd_mem_kind kind);
 void vd_mem_record_free(vd_mem_record *rec);
 
-/* Makes rec durable: 0, or -1 when it could not (nothing was). */
+/* Makes rec durable: 0, or a negative errno when it could not (nothing
+ * was). */
 typedef int (*vd_mem_persist_fn)(const vd_mem_record *rec, void *arg);
 
-/* Persist rec, and only once that succeeded apply it: 0, -1 when the
- * persist failed (m unchanged), -2 when applying ran out of memory (it is
- * durable: a restart restores it). A volatile record is applied only. */
+/* Persist rec, and only once that succeeded apply it: 0, -EIO when the
+ * persist failed (m unchanged), -ENOMEM when applying ran out of memory
+ * (it is durable: a restart restores it). A volatile record is applied
+ * only. */
 int vd_memory_commit(vd_memory *m, const vd_mem_record *rec, vd_mem_persist_fn persist,
     void *arg);
-/* Apply a decided record: 0, or -1 (out of memory, or a ledger append
- * that does not follow the records remembered). */
+/* Apply a decided record: 0, -ENOMEM, or -EINVAL for a ledger append
+ * that does not follow the records remembered. */
 int vd_memory_apply(vd_memory *m, const vd_mem_record *rec);
+/* What restoring a record did. */
+typedef enum vd_restore_result {
+	VD_RESTORE_APPLIED,
+	VD_RESTORE_SKIPPED          /* not consistent with what is restored */
+} vd_restore_result;
 /* Apply a record loaded from the database at start: one that is not
  * consistent with what is restored (a ledger record out of sequence, a
- * duplicate) is skipped. 0, 1 skipped, -1 out of memory. */
+ * duplicate) is skipped. A vd_restore_result, or -ENOMEM. */
 int vd_memory_restore(vd_memory *m, const vd_mem_record *rec);
 int vd_memory_is_volatile(vd_mem_kind kind);
 const char *vd_mem_kind_name(vd_mem_kind kind);
 
 /* ---- decisions: each fills rec and leaves m as it is ---------------------- */
 
+/* What a decision on something offered to the memory (a post, a
+ * statement read, a withdrawal, an artifact to keep) meets. */
+typedef enum vd_post_result {
+	VD_POST_NEW,                /* nothing of it known: recorded now */
+	VD_POST_KNOWN,              /* the same one is there */
+	VD_POST_CONFLICT            /* another hash is there for its round */
+} vd_post_result;
+
 /* A RoundClose c posted. strong_other: another hash a commitment by the
  * token or a trusted key already names for the round (from lineage), or
- * NULL. 0 new (VD_MEM_POST), 1 the same again (VD_MEM_POST_AGAIN), 2 a
- * conflict (VD_MEM_EQUIVOCATION, existing filled; VD_MEM_NONE when the
- * same party's conflict is remembered already). An unsigned ledger
- * record never blocks a post. */
-int vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *strong_other,
+ * NULL. VD_POST_NEW (VD_MEM_POST), VD_POST_KNOWN (VD_MEM_POST_AGAIN), or
+ * VD_POST_CONFLICT (VD_MEM_EQUIVOCATION, existing filled; VD_MEM_NONE
+ * when the same party's conflict is remembered already). An unsigned
+ * ledger record never blocks a post. */
+vd_post_result vd_memory_post(const vd_memory *m, const vd_commitment *c, const char *strong_other,
     vd_mem_record *rec, char *existing);
 
-/* A signed checkpoint posted: 0 new, 1 known (VD_MEM_NONE). */
-int vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const char *key_id,
+/* A signed checkpoint posted: VD_POST_NEW, or VD_POST_KNOWN (VD_MEM_NONE). */
+vd_post_result vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const char *key_id,
     vd_mem_record *rec);
 
 /* The keys that signed a posted statement st (run in store form), those
@@ -187,9 +202,9 @@ int vd_memory_post_checkpoint(const vd_memory *m, const vd_statement *st, const 
 void vd_memory_post_signers(const vd_memory *m, const vd_statement *st, const char *run,
     const char *const *key_ids, size_t n, vd_mem_record *rec);
 
-/* A signed statement under one key: 0 known (VD_MEM_NONE), 1 new. run in
- * store form; where: its file or "api". */
-int vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *run,
+/* A signed statement under one key: VD_POST_NEW, or VD_POST_KNOWN
+ * (VD_MEM_NONE). run in store form; where: its file or "api". */
+vd_post_result vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *run,
     const char *key_id, const char *where, vd_mem_record *rec);
 
 /* The sources of the memory that name (run, round) -> hash, as bits. */
@@ -199,15 +214,15 @@ int vd_memory_remember(const vd_memory *m, const vd_statement *st, const char *r
 unsigned vd_memory_sources(const vd_memory *m, const char *run, int64_t round,
     const char *hash);
 /* A withdrawal by the operator at time at, w->sources naming every source
- * (the shell's to fill): 0 (VD_MEM_WITHDRAWAL), 1 already withdrawn,
- * -ENOENT when w->sources names nothing. */
+ * (the shell's to fill): VD_POST_NEW (VD_MEM_WITHDRAWAL), VD_POST_KNOWN
+ * already withdrawn, or -ENOENT when w->sources names nothing. */
 int vd_memory_withdraw(const vd_memory *m, const vd_withdrawal *w, double at,
     vd_mem_record *rec);
 
 /* A ledger as a scan read it: VD_MEM_LEDGER_APPEND (its new intact
  * records; none when it only still extends the memory) or
  * VD_MEM_LEDGER_DIVERGED (detail says where), or VD_MEM_NONE when it
- * could not be read (the memory stands). -1 out of memory. */
+ * could not be read (the memory stands). -ENOMEM out of memory. */
 /* The retained artifacts in (run, round, hash) order, or NULL out of
  * memory: a page of a run's chain is a search, not a sort. */
 const vd_order *vd_memory_retained_order(vd_memory *m);
@@ -223,8 +238,9 @@ void vd_memory_ledger_gone(const vd_memory *m, const char *relpath, vd_mem_recor
 /* The operator forgets a ledger: 0, -ENOENT none remembered. */
 int vd_memory_forget_ledger(const vd_memory *m, const char *relpath, vd_mem_record *rec);
 
-/* An artifact verified and committed: 0 new, 1 remembered already. */
-int vd_memory_retain(const vd_memory *m, const vd_retained *r, vd_mem_record *rec);
+/* An artifact verified and committed: VD_POST_NEW, or VD_POST_KNOWN
+ * remembered already. */
+vd_post_result vd_memory_retain(const vd_memory *m, const vd_retained *r, vd_mem_record *rec);
 
 /* ---- reading ---------------------------------------------------------- */
 

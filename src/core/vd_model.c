@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,7 +185,7 @@ static int settle_orders(vd_model *m)
 		if (((vd_copy *)v)->hdr.code != VD_OK)
 			headerless_put(m, v);
 	if (m->orders_failed || vd_order_settle(&m->by_hash) < 0 || vd_order_settle(&m->by_run) < 0)
-		return -1;
+		return -ENOMEM;
 	return 0;
 }
 

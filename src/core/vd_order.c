@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,11 +88,11 @@ int vd_order_settle(vd_order *o)
 	size_t i, j, k, n;
 
 	if (o->n_added == 0)
-		return o->failed ? -1 : 0;
+		return o->failed ? -ENOMEM : 0;
 	n = o->n + o->n_added;
 	if ((merged = malloc(n * sizeof(*merged))) == NULL) {
 		o->failed = 1;
-		return -1;
+		return -ENOMEM;
 	}
 	sort_cmp = o->cmp;
 	qsort(o->added, o->n_added, sizeof(*o->added), by_ptr);
@@ -102,7 +103,7 @@ int vd_order_settle(vd_order *o)
 	o->v = merged;
 	o->n = o->cap = n;
 	o->n_added = 0;
-	return o->failed ? -1 : 0;
+	return o->failed ? -ENOMEM : 0;
 }
 
 size_t vd_order_lower(const vd_order *o, const void *key,

@@ -27,7 +27,7 @@ void vd_order_free(vd_order *o);        /* the index, not the elements */
 void vd_order_clear(vd_order *o);
 void vd_order_add(vd_order *o, void *p);
 void vd_order_del(vd_order *o, const void *p);
-/* After it, v[0..n) holds every element in order; -1 out of memory (and
+/* After it, v[0..n) holds every element in order: 0, or -ENOMEM (and
  * failed set: the owner builds the index again). */
 int vd_order_settle(vd_order *o);
 /* The first settled position whose element is not below key, for

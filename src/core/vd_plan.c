@@ -245,10 +245,10 @@ int vd_plan_hurry(vd_plan *p, vd_copy *c)
 	uint64_t gen;
 
 	if (c->inflight == NULL || c->inflight_kind != VD_JOB_BACKGROUND)
-		return -1;
-	if (p->pool.take_back(p->pool.arg, c, &gen) != 0) {
+		return -ENOENT;
+	if (p->pool.take_back(p->pool.arg, c, &gen) < 0) {
 		p->pool.promote(p->pool.arg, c);
-		return -1;
+		return -EBUSY;
 	}
 	vd_plan_follow(c->again, VD_JOB_EXPLICIT, c->again_gen, &urgency, &gen);
 	c->again = 0;

@@ -94,8 +94,8 @@ typedef struct vd_plan_pool {
 	 * -errno (-EAGAIN: the queue is full; -ESHUTDOWN: it is stopping). */
 	int (*submit)(void *arg, vd_copy *c, vd_job_kind kind, uint64_t gen);
 	/* Take c's job back out of the queue before it started: 0, the
-	 * generation it answered in *gen and c->inflight cleared; -1 when it
-	 * has started (or there is no queue). */
+	 * generation it answered in *gen and c->inflight cleared; -EBUSY when
+	 * it has started (or there is no queue). */
 	int (*take_back)(void *arg, vd_copy *c, uint64_t *gen);
 	/* c's job, under way, goes ahead of background work from its next slice. */
 	void (*promote)(void *arg, vd_copy *c);
@@ -121,7 +121,8 @@ int vd_plan_schedule(vd_plan *p, vd_copy *c, vd_job_kind kind, uint64_t *gen);
  * under the last run (of kind, answering gen). */
 void vd_plan_follow_up(vd_plan *p, vd_copy *c, vd_job_kind kind, uint64_t gen);
 /* A client waits for c: its job still queued behind background work goes
- * ahead. 0, or -1 when there was none to move. */
+ * ahead. 0, or -ENOENT when c has no background job, -EBUSY when it has
+ * started (it is promoted instead). */
 int vd_plan_hurry(vd_plan *p, vd_copy *c);
 /* Queue what waits in the backlog, in order, as far as the queue takes it. */
 void vd_plan_drain(vd_plan *p);

@@ -113,7 +113,7 @@ static int parse_state(const char *s, int *out)
 			return 0;
 		}
 	}
-	return -1;
+	return -EINVAL;
 }
 
 /* ?limit=N (1 to VD_PAGE_MAX; absent: no limit, 0 here). */
@@ -128,7 +128,7 @@ static int parse_limit(vd_req *r, size_t *out)
 		return 0;
 	v = strtoul(q, &end, 10);
 	if (q[0] < '0' || q[0] > '9' || *end != '\0' || v < 1 || v > VD_PAGE_MAX)
-		return -1;
+		return -EINVAL;
 	*out = v;
 	return 0;
 }
@@ -152,7 +152,7 @@ static int parse_wait(vd_req *r, unsigned max, unsigned *out)
 		return 0;
 	v = strtoul(q, &end, 10);
 	if (q[0] < '0' || q[0] > '9' || *end != '\0' || v > VD_API_MAX_WAIT)
-		return -1;
+		return -EINVAL;
 	*out = v < max ? (unsigned)v : max;
 	return 0;
 }
@@ -164,11 +164,11 @@ static int store_relpath(vd_api *api, const char *p, char *out, size_t n)
 
 	if (p[0] == '/') {
 		if (strncmp(p, api->cfg->store, rl) != 0 || p[rl] != '/')
-			return -1;
+			return -EINVAL;
 		p += rl + 1;
 	}
 	if (!vd_relpath_ok(p) || strlen(p) >= n)
-		return -1;
+		return -EINVAL;
 	snprintf(out, n, "%s", p);
 	return 0;
 }
@@ -182,7 +182,7 @@ static int run_param(vd_req *r, char *out, size_t n)
 		return 0;
 	}
 	if (!vd_relpath_ok(q) || strlen(q) >= n)
-		return -1;
+		return -EINVAL;
 	snprintf(out, n, "%s", q);
 	return 0;
 }
@@ -194,8 +194,8 @@ static void bad_run(vd_req *r)
 }
 
 /* ?limit=&after= of a history, newest first: after is the next of the
- * page before (an id). Without limit, a page of VD_PAGE_MAX. 0, or -1
- * with the 400 sent. */
+ * page before (an id). Without limit, a page of VD_PAGE_MAX. 0, or
+ * -EINVAL with the 400 sent. */
 static int history_page(vd_req *r, vd_page *pg)
 {
 	const char *q = vd_req_query(r, "after");
@@ -205,7 +205,7 @@ static int history_page(vd_req *r, vd_page *pg)
 	memset(pg, 0, sizeof(*pg));
 	if (parse_limit(r, &pg->limit) < 0) {
 		bad_limit(r);
-		return -1;
+		return -EINVAL;
 	}
 	if (pg->limit == 0)
 		pg->limit = VD_PAGE_MAX;
@@ -214,7 +214,7 @@ static int history_page(vd_req *r, vd_page *pg)
 	    *end != '\0' || errno != 0)) {
 		vd_http_error(r, 400, "bad_request",
 		    "after is the next of the page before: a whole number above 0", NULL);
-		return -1;
+		return -EINVAL;
 	}
 	pg->before = v;
 	return 0;
@@ -289,28 +289,28 @@ static const char *token_holder(vd_api *api, vd_req *r)
  * that needs a token is refused without a valid one, so a wrong token is
  * 401 whatever the size of the body. A POST /roundclose with no token and
  * a JSON body may be a signed envelope, which needs its body. */
-int vd_api_early(vd_req *r, void *arg)
+enum vd_http_early vd_api_early(vd_req *r, void *arg)
 {
 	vd_api *api = arg;
 	char run[VD_RUN_MAX];
 
 	if (strcmp(r->url, "/ledger") == 0 && strcmp(r->method, "DELETE") == 0) {
 		r->route = "/ledger";
-		return !authorized(api, r);
+		return authorized(api, r) ? VD_HTTP_PROCEED : VD_HTTP_REFUSED;
 	}
 	if (strcmp(r->url, "/commitment") == 0 && strcmp(r->method, "DELETE") == 0) {
 		r->route = "/commitment";
-		return !authorized(api, r);
+		return authorized(api, r) ? VD_HTTP_PROCEED : VD_HTTP_REFUSED;
 	}
 	if (strcmp(r->url, "/roundclose") != 0 || strcmp(r->method, "POST") != 0)
-		return 0;
+		return VD_HTTP_PROCEED;
 	r->route = "/roundclose";
 	if (vd_req_header(r, "Authorization") == NULL &&
 	    vd_is_json_content_type(vd_req_header(r, "Content-Type")))
-		return 0;
+		return VD_HTTP_PROCEED;
 	if (run_param(r, run, sizeof(run)) < 0)
-		return 0;            /* post_roundclose answers 400 */
-	return !authorized_for(api, r, run);
+		return VD_HTTP_PROCEED;    /* post_roundclose answers 400 */
+	return authorized_for(api, r, run) ? VD_HTTP_PROCEED : VD_HTTP_REFUSED;
 }
 
 /* ---- GET routes ------------------------------------------------------- */
@@ -374,7 +374,8 @@ static void get_metrics(vd_api *api, vd_req *r)
 	vd_buf_free(&b);
 }
 
-/* The status object of hash: 0 with *out set, or -1 with the answer sent. */
+/* The status object of hash: 0 with *out set, or -EINVAL, -ENOENT or
+ * -ENOMEM with the answer sent. */
 static int status_of(vd_api *api, vd_req *r, const char *hash, json_object **out)
 {
 	int rc;
@@ -382,7 +383,7 @@ static int status_of(vd_api *api, vd_req *r, const char *hash, json_object **out
 	if (!vd_is_hex64((vd_str){ hash, strlen(hash) })) {
 		vd_http_error(r, 400, "bad_request",
 		    "an artifact is named by its content hash: 64 lowercase hex characters", NULL);
-		return -1;
+		return -EINVAL;
 	}
 	/* Asking is interest, as waiting is: its verification goes ahead. */
 	vd_sched_interest(&api->store->sched, hash);
@@ -390,7 +391,7 @@ static int status_of(vd_api *api, vd_req *r, const char *hash, json_object **out
 		vd_http_error(r, 404, "not_found", "no artifact in the store claims this hash", NULL);
 	else if (rc < 0)
 		out_of_memory(r, "building the status object");
-	return rc < 0 ? -1 : 0;
+	return rc < 0 ? rc : 0;
 }
 
 static void get_artifact(vd_api *api, vd_req *r, const char *hash)
@@ -735,14 +736,16 @@ static void send_history(vd_req *r, const char *name, vd_view_rows *rows, int rc
 }
 
 /* A yes-or-no parameter: 1 or true, 0 or false (clients' URL builders
- * write booleans either way); -1 for anything else. */
-static int query_bool(const char *q)
+ * write booleans either way); -EINVAL for anything else. */
+static int query_bool(const char *q, int *out)
 {
 	if (strcmp(q, "1") == 0 || strcmp(q, "true") == 0)
-		return 1;
-	if (strcmp(q, "0") == 0 || strcmp(q, "false") == 0)
-		return 0;
-	return -1;
+		*out = 1;
+	else if (strcmp(q, "0") == 0 || strcmp(q, "false") == 0)
+		*out = 0;
+	else
+		return -EINVAL;
+	return 0;
 }
 
 /* GET /alerts[?active=1|0|true|false][&limit=N&after=ID]: every alert
@@ -754,13 +757,16 @@ static void get_alerts(vd_api *api, vd_req *r)
 	vd_view_rows rows;
 	vd_state *st;
 	vd_page pg;
-	int active = q != NULL ? query_bool(q) : -1;
+	vd_alert_filter which = VD_ALERTS_ALL;
+	int active;
 
-	if (q != NULL && active < 0) {
+	if (q != NULL && query_bool(q, &active) < 0) {
 		vd_http_error(r, 400, "bad_request",
 		    "active is 1 or true (only alerts still raised), 0 or false (only cleared ones)", NULL);
 		return;
 	}
+	if (q != NULL)
+		which = active ? VD_ALERTS_RAISED : VD_ALERTS_CLEARED;
 	if (history_page(r, &pg) < 0 || (st = history_state(api, r)) == NULL)
 		return;
 	if (vd_view_rows_init(&rows) < 0) {
@@ -768,7 +774,7 @@ static void get_alerts(vd_api *api, vd_req *r)
 		return;
 	}
 	send_history(r, "alerts", &rows,
-	    vd_state_list_alerts(st, active, &pg, vd_view_alert_row, &rows), &pg);
+	    vd_state_list_alerts(st, which, &pg, vd_view_alert_row, &rows), &pg);
 }
 
 /* GET /commitments[?run=R][&limit=N&after=ID]: the audit of every
@@ -1152,7 +1158,7 @@ static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundc
 		    RETRY_AFTER);
 		return;
 	}
-	if (res == 2) {
+	if (res == VD_POST_CONFLICT) {
 		f.code = "commitment_conflict";
 		vd_logf(VD_LOG_WARN, &f, "RoundClose for run %s round %lld names %s, but %s is already committed",
 		    vd_run_name(run), (long long)rc->round_index, rc->global_model_hash, existing);
@@ -1161,12 +1167,13 @@ static void answer_post(vd_api *api, vd_req *r, const char *run, const vd_roundc
 		vd_http_error(r, 409, "commitment_conflict", detail, NULL);
 		return;
 	}
-	if (res == 0)
+	if (res == VD_POST_NEW)
 		vd_logf(VD_LOG_INFO, &f, "commitment recorded: run %s round %lld -> %s (%s%s)", vd_run_name(run),
 		    (long long)rc->round_index, rc->global_model_hash, key_id ? "key " :
 		    strcmp(token_holder(api, r), VD_AUDIT_OPERATOR) == 0 ? "operator token" : "run token",
 		    key_id ? key_id : "");
-	send_json(r, res == 0 ? 201 : 200, vd_view_commitment_posted(run, rc, key_id, res == 0), NULL,
+	send_json(r, res == VD_POST_NEW ? 201 : 200,
+	    vd_view_commitment_posted(run, rc, key_id, res == VD_POST_NEW), NULL,
 	    "answering the commitment (it is recorded)");
 }
 
@@ -1243,11 +1250,12 @@ static void post_checkpoint(vd_api *api, vd_req *r, const vd_statement *st, cons
 		    RETRY_AFTER);
 		return;
 	}
-	if (res == 0)
+	if (res == VD_POST_NEW)
 		vd_logf(VD_LOG_INFO, &(vd_log_fields){ .run = vd_run_name(st->run) },
 		    "ledger checkpoint recorded: run %s records 1..%llu (key %s)",
 		    vd_run_name(st->run), (unsigned long long)st->records, key_id);
-	send_json(r, res == 0 ? 201 : 200, vd_view_checkpoint_posted(st, key_id, res == 0), NULL,
+	send_json(r, res == VD_POST_NEW ? 201 : 200,
+	    vd_view_checkpoint_posted(st, key_id, res == VD_POST_NEW), NULL,
 	    "answering the checkpoint (it is recorded)");
 }
 
@@ -1378,21 +1386,21 @@ static int withdrawal_params(vd_req *r, vd_withdrawal *w)
 	memset(w, 0, sizeof(*w));
 	if (run_param(r, w->run, sizeof(w->run)) < 0) {
 		bad_run(r);
-		return -1;
+		return -EINVAL;
 	}
 	errno = 0;
 	if (round == NULL || round[0] < '0' || round[0] > '9' ||
 	    (w->round_index = strtoll(round, &end, 10)) < 0 || *end != '\0' || errno != 0) {
 		vd_http_error(r, 400, "bad_request", "round must be the RoundClose round: a whole number, 0 or above", NULL);
-		return -1;
+		return -EINVAL;
 	}
 	if (hash == NULL || !vd_is_hex64((vd_str){ hash, strlen(hash) })) {
 		vd_http_error(r, 400, "bad_request", "hash must be the committed hash: 64 lowercase hex digits", NULL);
-		return -1;
+		return -EINVAL;
 	}
 	if (reason != NULL && strlen(reason) > VD_WITHDRAW_REASON_MAX) {
 		vd_http_error(r, 400, "bad_request", "reason is longer than " VD_XSTR(VD_WITHDRAW_REASON_MAX) " bytes", NULL);
-		return -1;
+		return -EINVAL;
 	}
 	memcpy(w->hash, hash, sizeof(w->hash));
 	snprintf(w->reason, sizeof(w->reason), "%s", reason ? reason : "");
@@ -1418,11 +1426,11 @@ static void delete_commitment(vd_api *api, vd_req *r)
 		    RETRY_AFTER);
 		return;
 	}
-	if (rc == 0)
+	if (rc == VD_POST_NEW)
 		vd_logf(VD_LOG_WARN, &(vd_log_fields){ .run = vd_run_name(w.run), .content_hash = w.hash },
 		    "commitment withdrawn by the operator from %s: run %s round %lld -> %s (%s); reason: %s",
 		    w.peer, vd_run_name(w.run), (long long)w.round_index, w.hash, w.sources, w.reason);
-	send_json(r, 200, vd_view_withdrawn(&w, rc == 0), NULL,
+	send_json(r, 200, vd_view_withdrawn(&w, rc == VD_POST_NEW), NULL,
 	    "answering (the withdrawal is recorded)");
 }
 

@@ -37,8 +37,9 @@ typedef struct vd_api {
 void vd_api_load_token(vd_api *api);
 
 void vd_api_handle(vd_req *r, void *arg);
-/* Before a request's body is read: nonzero when it was answered. */
-int vd_api_early(vd_req *r, void *arg);
+/* Before a request's body is read: VD_HTTP_REFUSED when it was
+ * answered, else VD_HTTP_PROCEED (a vd_http_early_fn). */
+enum vd_http_early vd_api_early(vd_req *r, void *arg);
 void vd_api_done(vd_req *r, double seconds, void *arg);
 
 /* Answer the requests whose connection is suspended while a path is

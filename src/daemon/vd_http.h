@@ -86,7 +86,7 @@ enum vd_http_early {
  * or returns VD_HTTP_PROCEED. A request refused here never has its body
  * read (so a wrong token is 401 whatever the Content-Length), and its
  * connection is closed after the answer. */
-typedef int (*vd_http_early_fn)(vd_req *r, void *arg);
+typedef enum vd_http_early (*vd_http_early_fn)(vd_req *r, void *arg);
 
 /* 0, or with a sentence -EINVAL (listen is not an address, or the TLS files
  * are not a certificate and its key), -EADDRINUSE (cannot listen), -ENOMEM,

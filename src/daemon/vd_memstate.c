@@ -1,6 +1,7 @@
 /* The memory of commitments in the state database (vd_memstate.h). */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,25 +37,29 @@ int vd_memstate_persist(const vd_mem_record *rec, void *arg)
 	case VD_MEM_POST:
 	case VD_MEM_POST_AGAIN:
 		if (st == NULL)
-			return -1;
+			return -EIO;
 		rc = vd_state_post_commitment(st, &rec->c, rec->env, rec->env_len, rec->audit,
 		    sigs_of(rec, &sigs, ids), &old);
-		if (rc == 2)
+		if (rc == VD_POST_CONFLICT)
 			log_error("the state database holds %s for run %s round %lld, which the daemon's memory does not",
 			    old.hash, vd_run_name(rec->c.run), (long long)rec->c.round_index);
-		return rc == 0 || rc == 1 ? 0 : -1;
+		if (rc < 0)
+			return rc;
+		return rc == VD_POST_CONFLICT ? -EEXIST : 0;
 	case VD_MEM_EQUIVOCATION:
-		return st == NULL ? -1 : vd_state_record_equivocation(st, &rec->c, rec->existing,
+		return st == NULL ? -EIO : vd_state_record_equivocation(st, &rec->c, rec->existing,
 		    rec->c.key_id[0] ? "signed" : "roundclose");
 	case VD_MEM_CHECKPOINT:
-		return st == NULL || vd_state_post_checkpoint(st, &rec->stmt.st,
-		    rec->stmt.key_id, rec->env, rec->env_len, rec->audit,
-		    sigs_of(rec, &sigs, ids)) < 0 ? -1 : 0;
+		if (st == NULL)
+			return -EIO;
+		rc = vd_state_post_checkpoint(st, &rec->stmt.st, rec->stmt.key_id, rec->env,
+		    rec->env_len, rec->audit, sigs_of(rec, &sigs, ids));
+		return rc < 0 ? rc : 0;
 	case VD_MEM_SIGNATURES:
-		return st == NULL ? -1 :
+		return st == NULL ? -EIO :
 		    vd_state_remember_signatures(st, sigs_of(rec, &sigs, ids));
 	case VD_MEM_WITHDRAWAL:
-		return st == NULL ? -1 : vd_state_withdraw(st, &rec->w, rec->audit);
+		return st == NULL ? -EIO : vd_state_withdraw(st, &rec->w, rec->audit);
 	default:
 		break;
 	}
@@ -63,8 +68,9 @@ int vd_memstate_persist(const vd_mem_record *rec, void *arg)
 	switch (rec->kind) {
 	case VD_MEM_STATEMENT:
 		/* A file's statement (a post's come with it): read again if lost. */
-		return vd_state_remember_statement(st, &rec->stmt.st, rec->stmt.run,
-		    rec->stmt.key_id, rec->stmt.where, rec->env, rec->env_len) < 0 ? -1 : 0;
+		rc = vd_state_remember_statement(st, &rec->stmt.st, rec->stmt.run,
+		    rec->stmt.key_id, rec->stmt.where, rec->env, rec->env_len);
+		return rc < 0 ? rc : 0;
 	case VD_MEM_LEDGER_APPEND:
 		return rec->n == 0 ? 0 : vd_state_append_ledger(st, rec->relpath, rec->first,
 		    rec->recs, rec->n);
@@ -172,13 +178,17 @@ static void load_withdrawal(const vd_withdrawal *w, void *arg)
 	restore_record(arg, &rec);
 }
 
-int vd_memstate_load(vd_state *st, vd_memory *m)
+int vd_memstate_load(vd_state *st, vd_memory *m, char *err, size_t errlen)
 {
-	return vd_state_load_commitments(st, load_posted, m) < 0 ||
-	    vd_state_load_equivocations(st, load_equiv, m) < 0 ||
-	    vd_state_load_checkpoints(st, load_checkpoint, m) < 0 ||
-	    vd_state_load_statements(st, load_statement, m) < 0 ||
-	    vd_state_load_withdrawals(st, load_withdrawal, m) < 0 ||
-	    vd_state_load_ledgers(st, load_ledger_rec, m) < 0 ||
-	    vd_state_load_retained(st, load_retained, m) < 0 ? -1 : 0;
+	int rc;
+
+	if ((rc = vd_state_load_commitments(st, load_posted, m, err, errlen)) < 0 ||
+	    (rc = vd_state_load_equivocations(st, load_equiv, m, err, errlen)) < 0 ||
+	    (rc = vd_state_load_checkpoints(st, load_checkpoint, m, err, errlen)) < 0 ||
+	    (rc = vd_state_load_statements(st, load_statement, m, err, errlen)) < 0 ||
+	    (rc = vd_state_load_withdrawals(st, load_withdrawal, m, err, errlen)) < 0 ||
+	    (rc = vd_state_load_ledgers(st, load_ledger_rec, m, err, errlen)) < 0 ||
+	    (rc = vd_state_load_retained(st, load_retained, m, err, errlen)) < 0)
+		return rc;
+	return 0;
 }

@@ -12,14 +12,15 @@
 #include "vd_memory.h"
 #include "vd_state.h"
 
-/* A vd_mem_persist_fn, arg the state database: 0, or -1 when nothing was
- * written. Without a database (arg NULL) what must be durable before it
+/* A vd_mem_persist_fn, arg the state database: 0, or -EIO when nothing
+ * was written (-EEXIST: the database holds another hash for a post's
+ * round, which the memory does not). Without a database (arg NULL) what must be durable before it
  * is answered (posts, equivocations, checkpoints, signatures, withdrawals)
  * is refused, the rest kept in memory only. */
 int vd_memstate_persist(const vd_mem_record *rec, void *arg);
 
-/* Restore every record st holds into m (empty): 0, or -1 when a table
- * could not be read. */
-int vd_memstate_load(vd_state *st, vd_memory *m);
+/* Restore every record st holds into m (empty): 0, or -EIO when a table
+ * could not be read, with the sentence in err. */
+int vd_memstate_load(vd_state *st, vd_memory *m, char *err, size_t errlen);
 
 #endif

@@ -434,19 +434,19 @@ static int map_files(int dirfd, const vd_chunkmap *m, const uint8_t **maps, int 
 	for (f = 0; f < m->n_files; f++) {
 		if (vd_artifact_open_member(dirfd, m->files[f].name, &fds[f], &st, &err) != VD_OK) {
 			snprintf(why, n, "%s", err.msg);
-			return -1;
+			return -EIO;
 		}
 		if ((uint64_t)st.st_size != m->files[f].size) {
 			snprintf(why, n, "%s changed size from %llu to %lld bytes", m->files[f].name,
 			    (unsigned long long)m->files[f].size, (long long)st.st_size);
-			return -1;
+			return -EIO;
 		}
 		if (m->files[f].size > 0) {
 			maps[f] = mmap(NULL, (size_t)m->files[f].size, PROT_READ, MAP_SHARED, fds[f], 0);
 			if (maps[f] == MAP_FAILED) {
 				maps[f] = NULL;
 				snprintf(why, n, "cannot map %s", m->files[f].name);
-				return -1;
+				return -EIO;
 			}
 		}
 	}
@@ -476,7 +476,7 @@ static int same_meta(int dirfd, const vd_chunkmap *m, char *why, size_t n)
 static int dir_source(int dirfd, const vd_chunkmap *m, recheck_src *rs, char *why, size_t n)
 {
 	if (!same_meta(dirfd, m, why, n))
-		return -1;
+		return -ESTALE;
 	return map_files(dirfd, m, rs->maps, rs->fds, why, n);
 }
 
@@ -489,8 +489,10 @@ static int read_at(int fd, uint8_t *p, size_t n, uint64_t off)
 		got = pread(fd, p, n, (off_t)off);
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got <= 0)
-			return -1;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			return -EIO;
 		p += got;
 		n -= (size_t)got;
 		off += (uint64_t)got;
@@ -526,7 +528,7 @@ static int tar_index(int fd, uint64_t size, vd_tar_index *ix, char *why, size_t 
 	free(buf);
 	if (rc != VD_OK)
 		snprintf(why, n, "the archive no longer reads as verified: %s", err.msg);
-	return rc == VD_OK ? 0 : -1;
+	return rc == VD_OK ? 0 : -EIO;
 }
 
 /* A member's digest compared with the map's; has: whether it was there. */
@@ -551,14 +553,15 @@ static int tar_source(int tarfd, const vd_chunkmap *m, recheck_src *rs, char *wh
 	vd_tar_index ix;
 	struct stat st;
 	size_t f;
-	int rc = -1;
+	int rc = -EIO;
 
 	if (fstat(tarfd, &st) < 0 || (uint64_t)st.st_size > SIZE_MAX) {
 		snprintf(why, n, "cannot stat the archive");
-		return -1;
+		return -EIO;
 	}
-	if (tar_index(tarfd, (uint64_t)st.st_size, &ix, why, n) < 0)
-		return -1;
+	if ((rc = tar_index(tarfd, (uint64_t)st.st_size, &ix, why, n)) < 0)
+		return rc;
+	rc = -EIO;
 	rs->tar_map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, tarfd, 0);
 	if (rs->tar_map == MAP_FAILED) {
 		rs->tar_map = NULL;
@@ -610,17 +613,22 @@ static void release_source(const vd_chunkmap *m, recheck_src *rs)
 	free(rs->fds);
 }
 
+/* What a re-check found. */
+typedef enum vd_recheck {
+	VD_RECHECK_CHANGED,         /* j->changed says where */
+	VD_RECHECK_SAME             /* every byte as verified */
+} vd_recheck;
+
 /* Compare every chunk with its digest, on all idle workers at once; fd is
- * the artifact directory or the tar (j->artifact).
- * 1: every byte as verified; 0: changed (j->changed says where). */
-static int recheck(vd_queue *q, vd_job *j, int fd)
+ * the artifact directory or the tar (j->artifact). */
+static vd_recheck recheck(vd_queue *q, vd_job *j, int fd)
 {
 	const vd_chunkmap *m = j->recheck;
 	recheck_src rs = { calloc(m->n_files + 1, sizeof(*rs.maps)),
 		malloc((m->n_files + 1) * sizeof(*rs.fds)), NULL, 0 };
 	chunk_batch *b = NULL;
+	vd_recheck found = VD_RECHECK_CHANGED;
 	size_t f;
-	int same = 0;
 
 	for (f = 0; rs.fds != NULL && f < m->n_files; f++)
 		rs.fds[f] = -1;
@@ -649,12 +657,12 @@ static int recheck(vd_queue *q, vd_job *j, int fd)
 		snprintf(j->changed, sizeof(j->changed), "%s bytes %llu to %llu changed",
 		    m->files[b->mm_file].name, (unsigned long long)a, (unsigned long long)e);
 	} else {
-		same = 1;
+		found = VD_RECHECK_SAME;
 	}
 out:
 	release_source(m, &rs);
 	free_batch(b);
-	return same;
+	return found;
 }
 
 /* The job's artifact, a directory or a tar (with the directory holding
@@ -745,16 +753,17 @@ struct vd_oms_helper {
 /* Helpers running, all pools together: each holds a CPU. */
 static atomic_uint oms_helpers;
 
-/* The bundle's path and the model's, when there is a bundle: 0, or -1. */
+/* The bundle's path and the model's, when there is a bundle: 0, or
+ * -ENOENT (or fstatat's -errno) when there is none to read. */
 static int oms_paths(const vd_pool *p, const vd_job *j, int fd, int parent, char *path,
     size_t pn, char *sig, size_t sn)
 {
 	struct stat st;
 
-	if ((j->artifact == VD_KIND_DIR ?
-	    fstatat(fd, VD_OMS_SIGNATURE_NAME, &st, AT_SYMLINK_NOFOLLOW) :
-	    (vd_tar_sig_stat(parent, base_name(j->relpath), &st) ? 0 : -1)) < 0)
-		return -1;
+	if (j->artifact == VD_KIND_DIR ?
+	    fstatat(fd, VD_OMS_SIGNATURE_NAME, &st, AT_SYMLINK_NOFOLLOW) < 0 :
+	    !vd_tar_sig_stat(parent, base_name(j->relpath), &st))
+		return j->artifact == VD_KIND_DIR ? -errno : -ENOENT;
 	snprintf(path, pn, "%s/%s", p->root, j->relpath);
 	snprintf(sig, sn, j->artifact == VD_KIND_DIR ? "%s/" VD_OMS_SIGNATURE_NAME :
 	    "%s" VD_TAR_SIG_SUFFIX, path);
@@ -822,7 +831,8 @@ static unsigned cpus_usable(void)
 	return n < 1 ? 1 : (unsigned)n;
 }
 
-/* A CPU no worker and no helper holds. Claims it when there is one. */
+/* A CPU no worker and no helper holds, claimed: 0, or -EAGAIN when
+ * every one is held. */
 static int oms_claim_cpu(const vd_pool *p)
 {
 	unsigned cpus = cpus_usable(), busy = vd_queue_busy(p->q);
@@ -830,9 +840,9 @@ static int oms_claim_cpu(const vd_pool *p)
 
 	do {
 		if (busy + h >= cpus)
-			return 0;
+			return -EAGAIN;
 	} while (!atomic_compare_exchange_weak(&oms_helpers, &h, h + 1));
-	return 1;
+	return 0;
 }
 
 /* At a job's start: the bundle's check on a helper thread, when there is
@@ -842,7 +852,7 @@ static void oms_begin(const vd_pool *p, vd_job *j, int fd, int parent)
 {
 	struct vd_oms_helper *h;
 
-	if (j->rate != 0 || j->oms_helper != NULL || !oms_claim_cpu(p))
+	if (j->rate != 0 || j->oms_helper != NULL || oms_claim_cpu(p) < 0)
 		return;
 	if ((h = calloc(1, sizeof(*h))) == NULL)
 		goto unclaim;
@@ -886,46 +896,52 @@ static void oms_end(const vd_pool *p, vd_job *j, int fd, int parent, int keep)
 
 /* The artifact for this slice, opened again by name each time; after
  * the first slice, the very one the job began on, or it went meanwhile.
- * An fd, or -1 with the job's outcome set. */
+ * An fd, or -errno (-ESTALE: another file has its name now) with the
+ * job's outcome set. */
 static int open_slice(const vd_pool *p, vd_job *j, int *parent, struct stat *st)
 {
 	int fd = open_artifact(p, j, parent);
 
 	if (fd < 0 && j->resume == NULL) {
 		open_failed(j, -fd);
-		return -1;
+		return fd;
 	}
 	if (fd >= 0 && fstat(fd, st) < 0)
 		memset(st, 0, sizeof(*st));
 	if (fd >= 0 && (j->resume == NULL || (st->st_dev == j->dev && st->st_ino == j->ino)))
 		return fd;
 	j->abandoned = VD_ABANDON_GONE;
-	if (fd >= 0)
-		close(fd);
 	if (*parent >= 0)
 		close(*parent);
 	*parent = -1;
-	return -1;
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return -ESTALE;
 }
 
 /* A re-check on the first slice when the copy has a chunk map; else the
- * canonical pass, or its next part. 1 when it paused. */
-static int verify_slice(vd_queue *q, vd_job *j, int fd, progress_ctx *pc)
+ * canonical pass, or its next part: VD_QUEUE_AGAIN when it paused. */
+static enum vd_queue_step verify_slice(vd_queue *q, vd_job *j, int fd, progress_ctx *pc)
 {
 	vd_options opt = { 0 };
 	sink_ctx sc = { q, j, NULL };
 	vd_chunk_sink sink = { sink_start, sink_finish, &sc };
 
-	if (j->resume == NULL && j->recheck != NULL && (j->rechecked = recheck(q, j, fd)))
-		return 0;
+	if (j->resume == NULL && j->recheck != NULL &&
+	    (j->rechecked = (recheck(q, j, fd) == VD_RECHECK_SAME)))
+		return VD_QUEUE_DONE;
 	opt.max_header_len = j->max_header_len;
 	if (j->kind == VD_JOB_SCRUB)
 		opt.flags |= VD_VERIFY_KEEP_CACHE_CLEAN;
 	opt.progress = on_progress;
 	opt.progress_arg = pc;
 	j->pausing = 0;
-	return vd_artifact_verify_part(fd, j->artifact == VD_KIND_TAR, &opt, &j->bounds,
-	    &j->verdict, &sink, &j->resume);
+	/* Nonzero: paused, its place in j->resume (the library's API). */
+	if (vd_artifact_verify_part(fd, j->artifact == VD_KIND_TAR, &opt, &j->bounds,
+	    &j->verdict, &sink, &j->resume) != 0)
+		return VD_QUEUE_AGAIN;
+	return VD_QUEUE_DONE;
 }
 
 /* A worker thread: one slice of the job; when done, the verdict and what
@@ -936,8 +952,9 @@ static int run_job(vd_queue *q, vd_queue_item *item, void *arg)
 	vd_job *j = JOB_OF(item);
 	progress_ctx pc = { q, p, j, mono_now(), NULL, 0, 0, 0, 0, j->hashed };
 	char *path = NULL;
+	enum vd_queue_step step = VD_QUEUE_DONE;
 	struct stat st;
-	int parent = -1, fd, paused = 0;
+	int parent = -1, fd;
 
 	if (j->resume == NULL)
 		j->started = vd_wall_now();
@@ -960,7 +977,7 @@ static int run_job(vd_queue *q, vd_queue_item *item, void *arg)
 		j->ino = st.st_ino;
 		oms_begin(p, j, fd, parent);
 	}
-	if (!(paused = verify_slice(q, j, fd, &pc))) {
+	if ((step = verify_slice(q, j, fd, &pc)) == VD_QUEUE_DONE) {
 		oms_end(p, j, fd, parent, j->abandoned == VD_ABANDON_NONE && !vd_queue_cancelled(q));
 		note_after(j, fd, parent);
 	}
@@ -971,14 +988,14 @@ static int run_job(vd_queue *q, vd_queue_item *item, void *arg)
 out:
 	j->duration += mono_now() - pc.t0;
 	count_hashed(&pc);
-	if (paused) {
+	if (step == VD_QUEUE_AGAIN) {
 		j->item.rank = j->hashed;
 		atomic_fetch_add(&p->yields, 1);
 		return VD_QUEUE_AGAIN;
 	}
 	if (j->abandoned != VD_ABANDON_NONE)
 		describe_abandon(j);
-	return 0;
+	return VD_QUEUE_DONE;
 }
 
 /* The loop thread. */

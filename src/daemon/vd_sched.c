@@ -81,8 +81,8 @@ static int pool_take_back(void *arg, vd_copy *c, uint64_t *gen)
 {
 	vd_pool *pool = pool_of(arg);
 
-	if (pool == NULL || vd_pool_take_back(pool, c->inflight) != 0)
-		return -1;
+	if (pool == NULL || vd_pool_take_back(pool, c->inflight) < 0)
+		return -EBUSY;
 	*gen = c->inflight->gen;
 	vd_job_free(c->inflight);
 	c->inflight = NULL;

@@ -54,7 +54,8 @@ int vd_sched_schedule(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t *gen)
  * under the last run (of kind, answering gen). */
 void vd_sched_follow_up(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t gen);
 /* A client waits for c: its job still queued behind background work goes
- * ahead. 0, or -1 when there was none to move. */
+ * ahead. 0, or -ENOENT or -EBUSY when there was none to move
+ * (vd_plan_hurry). */
 int vd_sched_hurry(vd_sched *sc, vd_copy *c);
 /* A client asked about the artifact claiming hash (GET /artifact/<hash>):
  * the jobs of its copies go ahead of background work, as a waiter's do,

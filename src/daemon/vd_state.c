@@ -21,7 +21,6 @@ struct vd_state {
 	int batch;           /* a write transaction is open (vd_state_flush ends
 	                      * it): 1 committed without a sync, 2 with one */
 	double synced_at;    /* when a batch was last committed with a sync */
-	char error[256];
 	int failing;         /* the last write failed; a commit since clears it */
 	uint64_t failures;   /* writes that failed, since start */
 	unsigned alert_retention;    /* seconds; 0: cleared alerts are kept */
@@ -202,18 +201,24 @@ static const char *const migrations[VD_STATE_SCHEMA] = {
 	"ALTER TABLE equivocations_keyed RENAME TO equivocations;",
 };
 
-const char *vd_state_error(vd_state *st)
-{
-	return st->error;
-}
-
+/* A write (or a read while running) that failed: logged here, since its
+ * callers only mark the store's health. */
 static int db_fail(vd_state *st, const char *what)
 {
-	snprintf(st->error, sizeof(st->error), "%s: %s", what, sqlite3_errmsg(st->db));
-	log_error("state database: %s", st->error);
+	log_error("state database: %s: %s", what, sqlite3_errmsg(st->db));
 	st->failing = 1;
 	st->failures++;
-	return -1;
+	return -EIO;
+}
+
+/* A load at start that failed: the sentence goes to the caller, who
+ * refuses to start with it. */
+static int load_fail(vd_state *st, const char *what, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(st->db));
+	st->failing = 1;
+	st->failures++;
+	return -EIO;
 }
 
 int vd_state_ok(const vd_state *st)
@@ -239,25 +244,38 @@ static const char *db_reason(vd_state *st, char *buf, size_t n)
 	return buf;
 }
 
-static int exec(vd_state *st, const char *sql)
+/* sql run; on failure SQLite's sentence goes to why (NULL: dropped, for
+ * callers that report sqlite3_errmsg through db_fail). */
+static int exec_why(vd_state *st, const char *sql, char *why, size_t n)
 {
 	char *msg = NULL;
 
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		snprintf(st->error, sizeof(st->error), "%s", msg ? msg : "unknown error");
+		if (why != NULL)
+			snprintf(why, n, "%s", msg ? msg : "unknown error");
 		sqlite3_free(msg);
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
 
-/* A transaction committed: the database takes writes again. */
-static int commit(vd_state *st)
+static int exec(vd_state *st, const char *sql)
 {
-	if (exec(st, "COMMIT") < 0)
-		return -1;
+	return exec_why(st, sql, NULL, 0);
+}
+
+/* A transaction committed: the database takes writes again. */
+static int commit_why(vd_state *st, char *why, size_t n)
+{
+	if (exec_why(st, "COMMIT", why, n) < 0)
+		return -EIO;
 	st->failing = 0;
 	return 0;
+}
+
+static int commit(vd_state *st)
+{
+	return commit_why(st, NULL, 0);
 }
 
 static int audit_insert(vd_state *st, const vd_audit *a);
@@ -281,11 +299,11 @@ static int batch_begin(vd_state *st)
 		return 0;
 	sync = vd_wall_now() - st->synced_at >= VD_STATE_SYNC_INTERVAL;
 	if (!sync && exec(st, "PRAGMA synchronous = NORMAL") < 0)
-		return -1;
+		return -EIO;
 	if (exec(st, "BEGIN IMMEDIATE") < 0) {
 		if (!sync)
 			exec(st, "PRAGMA synchronous = FULL");
-		return -1;
+		return -EIO;
 	}
 	st->batch = sync ? 2 : 1;
 	return 0;
@@ -328,50 +346,47 @@ static int user_version(vd_state *st, int *v)
 	int rc;
 
 	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
-		return -1;
+		return -EIO;
 	rc = sqlite3_step(s);
 	*v = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : -1;
 	sqlite3_finalize(s);
-	return rc == SQLITE_ROW ? 0 : -1;
+	return rc == SQLITE_ROW ? 0 : -EIO;
 }
 
 /* A damaged file is refused with the reason, never silently replaced. */
-static int check_integrity(vd_state *st)
+static int check_integrity(vd_state *st, char *why, size_t n)
 {
 	sqlite3_stmt *s;
 	const char *res;
 	int ok = 0;
 
 	if (sqlite3_prepare_v2(st->db, "PRAGMA quick_check", -1, &s, NULL) != SQLITE_OK)
-		return -1;
+		return -EIO;
 	if (sqlite3_step(s) == SQLITE_ROW) {
 		res = (const char *)sqlite3_column_text(s, 0);
 		ok = res != NULL && strcmp(res, "ok") == 0;
 		if (!ok)
-			snprintf(st->error, sizeof(st->error), "integrity check: %s", res ? res : "?");
+			snprintf(why, n, "integrity check: %s", res ? res : "?");
 	}
 	sqlite3_finalize(s);
-	return ok ? 0 : -1;
+	return ok ? 0 : -EIO;
 }
 
-static int migrate(vd_state *st, int from)
+static int migrate(vd_state *st, int from, char *why, size_t n)
 {
 	char sql[64];
 	int v;
 
 	for (v = from; v < VD_STATE_SCHEMA; v++) {
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
-		if (exec(st, "BEGIN IMMEDIATE") < 0)
-			return -1;
-		if (exec(st, migrations[v]) < 0 || exec(st, sql) < 0) {
-			char keep[sizeof(st->error)];
-			memcpy(keep, st->error, sizeof(keep));
+		if (exec_why(st, "BEGIN IMMEDIATE", why, n) < 0)
+			return -EIO;
+		if (exec_why(st, migrations[v], why, n) < 0 || exec_why(st, sql, why, n) < 0) {
 			exec(st, "ROLLBACK");
-			memcpy(st->error, keep, sizeof(keep));
-			return -1;
+			return -EIO;
 		}
-		if (commit(st) < 0)
-			return -1;
+		if (commit_why(st, why, n) < 0)
+			return -EIO;
 	}
 	/* One line for the whole climb: each step is an internal detail. */
 	if (from < VD_STATE_SCHEMA)
@@ -381,30 +396,31 @@ static int migrate(vd_state *st, int from)
 
 static int setup(vd_state *st, char *err, size_t errlen, const char *path)
 {
-	char why[320];
+	char why[320] = "";
 	int v;
 
 	sqlite3_busy_timeout(st->db, VD_STATE_BUSY_MS);
-	if (check_integrity(st) < 0) {
+	if (check_integrity(st, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s is damaged (%s); move it aside or restore it from a backup",
-		    path, st->error[0] ? st->error : db_reason(st, why, sizeof(why)));
-		return -1;
+		    path, why[0] ? why : db_reason(st, why, sizeof(why)));
+		return -EIO;
 	}
-	if (exec(st, "PRAGMA journal_mode = WAL") < 0 ||
-	    exec(st, "PRAGMA synchronous = FULL") < 0 ||
-	    exec(st, "PRAGMA foreign_keys = ON") < 0 ||
-	    exec(st, "PRAGMA cache_size = " VD_STATE_CACHE_KIB) < 0 || user_version(st, &v) < 0) {
-		snprintf(err, errlen, "%s: %s", path, st->error[0] ? st->error : db_reason(st, why, sizeof(why)));
-		return -1;
+	if (exec_why(st, "PRAGMA journal_mode = WAL", why, sizeof(why)) < 0 ||
+	    exec_why(st, "PRAGMA synchronous = FULL", why, sizeof(why)) < 0 ||
+	    exec_why(st, "PRAGMA foreign_keys = ON", why, sizeof(why)) < 0 ||
+	    exec_why(st, "PRAGMA cache_size = " VD_STATE_CACHE_KIB, why, sizeof(why)) < 0 ||
+	    user_version(st, &v) < 0) {
+		snprintf(err, errlen, "%s: %s", path, why[0] ? why : db_reason(st, why, sizeof(why)));
+		return -EIO;
 	}
 	if (v > VD_STATE_SCHEMA) {
 		snprintf(err, errlen, "%s has schema version %d, newer than the %d this lensemble-verifyd knows; run a newer version",
 		    path, v, VD_STATE_SCHEMA);
-		return -1;
+		return -EIO;
 	}
-	if (migrate(st, v) < 0) {
-		snprintf(err, errlen, "%s: migrating from schema %d failed: %s", path, v, st->error);
-		return -1;
+	if (migrate(st, v, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: migrating from schema %d failed: %s", path, v, why);
+		return -EIO;
 	}
 	return 0;
 }
@@ -413,9 +429,12 @@ static int setup(vd_state *st, char *err, size_t errlen, const char *path)
  * them again: until then confirmed_at is 0 (vd_state_alerts_settle). */
 static int unconfirm_alerts(vd_state *st, char *err, size_t errlen, const char *path)
 {
-	if (exec(st, "UPDATE alerts SET confirmed_at = 0 WHERE cleared_at IS NULL") < 0) {
-		snprintf(err, errlen, "%s: %s", path, st->error);
-		return -1;
+	char why[320];
+
+	if (exec_why(st, "UPDATE alerts SET confirmed_at = 0 WHERE cleared_at IS NULL", why,
+	    sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, why);
+		return -EIO;
 	}
 	return 0;
 }
@@ -424,27 +443,28 @@ int vd_state_open(const char *state_dir, vd_state **out, char *err, size_t errle
 {
 	char path[2048];
 	vd_state *st;
+	int e;
 
-	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST) {
+	if (mkdir(state_dir, 0700) < 0 && (e = errno) != EEXIST) {
 		snprintf(err, errlen, "cannot create the state directory %s: %s", state_dir,
-		    strerror(errno));
-		return -1;
+		    strerror(e));
+		return -e;
 	}
 	snprintf(path, sizeof(path), "%s/%s", state_dir, VD_STATE_FILE);
 	if ((st = calloc(1, sizeof(*st))) == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		char why[320];
 		snprintf(err, errlen, "cannot open %s: %s", path, db_reason(st, why, sizeof(why)));
 		vd_state_close(st);
-		return -1;
+		return -EIO;
 	}
 	if (setup(st, err, errlen, path) < 0 || unconfirm_alerts(st, err, errlen, path) < 0) {
 		vd_state_close(st);
-		return -1;
+		return -EIO;
 	}
 	*out = st;
 	return 0;
@@ -562,7 +582,8 @@ static void bind_oms(sqlite3_stmt *s, int first, const vd_oms_status *o)
 	sqlite3_bind_text(s, first + 6, o->trust, -1, SQLITE_STATIC);
 }
 
-int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg)
+int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_stored_verdict v;
@@ -575,7 +596,7 @@ int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg)
 	    " file_schema_version, reader_max_version, tensor, file, remediation, oms_code,"
 	    " oms_verified, oms_differ, oms_method, oms_key_id, oms_detail, oms_trust FROM verdicts",
 	    -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading verdicts");
+		return load_fail(st, "loading verdicts", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&v, 0, sizeof(v));
 		copy_text(v.relpath, sizeof(v.relpath), sqlite3_column_text(s, 0));
@@ -597,7 +618,7 @@ int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg)
 			fn(&v, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading verdicts");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading verdicts", err, errlen);
 }
 
 int vd_state_put_verdict(vd_state *st, const vd_stored_verdict *v)
@@ -656,7 +677,8 @@ static void row_commitment(sqlite3_stmt *s, vd_commitment *c)
 	copy_text(c->key_id, sizeof(c->key_id), sqlite3_column_text(s, 5));
 }
 
-int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg)
+int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_commitment c;
@@ -665,13 +687,13 @@ int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg)
 	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, global_model_hash,"
 	    " schema_version, received_at, key_id FROM commitments ORDER BY run, round_index",
 	    -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading commitments");
+		return load_fail(st, "loading commitments", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		row_commitment(s, &c);
 		fn(&c, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading commitments");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading commitments", err, errlen);
 }
 
 static int find_commitment(vd_state *st, const char *run, int64_t round, vd_commitment *out)
@@ -706,7 +728,7 @@ static const char *stmt_hash(const vd_statement *st)
 	return st->kind == VD_STMT_CHECKPOINT ? st->head_record_hash : st->hash;
 }
 
-/* 1 a new row, 0 known, -1 error (not failed yet: the caller says so). */
+/* 1 a new row, 0 known, -EIO error (not failed yet: the caller says so). */
 static int statement_insert(vd_state *st, const vd_statement *stm, const char *run,
     const char *key_id, const char *source, const uint8_t *env, size_t env_len)
 {
@@ -716,7 +738,7 @@ static int statement_insert(vd_state *st, const vd_statement *stm, const char *r
 	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO statements (run, kind, number,"
 	    " hash, schema_version, key_id, source, envelope, received_at)"
 	    " VALUES (?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK)
-		return -1;
+		return -EIO;
 	sqlite3_bind_text(s, 1, run, -1, SQLITE_STATIC);
 	sqlite3_bind_int(s, 2, (int)stm->kind);
 	sqlite3_bind_int64(s, 3, stmt_number(stm));
@@ -732,7 +754,7 @@ static int statement_insert(vd_state *st, const vd_statement *stm, const char *r
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)
-		return -1;
+		return -EIO;
 	return sqlite3_changes(st->db) > 0 ? 1 : 0;
 }
 
@@ -744,7 +766,7 @@ static int sigs_insert(vd_state *st, const vd_stmt_sigs *sigs)
 	for (i = 0; sigs != NULL && i < sigs->n; i++)
 		if (statement_insert(st, sigs->stm, sigs->run, sigs->key_ids[i], sigs->source,
 		    sigs->env, sigs->env_len) < 0)
-			return -1;
+			return -EIO;
 	return 0;
 }
 
@@ -753,19 +775,21 @@ int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const cha
 {
 	int rc = statement_insert(st, stm, run, key_id, source, env, env_len);
 
-	return rc < 0 ? db_fail(st, "remembering a statement") : rc;
+	if (rc < 0)
+		return db_fail(st, "remembering a statement");
+	return rc > 0 ? VD_POST_NEW : VD_POST_KNOWN;
 }
 
 int vd_state_remember_signatures(vd_state *st, const vd_stmt_sigs *sigs)
 {
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (exec(st, "BEGIN IMMEDIATE") < 0)
 		return db_fail(st, "remembering a statement");
 	if (sigs_insert(st, sigs) < 0 || commit(st) < 0) {
 		db_fail(st, "remembering a statement");
 		exec(st, "ROLLBACK");
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
@@ -778,13 +802,13 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 	int rc;
 
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (exec(st, "BEGIN IMMEDIATE") < 0)
 		return db_fail(st, "posting a commitment");
 	rc = find_commitment(st, c->run, c->round_index, existing);
 	if (rc < 0 || (rc > 0 && strcmp(existing->hash, c->hash) != 0)) {
 		exec(st, "ROLLBACK");
-		return rc < 0 ? -1 : 2;
+		return rc < 0 ? -EIO : VD_POST_CONFLICT;
 	}
 	if (rc > 0) {
 		/* The same again: only its audit entry, by this party, and its
@@ -793,9 +817,9 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 		    commit(st) < 0) {
 			db_fail(st, "recording a commitment in the audit");
 			exec(st, "ROLLBACK");
-			return -1;
+			return -EIO;
 		}
-		return 1;
+		return VD_POST_KNOWN;
 	}
 	if (sqlite3_prepare_v2(st->db, "INSERT INTO commitments (run, round_index,"
 	    " global_model_hash, schema_version, received_at, key_id, envelope)"
@@ -820,9 +844,9 @@ int vd_state_post_commitment(vd_state *st, const vd_commitment *c,
 	    sigs_insert(st, sigs) < 0 || commit(st) < 0) {
 		db_fail(st, "posting a commitment");
 		exec(st, "ROLLBACK");
-		return -1;
+		return -EIO;
 	}
-	return 0;
+	return VD_POST_NEW;
 }
 
 int vd_state_record_equivocation(vd_state *st, const vd_commitment *c, const char *hash_a,
@@ -832,7 +856,7 @@ int vd_state_record_equivocation(vd_state *st, const vd_commitment *c, const cha
 	int rc;
 
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO equivocations (run, round_index,"
 	    " hash_a, hash_b, source, seen_at, key_id, schema_version) VALUES (?,?,?,?,?,?,?,?)",
 	    -1, &s, NULL) != SQLITE_OK)
@@ -850,7 +874,8 @@ int vd_state_record_equivocation(vd_state *st, const vd_commitment *c, const cha
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "recording an equivocation");
 }
 
-int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg)
+int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_commitment c;
@@ -859,13 +884,13 @@ int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg)
 	/* Reported as the rejected hash (hash_b) for the round. */
 	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, hash_b, schema_version, seen_at,"
 	    " key_id FROM equivocations ORDER BY rowid", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading equivocations");
+		return load_fail(st, "loading equivocations", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		row_commitment(s, &c);
 		fn(&c, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading equivocations");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading equivocations", err, errlen);
 }
 
 /* One statement on an alert's open episode, bound as text then time. */
@@ -1000,9 +1025,10 @@ static void alert_row(sqlite3_stmt *s, void *ctx)
 	c->fn(&a, c->arg);
 }
 
-int vd_state_list_alerts(vd_state *st, int active, vd_page *pg, vd_alert_row_fn fn, void *arg)
+int vd_state_list_alerts(vd_state *st, vd_alert_filter which, vd_page *pg, vd_alert_row_fn fn,
+    void *arg)
 {
-	static const char *const sql[] = {
+	static const char *const sql[] = {    /* by vd_alert_filter */
 		"SELECT id, kind, subject, detail, raised_at, cleared_at FROM alerts"
 		" WHERE id < ? AND cleared_at IS NOT NULL ORDER BY id DESC LIMIT ?",
 		"SELECT id, kind, subject, detail, raised_at, cleared_at FROM alerts"
@@ -1013,7 +1039,7 @@ int vd_state_list_alerts(vd_state *st, int active, vd_page *pg, vd_alert_row_fn 
 	alert_ctx c = { fn, arg };
 	sqlite3_stmt *s;
 
-	if (sqlite3_prepare_v2(st->db, sql[active < 0 ? 2 : active ? 1 : 0], -1, &s,
+	if (sqlite3_prepare_v2(st->db, sql[which], -1, &s,
 	    NULL) != SQLITE_OK)
 		return db_fail(st, "reading the alert history");
 	sqlite3_bind_int64(s, 1, pg->before > 0 ? pg->before : INT64_MAX);
@@ -1029,7 +1055,7 @@ static int audit_insert(vd_state *st, const vd_audit *a)
 	int rc;
 
 	if (prepared(st, SQL_AUDIT, &s) != SQLITE_OK)
-		return -1;
+		return -EIO;
 	sqlite3_bind_text(s, 1, a->run, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, a->kind, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, a->number);
@@ -1043,7 +1069,7 @@ static int audit_insert(vd_state *st, const vd_audit *a)
 	sqlite3_bind_double(s, 11, a->first_seen > 0 ? a->first_seen : vd_wall_now());
 	rc = sqlite3_step(s);
 	done(st, s);
-	return rc == SQLITE_DONE ? 0 : -1;
+	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 int vd_state_audit(vd_state *st, const vd_audit *a)
@@ -1051,7 +1077,7 @@ int vd_state_audit(vd_state *st, const vd_audit *a)
 	if (st == NULL)
 		return 0;
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	return audit_insert(st, a) == 0 ? 0 : db_fail(st, "recording a commitment in the audit");
 }
 
@@ -1141,7 +1167,7 @@ int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn 
 
 /* s (prepared and bound) stepped, the audit entry (NULL: none) and the
  * signatures (NULL: none) inserted in one transaction, durable before it
- * returns: all or nothing. The rows s changed, or -1 (s is finalized either way). */
+ * returns: all or nothing. The rows s changed, or -EIO (s is finalized either way). */
 static int step_audited(vd_state *st, sqlite3_stmt *s, const vd_audit *audit,
     const vd_stmt_sigs *sigs, const char *what)
 {
@@ -1158,7 +1184,7 @@ static int step_audited(vd_state *st, sqlite3_stmt *s, const vd_audit *audit,
 	    sigs_insert(st, sigs) < 0 || commit(st) < 0) {
 		db_fail(st, what);
 		exec(st, "ROLLBACK");
-		return -1;
+		return -EIO;
 	}
 	return changed;
 }
@@ -1170,7 +1196,7 @@ int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *ke
 	int changed;
 
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO checkpoints VALUES (?,?,?,?,?,?)",
 	    -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "posting a checkpoint");
@@ -1181,11 +1207,12 @@ int vd_state_post_checkpoint(vd_state *st, const vd_statement *c, const char *ke
 	sqlite3_bind_blob(s, 5, env, (int)env_len, SQLITE_STATIC);
 	sqlite3_bind_double(s, 6, vd_wall_now());
 	if ((changed = step_audited(st, s, audit, sigs, "posting a checkpoint")) < 0)
-		return -1;
-	return changed == 1 ? 0 : 1;
+		return -EIO;
+	return changed == 1 ? VD_POST_NEW : VD_POST_KNOWN;
 }
 
-int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg)
+int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_statement c;
@@ -1194,7 +1221,7 @@ int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg)
 
 	if (sqlite3_prepare_v2(st->db, "SELECT run, records, head_record_hash, key_id"
 	    " FROM checkpoints ORDER BY run, records", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading checkpoints");
+		return load_fail(st, "loading checkpoints", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&c, 0, sizeof(c));
 		c.kind = VD_STMT_CHECKPOINT;
@@ -1205,23 +1232,24 @@ int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg)
 		fn(&c, key_id, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading checkpoints");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading checkpoints", err, errlen);
 }
 
-int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg)
+int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	int rc;
 
 	if (sqlite3_prepare_v2(st->db, "SELECT path, seq, round_index, global_model_hash,"
 	    " record_hash, line FROM ledger_memory ORDER BY path, seq", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading ledger memory");
+		return load_fail(st, "loading ledger memory", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		fn((const char *)sqlite3_column_text(s, 0), sqlite3_column_int64(s, 1),
 		    sqlite3_column_int64(s, 2), (const char *)sqlite3_column_text(s, 3),
 		    (const char *)sqlite3_column_text(s, 4), sqlite3_column_int64(s, 5), arg);
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading ledger memory");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading ledger memory", err, errlen);
 }
 
 /* A ledger record's audit row: made by whoever wrote the file. */
@@ -1248,9 +1276,9 @@ static int insert_recs(vd_state *st, const char *path, size_t first,
 
 	for (i = 0; i < n; i++)
 		if (audit_rec(st, path, &recs[i]) < 0)
-			return -1;
+			return -EIO;
 	if (prepared(st, SQL_LEDGER_REC, &s) != SQLITE_OK)
-		return -1;
+		return -EIO;
 	for (i = 0; i < n && rc == SQLITE_DONE; i++) {
 		sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 2, (sqlite3_int64)(first + i));
@@ -1262,20 +1290,20 @@ static int insert_recs(vd_state *st, const char *path, size_t first,
 		sqlite3_reset(s);
 	}
 	done(st, s);
-	return rc == SQLITE_DONE ? 0 : -1;
+	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
     const vd_ledger_rec *recs, size_t n)
 {
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (exec(st, "BEGIN IMMEDIATE") < 0)
 		return db_fail(st, "remembering ledger records");
 	if (insert_recs(st, path, first, recs, n) < 0 || commit(st) < 0) {
 		db_fail(st, "remembering ledger records");
 		exec(st, "ROLLBACK");
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
@@ -1286,7 +1314,7 @@ int vd_state_forget_ledger(vd_state *st, const char *path)
 	int rc;
 
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (sqlite3_prepare_v2(st->db, "DELETE FROM ledger_memory WHERE path = ?", -1, &s,
 	    NULL) != SQLITE_OK)
 		return db_fail(st, "forgetting a ledger");
@@ -1319,7 +1347,8 @@ int vd_state_retain(vd_state *st, const vd_retained *r)
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "remembering an artifact");
 }
 
-int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg)
+int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_retained r;
@@ -1328,7 +1357,7 @@ int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg)
 
 	if (sqlite3_prepare_v2(st->db, "SELECT content_hash, run, round_index, parent_hash,"
 	    " verified_at FROM retained", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading remembered artifacts");
+		return load_fail(st, "loading remembered artifacts", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&r, 0, sizeof(r));
 		copy_text(r.hash, sizeof(r.hash), sqlite3_column_text(s, 0));
@@ -1341,7 +1370,7 @@ int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg)
 		fn(&r, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading remembered artifacts");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading remembered artifacts", err, errlen);
 }
 
 /* ---- the event history of GET /events -------------------------------- */
@@ -1419,7 +1448,8 @@ int vd_state_trim_events(vd_state *st, uint64_t through)
 
 /* ---- statement memory and withdrawals (trust.md section 8) ------------- */
 
-int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg)
+int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_statement c;
@@ -1428,7 +1458,7 @@ int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg)
 
 	if (sqlite3_prepare_v2(st->db, "SELECT run, kind, number, hash, schema_version, key_id,"
 	    " source FROM statements ORDER BY rowid", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading statements");
+		return load_fail(st, "loading statements", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&c, 0, sizeof(c));
 		copy_text(run, sizeof(run), sqlite3_column_text(s, 0));
@@ -1447,7 +1477,7 @@ int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg)
 		fn(&c, run, key_id, source, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading statements");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading statements", err, errlen);
 }
 
 int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const vd_audit *audit)
@@ -1455,7 +1485,7 @@ int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const vd_audit *audi
 	sqlite3_stmt *s;
 
 	if (vd_state_flush(st) < 0)
-		return -1;
+		return -EIO;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO withdrawals VALUES (?,?,?,?,?,?,?)",
 	    -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "recording a withdrawal");
@@ -1466,10 +1496,11 @@ int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const vd_audit *audi
 	sqlite3_bind_text(s, 5, w->peer, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 6, w->reason, -1, SQLITE_STATIC);
 	sqlite3_bind_double(s, 7, w->at);
-	return step_audited(st, s, audit, NULL, "recording a withdrawal") < 0 ? -1 : 0;
+	return step_audited(st, s, audit, NULL, "recording a withdrawal") < 0 ? -EIO : 0;
 }
 
-int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg)
+int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg,
+    char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
 	vd_withdrawal w;
@@ -1477,7 +1508,7 @@ int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg)
 
 	if (sqlite3_prepare_v2(st->db, "SELECT run, round_index, hash, sources, peer, reason, at"
 	    " FROM withdrawals ORDER BY at", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "loading withdrawals");
+		return load_fail(st, "loading withdrawals", err, errlen);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&w, 0, sizeof(w));
 		copy_text(w.run, sizeof(w.run), sqlite3_column_text(s, 0));
@@ -1490,5 +1521,5 @@ int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg)
 		fn(&w, arg);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : db_fail(st, "loading withdrawals");
+	return rc == SQLITE_DONE ? 0 : load_fail(st, "loading withdrawals", err, errlen);
 }

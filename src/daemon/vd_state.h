@@ -6,6 +6,9 @@
  * synchronous=FULL: a write is on disk when the call returns. The schema is versioned
  * (PRAGMA user_version) with forward migrations; a newer or corrupt
  * database is refused, never recreated. Used from the loop thread only.
+ * A call that fails returns -EIO: a write or a read while running has
+ * logged it and counted it (vd_state_ok); opening and the loads at start
+ * leave the sentence in the caller's err instead.
  */
 #ifndef VD_STATE_H
 #define VD_STATE_H
@@ -41,18 +44,22 @@ typedef struct vd_stored_verdict {
 	                             * loaded: valid in the callback only */
 } vd_stored_verdict;
 
-/* Open (creating if absent) and migrate. -1 with a sentence on error. */
+/* Open (creating if absent) and migrate: 0, or -errno (-EIO from the
+ * database) with a sentence in err. */
 int vd_state_open(const char *state_dir, vd_state **out, char *err, size_t errlen);
 void vd_state_close(vd_state *st);
 
 typedef void (*vd_verdict_fn)(const vd_stored_verdict *v, void *arg);
 typedef void (*vd_commitment_fn)(const vd_commitment *c, void *arg);
 
-int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg);
+/* The loads read at start: 0, or -EIO with the sentence in err. */
+int vd_state_load_verdicts(vd_state *st, vd_verdict_fn fn, void *arg,
+    char *err, size_t errlen);
 int vd_state_put_verdict(vd_state *st, const vd_stored_verdict *v);
 int vd_state_forget_verdict(vd_state *st, const char *relpath);
 
-int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg);
+int vd_state_load_commitments(vd_state *st, vd_commitment_fn fn, void *arg,
+    char *err, size_t errlen);
 
 /* The signatures of one statement (trust.md section 8), one row per key,
  * written in the transaction of what they come with. */
@@ -66,8 +73,9 @@ typedef struct vd_stmt_sigs {
 	size_t env_len;
 } vd_stmt_sigs;
 
-/* 0 inserted; 1 the same one was there; 2 another hash is there (conflict,
- * *existing filled); -1 error, and nothing written. Durable before it
+/* VD_POST_NEW inserted; VD_POST_KNOWN the same one was there;
+ * VD_POST_CONFLICT another hash is there (*existing filled); -EIO error,
+ * and nothing written. Durable before it
  * returns, with its audit entry and its statement's signatures (NULL:
  * none) in the same transaction, the same again included. A signed post
  * keeps its envelope (env, or NULL for a token post). */
@@ -83,17 +91,19 @@ int vd_state_ok(const vd_state *st);
 uint64_t vd_state_failures(const vd_state *st);
 
 /* Signed ledger checkpoints posted, with the audit entry and the
- * statement's signatures (NULL: none) in the same transaction: 0 new, 1
- * known, -1 error (nothing written). */
+ * statement's signatures (NULL: none) in the same transaction:
+ * VD_POST_NEW, VD_POST_KNOWN, or -EIO (nothing written). */
 typedef void (*vd_checkpoint_fn)(const vd_statement *s, const char *key_id, void *arg);
 int vd_state_post_checkpoint(vd_state *st, const vd_statement *s, const char *key_id,
     const uint8_t *env, size_t env_len, const struct vd_audit *audit, const vd_stmt_sigs *sigs);
-int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg);
+int vd_state_load_checkpoints(vd_state *st, vd_checkpoint_fn fn, void *arg,
+    char *err, size_t errlen);
 
 /* The append-only memory of ledgers: record seq (0-based) of each path. */
 typedef void (*vd_ledger_rec_fn)(const char *path, int64_t seq, int64_t round_index,
     const char *hash, const char *record_hash, int64_t line, void *arg);
-int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg);
+int vd_state_load_ledgers(vd_state *st, vd_ledger_rec_fn fn, void *arg,
+    char *err, size_t errlen);
 /* Append recs[0..n) as seq first.. in one transaction, with their audit
  * rows (vd_state_audit). */
 int vd_state_append_ledger(vd_state *st, const char *path, size_t first,
@@ -103,14 +113,16 @@ int vd_state_forget_ledger(vd_state *st, const char *path);
 /* Artifacts verified and committed, remembered after removal (batched). */
 typedef void (*vd_retained_fn)(const vd_retained *r, void *arg);
 int vd_state_retain(vd_state *st, const vd_retained *r);
-int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg);
+int vd_state_load_retained(vd_state *st, vd_retained_fn fn, void *arg,
+    char *err, size_t errlen);
 
 /* Equivocations: two hashes for one round of one run, c (hash_b) posted
  * by the token (key_id "") or signed by its key against hash_a. Loaded as
  * c was, received_at the time it was recorded. */
 int vd_state_record_equivocation(vd_state *st, const vd_commitment *c, const char *hash_a,
     const char *source);
-int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg);
+int vd_state_load_equivocations(vd_state *st, vd_commitment_fn fn, void *arg,
+    char *err, size_t errlen);
 
 /* The alert history: an alert raised opens an episode, cleared closes it.
  * An alert still raised when the daemon stopped continues its episode
@@ -142,8 +154,14 @@ typedef struct vd_alert_row {
 	double cleared_at;          /* 0: still raised */
 } vd_alert_row;
 typedef void (*vd_alert_row_fn)(const vd_alert_row *a, void *arg);
-/* active: 1 only episodes not cleared, 0 only cleared ones, -1 all. */
-int vd_state_list_alerts(vd_state *st, int active, vd_page *pg, vd_alert_row_fn fn, void *arg);
+/* Which episodes a listing of alerts shows. */
+typedef enum vd_alert_filter {
+	VD_ALERTS_CLEARED,          /* only cleared ones */
+	VD_ALERTS_RAISED,           /* only those not cleared */
+	VD_ALERTS_ALL
+} vd_alert_filter;
+int vd_state_list_alerts(vd_state *st, vd_alert_filter which, vd_page *pg, vd_alert_row_fn fn,
+    void *arg);
 
 /* ---- the audit of commitments (GET /commitments) -------------------------- */
 
@@ -178,7 +196,7 @@ typedef void (*vd_audit_fn)(const vd_audit *a, void *arg);
 
 /* Record a commitment accepted, once: a repeat (the same run, kind,
  * number, hash, author, key and file) keeps the first. Durable before it
- * returns; st NULL records nothing. 0 or -1. The records of a ledger are
+ * returns; st NULL records nothing. 0 or -EIO. The records of a ledger are
  * recorded by vd_state_append_ledger, in its transaction. */
 int vd_state_audit(vd_state *st, const vd_audit *a);
 /* The audit entry of a signed statement accepted: posted from peer, or
@@ -195,29 +213,30 @@ int vd_state_audit_file(vd_state *st, const vd_audit *a);
 int vd_state_list_audit(vd_state *st, const char *run, vd_page *pg, vd_audit_fn fn, void *arg);
 
 /* Commit the writes batched since the last call (verdicts, alert events);
- * the loop calls it once per turn. 0, or -1 (they are lost: verdicts are
+ * the loop calls it once per turn. 0, or -EIO (they are lost: verdicts are
  * recomputed, which is why they may be batched). */
 int vd_state_flush(vd_state *st);
 
-/* The memory of signed statements: one row per (statement, key). 1 when
- * the row is new, 0 when it was known, -1 on error. run in store form.
+/* The memory of signed statements: one row per (statement, key).
+ * VD_POST_NEW when the row is new, VD_POST_KNOWN when it was known, -EIO on
+ * error. run in store form.
  * A row joins the loop turn's batch when one is open. */
 int vd_state_remember_statement(vd_state *st, const vd_statement *stm, const char *run,
     const char *key_id, const char *source, const uint8_t *env, size_t env_len);
 /* Signatures in one transaction of their own, durable before it returns:
- * 0, or -1 (nothing written). */
+ * 0, or -EIO (nothing written). */
 int vd_state_remember_signatures(vd_state *st, const vd_stmt_sigs *sigs);
 typedef void (*vd_stmt_row_fn)(const vd_statement *stm, const char *run, const char *key_id,
     const char *source, void *arg);
-int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg);
+int vd_state_load_statements(vd_state *st, vd_stmt_row_fn fn, void *arg,
+    char *err, size_t errlen);
 
 /* Withdrawals, durable before the call returns, with the audit entry
- * (NULL: none) in the same transaction: 0, or -1 (nothing written). */
+ * (NULL: none) in the same transaction: 0, or -EIO (nothing written). */
 int vd_state_withdraw(vd_state *st, const vd_withdrawal *w, const struct vd_audit *audit);
 typedef void (*vd_withdrawal_fn)(const vd_withdrawal *w, void *arg);
-int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg);
-
-const char *vd_state_error(vd_state *st);
+int vd_state_load_withdrawals(vd_state *st, vd_withdrawal_fn fn, void *arg,
+    char *err, size_t errlen);
 
 /* The event history GET /events resumes from: rows are added and trimmed
  * in the batched transaction (vd_state_flush), so an event costs no fsync

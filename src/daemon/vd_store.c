@@ -272,16 +272,16 @@ out:
 
 /* ---- the memory of commitments ------------------------------------------ */
 
-/* Persisted, then applied: -1 when it could not be made durable (the
+/* Persisted, then applied: -EIO when it could not be made durable (the
  * memory is as it was). Applying may run out of memory after the record
  * is durable: it counts from the next start. */
 static int commit_record(vd_store *s, const vd_mem_record *rec)
 {
 	int rc = vd_memory_commit(&s->memory, rec, vd_memstate_persist, s->state);
 
-	if (rc == -2)
+	if (rc == -ENOMEM)
 		log_error("out of memory remembering a commitment; it is stored and counts after a restart");
-	return rc == -1 ? -1 : 0;
+	return rc == -EIO ? -EIO : 0;
 }
 
 const vd_order *vd_store_retained_order(vd_store *s)
@@ -312,7 +312,7 @@ static void retain_group(vd_store *s, const vd_group *g)
 	r.has_parent = g->has_parent;
 	memcpy(r.parent, g->parent, sizeof(r.parent));
 	r.verified_at = c->verified_at;
-	if (vd_memory_retain(&s->memory, &r, &rec) == 0)
+	if (vd_memory_retain(&s->memory, &r, &rec) == VD_POST_NEW)
 		(void)commit_record(s, &rec);     /* not durable: tried at its next refresh */
 }
 
@@ -780,7 +780,7 @@ static int remember_one(vd_store *s, const vd_statement *st, const char *run,
 {
 	vd_mem_record rec;
 
-	if (vd_memory_remember(&s->memory, st, run, key_id, where, &rec) == 0)
+	if (vd_memory_remember(&s->memory, st, run, key_id, where, &rec) == VD_POST_KNOWN)
 		return 0;
 	rec.env = env;
 	rec.env_len = env_len;
@@ -1527,11 +1527,14 @@ static void load_verdict(const vd_stored_verdict *v, void *arg)
 		free_stored(copy);
 }
 
-int vd_store_attach_state(vd_store *s, vd_state *st)
+int vd_store_attach_state(vd_store *s, vd_state *st, char *err, size_t errlen)
 {
+	int rc;
+
 	s->state = st;
-	if (vd_state_load_verdicts(st, load_verdict, s) < 0 || vd_memstate_load(st, &s->memory) < 0)
-		return -1;
+	if ((rc = vd_state_load_verdicts(st, load_verdict, s, err, errlen)) < 0 ||
+	    (rc = vd_memstate_load(st, &s->memory, err, errlen)) < 0)
+		return rc;
 	log_info("state: %zu stored verdicts, %zu posted commitments, %zu posted checkpoints, %zu remembered statement signatures, %zu withdrawn commitments, %zu remembered ledgers",
 	    s->stored.count, s->memory.n_posted, s->memory.n_posted_stmts,
 	    s->memory.n_stmts - s->memory.n_posted_stmts, s->memory.withdrawn.count,
@@ -1574,7 +1577,7 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
 	vd_memory_post_signers(&s->memory, &st, run, key_ids, n_keys, &rec);
 	rec.env = env;
 	rec.env_len = env_len;
-	rec.audit = rc == 2 ? NULL : audit;
+	rec.audit = rc == VD_POST_CONFLICT ? NULL : audit;
 	if (commit_record(s, &rec) < 0)
 		return -1;
 	vd_store_refresh(s);
@@ -1595,7 +1598,7 @@ int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *co
 		return rc;
 	rec.env = env;
 	rec.env_len = env_len;
-	rec.audit = rc == 0 ? audit : NULL;
+	rec.audit = rc == VD_POST_NEW ? audit : NULL;
 	if (commit_record(s, &rec) < 0)
 		return -1;
 	vd_store_refresh(s);
@@ -1649,7 +1652,7 @@ int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
 	if (named & VD_MEM_NAMED_LEDGER)
 		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_LEDGER));
 	oms_naming(s, w);
-	if ((rc = vd_memory_withdraw(&s->memory, w, vd_wall_now(), &rec)) != 0)
+	if ((rc = vd_memory_withdraw(&s->memory, w, vd_wall_now(), &rec)) != VD_POST_NEW)
 		return rc;
 	w->at = rec.w.at;
 	a = (vd_audit){
@@ -1661,7 +1664,7 @@ int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
 	if (commit_record(s, &rec) < 0)
 		return -EIO;
 	vd_store_refresh(s);
-	return 0;
+	return VD_POST_NEW;
 }
 
 static void on_refresh_timer(uv_timer_t *t)

@@ -111,15 +111,16 @@ vd_copy *vd_store_adopt(vd_store *s, const char *relpath, vd_artifact_kind kind)
 void vd_store_gauges(vd_store *s, vd_gauges *g);
 
 /* Durable state: load stored verdicts and commitments before the first
- * scan merges (call right after vd_store_init). */
-int vd_store_attach_state(vd_store *s, vd_state *st);
+ * scan merges (call right after vd_store_init). 0, or -EIO with the
+ * sentence in err. */
+int vd_store_attach_state(vd_store *s, vd_state *st, char *err, size_t errlen);
 
 /* Record a RoundClose posted with the operator token (no keys) or signed
  * by trusted keys (key_ids, the first the post's, and the envelope), with
  * its audit entry and its statement under each key new to it in the same
- * transaction: 0 new, 1 the same again, 2 conflict with a commitment by
- * the token or a key (*existing_hash filled, equivocation recorded), -1
- * error (nothing recorded, nothing changed). An unsigned ledger record
+ * transaction: VD_POST_NEW, VD_POST_KNOWN (the same again), or
+ * VD_POST_CONFLICT with a commitment by the token or a key (*existing_hash
+ * filled, equivocation recorded); -1 error (nothing recorded, nothing changed). An unsigned ledger record
  * never blocks a post: the conflict is an equivocation. */
 int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
     const char *hash, int64_t schema_version, const char *const *key_ids, size_t n_keys,
@@ -127,8 +128,8 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
 
 /* Record a signed ledger checkpoint (st->run in store form) signed by
  * key_ids, with its audit entry and the statement under each key new to
- * it in the same transaction: 0 new, 1 known, -1 error (nothing recorded
- * or changed). */
+ * it in the same transaction: VD_POST_NEW, VD_POST_KNOWN, or -1 error
+ * (nothing recorded or changed). */
 int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *const *key_ids,
     size_t n_keys, const uint8_t *env, size_t env_len, const vd_audit *audit);
 
@@ -139,9 +140,10 @@ int vd_store_round_mismatch(vd_store *s, const char *run, int64_t round, const c
     int64_t *header_round);
 
 /* The operator withdraws (run, round) -> hash, from every source but the
- * configuration, durably with its audit entry in the same transaction: 0,
- * 1 already withdrawn, -ENOENT no such commitment, -EIO (nothing recorded
- * or changed). w's sources are filled in. */
+ * configuration, durably with its audit entry in the same transaction:
+ * VD_POST_NEW, VD_POST_KNOWN already withdrawn, -ENOENT no such
+ * commitment, -EIO (nothing recorded or changed). w's sources are filled
+ * in. */
 int vd_store_withdraw(vd_store *s, vd_withdrawal *w);
 
 /* Forget the remembered records of one ledger: 0, -ENOENT, -EIO. */

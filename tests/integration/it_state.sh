@@ -140,6 +140,14 @@ if command -v sqlite3 > /dev/null 2>&1; then
 	check "a newer schema is refused with status 1" 1 "$?"
 	check "saying so" 1 "$(grep -c 'schema version 99, newer than' "$WORK/refused.log")"
 	sqlite3 "$STATE/state.db" "PRAGMA user_version = $schema"
+	# A table that cannot be read at start: one line says which and why.
+	cp "$STATE/state.db" "$WORK/state.good"
+	sqlite3 "$STATE/state.db" 'DROP TABLE withdrawals'
+	"$DAEMON" -f -c "$CONF" > "$WORK/refused.log" 2>&1
+	check "a table that cannot be loaded stops the daemon with status 1" 1 "$?"
+	check "saying which, once" "1 1" \
+		"$(grep -c 'loading withdrawals' "$WORK/refused.log") $(grep -c "cannot load the state database in $STATE: loading withdrawals: no such table: withdrawals" "$WORK/refused.log")"
+	cp "$WORK/state.good" "$STATE/state.db"
 fi
 [ -n "$RUN_AS" ] && chown -R "$RUN_AS" "$STATE"
 

@@ -374,7 +374,7 @@ static int sim_commit(world *w, vd_mem_record *rec)
 		snap_take(&f->model, &snap);
 	}
 	rc = vd_memory_commit(&f->mem, rec, sim_persist, w);
-	FX_REQUIRE(rc != -2);
+	FX_REQUIRE(rc != -ENOMEM);
 	if (!w->db.fail) {
 		if (rc != 0)
 			violation(w, "a record (%s) was refused without a persist failing",
@@ -563,7 +563,7 @@ static int ch_retained(world *w)
 	r.round_index = d->round;
 	r.has_parent = d->parent >= 0;
 	snprintf(r.parent, sizeof(r.parent), "%s", d->parent >= 0 ? id_hash(d->parent) : "");
-	if (vd_memory_retain(&w->f->mem, &r, &rec) != 0 || !sim_commit(w, &rec))
+	if (vd_memory_retain(&w->f->mem, &r, &rec) != VD_POST_NEW || !sim_commit(w, &rec))
 		return 0;
 	w->f->whole |= g == NULL;
 	return g == NULL;
@@ -593,7 +593,7 @@ static int ch_withdraw(world *w)
 	named = vd_memory_sources(m, wd.run, wd.round_index, wd.hash);
 	snprintf(wd.sources, sizeof(wd.sources), "%s%s%s", named & VD_MEM_NAMED_TOKEN ? "roundclose " : "",
 	    named & VD_MEM_NAMED_SIGNED ? "signed " : "", named & VD_MEM_NAMED_LEDGER ? "ledger" : "");
-	if (vd_memory_withdraw(m, &wd, (double)w->step, &rec) == 0)
+	if (vd_memory_withdraw(m, &wd, (double)w->step, &rec) == VD_POST_NEW)
 		sim_commit(w, &rec);
 	return 1;
 }

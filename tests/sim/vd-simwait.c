@@ -187,7 +187,7 @@ static int q_take_back(void *arg, vd_copy *c, uint64_t *gen)
 	w_job *x = job_of(w, c->inflight);
 
 	if (x == NULL || x->started)
-		return -1;
+		return -EBUSY;
 	*gen = x->j->gen;
 	job_drop(w, x);
 	c->inflight = NULL;

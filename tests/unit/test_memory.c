@@ -109,7 +109,7 @@ static void post_ok(vd_memory *m, fake_db *db, const char *run, int64_t round,
 	vd_mem_record rec;
 
 	commitment(&c, run, round, hash, key_id);
-	assert_int_equal(vd_memory_post(m, &c, NULL, &rec, existing), 0);
+	assert_int_equal(vd_memory_post(m, &c, NULL, &rec, existing), VD_POST_NEW);
 	commit_ok(m, &rec, db);
 }
 
@@ -128,7 +128,7 @@ static void test_post_outcomes(void **state)
 	vd_memory_init(&m);
 	commitment(&c, "r", 0, hx(1), "");
 	before = vd_memory_digest(&m, 1);
-	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 0);
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_NEW);
 	assert_int_equal(rec.kind, VD_MEM_POST);
 	assert_int_equal(m.n_posted, 0);                 /* decided, not applied */
 	assert_true(vd_memory_digest(&m, 1) == before);
@@ -136,7 +136,7 @@ static void test_post_outcomes(void **state)
 	assert_true(vd_memory_has_post(&m, &c));
 
 	/* The same again: only an audit entry may be new. */
-	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 1);
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_KNOWN);
 	assert_int_equal(rec.kind, VD_MEM_POST_AGAIN);
 	commit_ok(&m, &rec, &db);
 	assert_int_equal(m.n_posted, 1);
@@ -144,7 +144,7 @@ static void test_post_outcomes(void **state)
 	/* Another hash for the round: the first stands, the second is an
 	 * equivocation, whoever posts it. */
 	commitment(&c, "r", 0, hx(2), "k");
-	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 2);
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_CONFLICT);
 	assert_int_equal(rec.kind, VD_MEM_EQUIVOCATION);
 	assert_string_equal(existing, hx(1));
 	commit_ok(&m, &rec, &db);
@@ -152,17 +152,17 @@ static void test_post_outcomes(void **state)
 	assert_true(vd_memory_has_equivocation(&m, "r", 0, hx(2)));
 
 	/* The same conflict by the same party: refused again, nothing new. */
-	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 2);
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_CONFLICT);
 	assert_int_equal(rec.kind, VD_MEM_NONE);
 	commitment(&c, "r", 0, hx(2), "k2");
-	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 2);
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_CONFLICT);
 	assert_int_equal(rec.kind, VD_MEM_EQUIVOCATION);
 
 	/* Another round, another run: new. */
 	commitment(&c, "r", 1, hx(2), "");
-	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 0);
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_NEW);
 	commitment(&c, "s", 0, hx(2), "");
-	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 0);
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_NEW);
 	fake_free(&db);
 	vd_memory_free(&m);
 }
@@ -179,11 +179,11 @@ static void test_post_strong_other(void **state)
 	(void)state;
 	vd_memory_init(&m);
 	commitment(&c, "r", 3, hx(1), "");
-	assert_int_equal(vd_memory_post(&m, &c, hx(4), &rec, existing), 2);
+	assert_int_equal(vd_memory_post(&m, &c, hx(4), &rec, existing), VD_POST_CONFLICT);
 	assert_int_equal(rec.kind, VD_MEM_EQUIVOCATION);
 	assert_string_equal(existing, hx(4));
 	assert_string_equal(rec.existing, hx(4));
-	assert_int_equal(vd_memory_post(&m, &c, hx(1), &rec, existing), 0);
+	assert_int_equal(vd_memory_post(&m, &c, hx(1), &rec, existing), VD_POST_NEW);
 	assert_int_equal(rec.kind, VD_MEM_POST);
 	vd_memory_free(&m);
 }
@@ -204,9 +204,9 @@ static void test_commit_failed_persist(void **state)
 	post_ok(&m, &db, "r", 0, hx(1), "");
 	before = vd_memory_digest(&m, 1);
 	commitment(&c, "r", 1, hx(2), "");
-	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 0);
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_NEW);
 	db.fail = 1;
-	assert_int_equal(vd_memory_commit(&m, &rec, fake_persist, &db), -1);
+	assert_int_equal(vd_memory_commit(&m, &rec, fake_persist, &db), -EIO);
 	assert_true(vd_memory_digest(&m, 1) == before);
 	assert_false(vd_memory_has_post(&m, &c));
 	assert_int_equal(db.n, 1);
@@ -252,7 +252,7 @@ static void test_remember(void **state)
 	(void)state;
 	vd_memory_init(&m);
 	roundclose(&st, "r", 0, hx(1));
-	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "r/commitments/a.json", &rec), 1);
+	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "r/commitments/a.json", &rec), VD_POST_NEW);
 	assert_int_equal(rec.kind, VD_MEM_STATEMENT);
 	assert_int_equal(m.n_stmts, 0);
 	commit_ok(&m, &rec, &db);
@@ -260,9 +260,9 @@ static void test_remember(void **state)
 	assert_string_equal(m.stmts[0].where, "r/commitments/a.json");
 
 	/* Known under that key, whatever the file; new under another. */
-	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), 0);
+	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), VD_POST_KNOWN);
 	assert_int_equal(rec.kind, VD_MEM_NONE);
-	assert_int_equal(vd_memory_remember(&m, &st, "r", "k2", "api", &rec), 1);
+	assert_int_equal(vd_memory_remember(&m, &st, "r", "k2", "api", &rec), VD_POST_NEW);
 	commit_ok(&m, &rec, &db);
 	assert_int_equal(m.n_stmts, 2);
 	assert_false(vd_memory_has_statement(&m, &st, "other", "k1"));
@@ -281,10 +281,10 @@ static void test_post_checkpoint(void **state)
 	(void)state;
 	vd_memory_init(&m);
 	roundclose(&st, "r", 0, hx(1));
-	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), 1);
+	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), VD_POST_NEW);
 	commit_ok(&m, &rec, &db);
 	checkpoint(&cp, "r", 2, hx(5));
-	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k1", &rec), 0);
+	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k1", &rec), VD_POST_NEW);
 	assert_int_equal(rec.kind, VD_MEM_CHECKPOINT);
 	commit_ok(&m, &rec, &db);
 	assert_int_equal(m.n_stmts, 2);
@@ -292,9 +292,9 @@ static void test_post_checkpoint(void **state)
 	assert_int_equal(m.stmts[0].st.kind, VD_STMT_CHECKPOINT);
 	assert_string_equal(m.stmts[0].where, "api");
 	assert_int_equal(m.stmts[1].st.kind, VD_STMT_ROUNDCLOSE);
-	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k1", &rec), 1);
+	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k1", &rec), VD_POST_KNOWN);
 	assert_int_equal(rec.kind, VD_MEM_NONE);
-	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k2", &rec), 0);
+	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k2", &rec), VD_POST_NEW);
 	fake_free(&db);
 	vd_memory_free(&m);
 }
@@ -315,7 +315,7 @@ static void test_post_signers(void **state)
 	vd_memory_init(&m);
 	commitment(&c, "r", 0, hx(1), "k1");
 	roundclose(&st, "r", 0, hx(1));
-	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 0);
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_NEW);
 	vd_memory_post_signers(&m, &st, "r", keys, 1, &rec);
 	assert_int_equal(rec.n_signers, 1);
 	commit_ok(&m, &rec, &db);
@@ -324,13 +324,13 @@ static void test_post_signers(void **state)
 	assert_string_equal(m.stmts[0].where, "api");
 
 	/* Again, signed by one more key (and one twice): only that one. */
-	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 1);
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_KNOWN);
 	vd_memory_post_signers(&m, &st, "r", keys, 3, &rec);
 	assert_int_equal(rec.kind, VD_MEM_POST_AGAIN);
 	assert_int_equal(rec.n_signers, 1);
 	assert_string_equal(rec.signers[0], "k2");
 	db.fail = 1;
-	assert_int_equal(vd_memory_commit(&m, &rec, fake_persist, &db), -1);
+	assert_int_equal(vd_memory_commit(&m, &rec, fake_persist, &db), -EIO);
 	assert_false(vd_memory_has_statement(&m, &st, "r", "k2"));
 	db.fail = 0;
 	commit_ok(&m, &rec, &db);
@@ -341,7 +341,7 @@ static void test_post_signers(void **state)
 	/* A conflict remembers no signer. */
 	commitment(&c, "r", 0, hx(2), "k1");
 	roundclose(&st, "r", 0, hx(2));
-	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 2);
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_CONFLICT);
 	vd_memory_post_signers(&m, &st, "r", keys, 2, &rec);
 	assert_int_equal(rec.kind, VD_MEM_EQUIVOCATION);
 	assert_int_equal(rec.n_signers, 0);
@@ -361,13 +361,13 @@ static void test_checkpoint_signers(void **state)
 	(void)state;
 	vd_memory_init(&m);
 	checkpoint(&cp, "r", 2, hx(5));
-	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k1", &rec), 0);
+	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k1", &rec), VD_POST_NEW);
 	vd_memory_post_signers(&m, &cp, "r", keys, 1, &rec);
 	assert_int_equal(rec.kind, VD_MEM_CHECKPOINT);
 	commit_ok(&m, &rec, &db);
 	assert_int_equal(m.n_posted_stmts, 1);
 	assert_true(vd_memory_has_statement(&m, &cp, "r", "k1"));
-	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k1", &rec), 1);
+	assert_int_equal(vd_memory_post_checkpoint(&m, &cp, "k1", &rec), VD_POST_KNOWN);
 	vd_memory_post_signers(&m, &cp, "r", keys, 1, &rec);
 	assert_int_equal(rec.kind, VD_MEM_NONE);
 	vd_memory_post_signers(&m, &cp, "r", keys, 2, &rec);
@@ -407,7 +407,7 @@ static void test_withdraw(void **state)
 
 	post_ok(&m, &db, "r", 0, hx(1), "");
 	roundclose(&st, "r", 0, hx(1));
-	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), 1);
+	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), VD_POST_NEW);
 	commit_ok(&m, &rec, &db);
 	assert_int_equal(vd_memory_sources(&m, "r", 0, hx(1)),
 	    VD_MEM_NAMED_TOKEN | VD_MEM_NAMED_SIGNED);
@@ -415,13 +415,13 @@ static void test_withdraw(void **state)
 	assert_int_equal(vd_memory_sources(&m, "s", 0, hx(1)), 0);
 	withdrawal(&w, "r", 0, hx(1));
 	snprintf(w.sources, sizeof(w.sources), "roundclose,signed");
-	assert_int_equal(vd_memory_withdraw(&m, &w, 10.0, &rec), 0);
+	assert_int_equal(vd_memory_withdraw(&m, &w, 10.0, &rec), VD_POST_NEW);
 	assert_int_equal(rec.kind, VD_MEM_WITHDRAWAL);
 	assert_true(rec.w.at == 10.0);
 	assert_false(vd_memory_is_withdrawn(&m, "r", 0, hx(1)));
 	commit_ok(&m, &rec, &db);
 	assert_true(vd_memory_is_withdrawn(&m, "r", 0, hx(1)));
-	assert_int_equal(vd_memory_withdraw(&m, &w, 11.0, &rec), 1);
+	assert_int_equal(vd_memory_withdraw(&m, &w, 11.0, &rec), VD_POST_KNOWN);
 	assert_int_equal(rec.kind, VD_MEM_NONE);
 	fake_free(&db);
 	vd_memory_free(&m);
@@ -495,7 +495,7 @@ static void test_ledger_append(void **state)
 	snprintf(rec.relpath, sizeof(rec.relpath), "r/ledger.jsonl");
 	rec.first = 7;
 	rec.n = 0;
-	assert_int_equal(vd_memory_apply(&m, &rec), -1);
+	assert_int_equal(vd_memory_apply(&m, &rec), -EINVAL);
 	fake_free(&db);
 	vd_memory_free(&m);
 }
@@ -594,14 +594,14 @@ static void test_retain(void **state)
 	r.round_index = 2;
 	r.has_parent = 1;
 	snprintf(r.parent, sizeof(r.parent), "%s", hx(1));
-	assert_int_equal(vd_memory_retain(&m, &r, &rec), 0);
+	assert_int_equal(vd_memory_retain(&m, &r, &rec), VD_POST_NEW);
 	assert_int_equal(rec.kind, VD_MEM_RETAIN);
 	commit_ok(&m, &rec, &db);
 	got = vd_map_get(&m.retained, hx(2));
 	assert_non_null(got);
 	assert_string_equal(got->run, "r");
 	assert_ptr_equal(vd_map_get(&m.retained_children, hx(1)), got);
-	assert_int_equal(vd_memory_retain(&m, &r, &rec), 1);
+	assert_int_equal(vd_memory_retain(&m, &r, &rec), VD_POST_KNOWN);
 	assert_int_equal(rec.kind, VD_MEM_NONE);
 	fake_free(&db);
 	vd_memory_free(&m);
@@ -627,10 +627,10 @@ static void test_restore(void **state)
 	vd_memory_init(&m);
 	post_ok(&m, &db, "r", 0, hx(1), "");
 	commitment(&c, "r", 0, hx(2), "");
-	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), 2);
+	assert_int_equal(vd_memory_post(&m, &c, NULL, &rec, existing), VD_POST_CONFLICT);
 	commit_ok(&m, &rec, &db);
 	roundclose(&st, "r", 1, hx(3));
-	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), 1);
+	assert_int_equal(vd_memory_remember(&m, &st, "r", "k1", "api", &rec), VD_POST_NEW);
 	commit_ok(&m, &rec, &db);
 	file_init(&f, 2);
 	read_ok(&m, &f, &db, VD_MEM_LEDGER_APPEND);
@@ -638,18 +638,18 @@ static void test_restore(void **state)
 	assert_int_equal(vd_memory_sources(&m, "r", 1, hx(3)), VD_MEM_NAMED_SIGNED);
 	assert_int_equal(vd_memory_sources(&m, "r", 1, hx(2)), VD_MEM_NAMED_LEDGER);
 	snprintf(w.sources, sizeof(w.sources), "signed");
-	assert_int_equal(vd_memory_withdraw(&m, &w, 5.0, &rec), 0);
+	assert_int_equal(vd_memory_withdraw(&m, &w, 5.0, &rec), VD_POST_NEW);
 	commit_ok(&m, &rec, &db);
 
 	vd_memory_init(&fresh);
 	for (i = 0; i < db.n; i++)
-		assert_int_equal(vd_memory_restore(&fresh, &db.kept[i]), 0);
+		assert_int_equal(vd_memory_restore(&fresh, &db.kept[i]), VD_RESTORE_APPLIED);
 	assert_true(vd_memory_digest(&fresh, 0) == vd_memory_digest(&m, 0));
 	assert_true(vd_memory_has_equivocation(&fresh, "r", 0, hx(2)));
 	/* Loaded twice: nothing new. */
 	for (i = 0; i < db.n; i++)
 		if (db.kept[i].kind == VD_MEM_STATEMENT || db.kept[i].kind == VD_MEM_LEDGER_APPEND)
-			assert_int_equal(vd_memory_restore(&fresh, &db.kept[i]), 1);
+			assert_int_equal(vd_memory_restore(&fresh, &db.kept[i]), VD_RESTORE_SKIPPED);
 	assert_true(vd_memory_digest(&fresh, 0) == vd_memory_digest(&m, 0));
 	vd_memory_free(&fresh);
 	fake_free(&db);

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -173,12 +174,12 @@ static void fill(fx *f)
 	snprintf(cp.run, sizeof(cp.run), "r");
 	cp.records = 2;
 	snprintf(cp.head_record_hash, sizeof(cp.head_record_hash), "%0*x", VD_HASH_HEX_LEN, 2);
-	assert_int_equal(vd_memory_post_checkpoint(&f->m, &cp, KEY_1, &rec), 0);
+	assert_int_equal(vd_memory_post_checkpoint(&f->m, &cp, KEY_1, &rec), VD_POST_NEW);
 	vd_memory_post_signers(&f->m, &cp, "r", keys, 1, &rec);
 	rec.env = (const uint8_t *)"{}";
 	rec.env_len = 2;
 	assert_int_equal(commit(f, &rec), 0);
-	assert_int_equal(vd_memory_post_checkpoint(&f->m, &cp, KEY_1, &rec), 1);
+	assert_int_equal(vd_memory_post_checkpoint(&f->m, &cp, KEY_1, &rec), VD_POST_KNOWN);
 	vd_memory_post_signers(&f->m, &cp, "r", keys, 2, &rec);
 	assert_int_equal(rec.kind, VD_MEM_SIGNATURES);
 	rec.env = (const uint8_t *)"{}";
@@ -192,7 +193,7 @@ static void fill(fx *f)
 	file.round_index = 2;
 	snprintf(file.hash, sizeof(file.hash), "%s", HASH_C);
 	assert_int_equal(vd_memory_remember(&f->m, &file, "r", KEY_2, "r/commitments/rc2.json",
-	    &rec), 1);
+	    &rec), VD_POST_NEW);
 	assert_int_equal(commit(f, &rec), 0);
 
 	ledger(f, 2, NULL);
@@ -207,7 +208,7 @@ static void fill(fx *f)
 	snprintf(w.hash, sizeof(w.hash), "%s", HASH_A);
 	snprintf(w.sources, sizeof(w.sources), "roundclose");
 	snprintf(w.reason, sizeof(w.reason), "a mistake");
-	assert_int_equal(vd_memory_withdraw(&f->m, &w, 1.5e9, &rec), 0);
+	assert_int_equal(vd_memory_withdraw(&f->m, &w, 1.5e9, &rec), VD_POST_NEW);
 	assert_int_equal(commit(f, &rec), 0);
 
 	memset(&r, 0, sizeof(r));
@@ -216,7 +217,7 @@ static void fill(fx *f)
 	r.round_index = 2;
 	r.has_parent = 1;
 	snprintf(r.parent, sizeof(r.parent), "%s", HASH_A);
-	assert_int_equal(vd_memory_retain(&f->m, &r, &rec), 0);
+	assert_int_equal(vd_memory_retain(&f->m, &r, &rec), VD_POST_NEW);
 	assert_int_equal(commit(f, &rec), 0);
 }
 
@@ -234,7 +235,7 @@ static void test_rebuilt_equals_kept(void **state)
 	vd_state_close(f->st);
 	assert_int_equal(vd_state_open(f->dir, &f->st, err, sizeof(err)), 0);
 	vd_memory_init(&fresh);
-	assert_int_equal(vd_memstate_load(f->st, &fresh), 0);
+	assert_int_equal(vd_memstate_load(f->st, &fresh, err, sizeof(err)), 0);
 	assert_true(vd_memory_digest(&fresh, 0) == vd_memory_digest(&f->m, 0));
 	assert_int_equal(fresh.n_stmts, 6);
 	assert_string_equal(fresh.equivs[0].key_id, KEY_2);
@@ -303,7 +304,7 @@ static void test_failed_writes(void **state)
 		outside(f, sql);
 		before = vd_memory_digest(&f->m, 1);
 		record_for(f, i, &rec);
-		assert_int_equal(vd_memory_commit(&f->m, &rec, vd_memstate_persist, f->st), -1);
+		assert_int_equal(vd_memory_commit(&f->m, &rec, vd_memstate_persist, f->st), -EIO);
 		assert_true(vd_memory_digest(&f->m, 1) == before);
 		assert_false(vd_state_ok(f->st));
 		outside(f, "DROP TRIGGER full;");

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +32,7 @@
 typedef struct fx {
 	char dir[64];
 	char db[128];
+	char err[256];
 	vd_state *st;
 } fx;
 
@@ -122,24 +124,24 @@ static void test_post_all_or_nothing(void **state)
 
 	outside(f, "CREATE TRIGGER full BEFORE INSERT ON commitment_audit"
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), -1);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), -EIO);
 	assert_false(vd_state_ok(f->st));
 	assert_true(vd_state_failures(f->st) >= 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 0);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 0);
 
 	outside(f, "DROP TRIGGER full;");
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), 0);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), VD_POST_NEW);
 	assert_true(vd_state_ok(f->st));
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 1);
 
 	/* The same again by the same party: nothing new; another hash: a
 	 * conflict, and nothing written either. */
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), 1);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), VD_POST_KNOWN);
 	c = rc(HASH_B);
 	a = audit_of(&c);
-	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), 2);
+	assert_int_equal(vd_state_post_commitment(f->st, &c, NULL, 0, &a, NULL, &old), VD_POST_CONFLICT);
 	assert_string_equal(old.hash, HASH_A);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 1);
@@ -179,14 +181,14 @@ static void test_statements_remembered(void **state)
 	s.round_index = 4;
 	snprintf(s.hash, sizeof(s.hash), "%s", HASH_A);
 	assert_int_equal(vd_state_remember_statement(f->st, &s, "", KEY_1, "commitments/a.json",
-	    (const uint8_t *)"{}", 2), 1);
+	    (const uint8_t *)"{}", 2), VD_POST_NEW);
 	assert_int_equal(vd_state_remember_statement(f->st, &s, "", KEY_1, "commitments/b.json",
-	    NULL, 0), 0);
-	assert_int_equal(vd_state_remember_statement(f->st, &s, "", KEY_2, "api", NULL, 0), 1);
+	    NULL, 0), VD_POST_KNOWN);
+	assert_int_equal(vd_state_remember_statement(f->st, &s, "", KEY_2, "api", NULL, 0), VD_POST_NEW);
 	assert_int_equal(vd_state_flush(f->st), 0);
 	reopen(f);
 	memset(&r, 0, sizeof(r));
-	assert_int_equal(vd_state_load_statements(f->st, one_stmt, &r), 0);
+	assert_int_equal(vd_state_load_statements(f->st, one_stmt, &r, f->err, sizeof(f->err)), 0);
 	assert_int_equal(r.n, 2);
 	assert_string_equal(r.keys[0], KEY_1);
 	assert_string_equal(r.where[0], "commitments/a.json");
@@ -220,7 +222,7 @@ static void test_withdrawal_durable(void **state)
 	assert_int_equal(vd_state_withdraw(f->st, &w, NULL), 0);
 	reopen(f);
 	memset(&back, 0, sizeof(back));
-	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back), 0);
+	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back, f->err, sizeof(f->err)), 0);
 	assert_string_equal(back.run, "run-a");
 	assert_int_equal(back.round_index, 7);
 	assert_string_equal(back.hash, HASH_B);
@@ -240,11 +242,26 @@ static void test_withdrawal_failed(void **state)
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
 	memset(&w, 0, sizeof(w));
 	snprintf(w.hash, sizeof(w.hash), "%s", HASH_A);
-	assert_int_equal(vd_state_withdraw(f->st, &w, NULL), -1);
+	assert_int_equal(vd_state_withdraw(f->st, &w, NULL), -EIO);
 	assert_false(vd_state_ok(f->st));
 	memset(&back, 0, sizeof(back));
-	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back), 0);
+	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back, f->err, sizeof(f->err)), 0);
 	assert_string_equal(back.hash, "");
+}
+
+/* A table that cannot be read at start: the sentence is the caller's to
+ * say, and the database counts as failing. */
+static void test_load_failed(void **state)
+{
+	fx *f = *state;
+	vd_withdrawal back;
+
+	outside(f, "DROP TABLE withdrawals");
+	f->err[0] = '\0';
+	assert_int_equal(vd_state_load_withdrawals(f->st, one_withdrawal, &back, f->err,
+	    sizeof(f->err)), -EIO);
+	assert_string_equal(f->err, "loading withdrawals: no such table: withdrawals");
+	assert_false(vd_state_ok(f->st));
 }
 
 /* A withdrawal and a checkpoint are recorded with their audit entries,
@@ -273,8 +290,8 @@ static void test_withdrawal_checkpoint_all_or_nothing(void **state)
 
 	outside(f, "CREATE TRIGGER full BEFORE INSERT ON commitment_audit"
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
-	assert_int_equal(vd_state_withdraw(f->st, &w, &wa), -1);
-	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), -1);
+	assert_int_equal(vd_state_withdraw(f->st, &w, &wa), -EIO);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), -EIO);
 	assert_false(vd_state_ok(f->st));
 	assert_int_equal(count(f, "SELECT count(*) FROM withdrawals"), 0);
 	assert_int_equal(count(f, "SELECT count(*) FROM checkpoints"), 0);
@@ -282,12 +299,12 @@ static void test_withdrawal_checkpoint_all_or_nothing(void **state)
 
 	outside(f, "DROP TRIGGER full;");
 	assert_int_equal(vd_state_withdraw(f->st, &w, &wa), 0);
-	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), 0);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), VD_POST_NEW);
 	assert_true(vd_state_ok(f->st));
 	assert_int_equal(count(f, "SELECT count(*) FROM withdrawals"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM checkpoints"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 2);
-	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), 1);
+	assert_int_equal(vd_state_post_checkpoint(f->st, &cp, "k", (const uint8_t *)"{}", 2, &ca, NULL), VD_POST_KNOWN);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 2);
 }
 
@@ -324,7 +341,7 @@ static void test_equivocation_keyed(void **state)
 	assert_int_equal(vd_state_record_equivocation(f->st, &c, HASH_A, "roundclose"), 0);
 	reopen(f);
 	memset(&back, 0, sizeof(back));
-	assert_int_equal(vd_state_load_equivocations(f->st, one_equivocation, &back), 0);
+	assert_int_equal(vd_state_load_equivocations(f->st, one_equivocation, &back, f->err, sizeof(f->err)), 0);
 	assert_int_equal(back.n, 3);
 	assert_string_equal(back.c[0].run, "run-a");
 	assert_int_equal(back.c[0].round_index, 4);
@@ -359,22 +376,22 @@ static void test_signed_post_all_or_nothing(void **state)
 	outside(f, "CREATE TRIGGER full BEFORE INSERT ON statements"
 	    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
 	assert_int_equal(vd_state_post_commitment(f->st, &c, (const uint8_t *)"{}", 2, &a, &sigs,
-	    &old), -1);
+	    &old), -EIO);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 0);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitment_audit"), 0);
-	assert_int_equal(vd_state_remember_signatures(f->st, &sigs), -1);
+	assert_int_equal(vd_state_remember_signatures(f->st, &sigs), -EIO);
 	assert_int_equal(count(f, "SELECT count(*) FROM statements"), 0);
 
 	outside(f, "DROP TRIGGER full;");
 	sigs.n = 1;
 	assert_int_equal(vd_state_post_commitment(f->st, &c, (const uint8_t *)"{}", 2, &a, &sigs,
-	    &old), 0);
+	    &old), VD_POST_NEW);
 	assert_int_equal(count(f, "SELECT count(*) FROM commitments"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM statements"), 1);
 	/* The same again, signed by one more key: its row is added. */
 	sigs.n = 2;
 	assert_int_equal(vd_state_post_commitment(f->st, &c, (const uint8_t *)"{}", 2, &a, &sigs,
-	    &old), 1);
+	    &old), VD_POST_KNOWN);
 	assert_int_equal(count(f, "SELECT count(*) FROM statements"), 2);
 }
 
@@ -385,6 +402,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_statements_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_durable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_failed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load_failed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_withdrawal_checkpoint_all_or_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_equivocation_keyed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_signed_post_all_or_nothing, setup, teardown),
