@@ -1394,12 +1394,31 @@ static void on_merge_idle(uv_idle_t *h)
 	merge_more(h->data);
 }
 
+static void unsee_one(void *arg, void *elem)
+{
+	(void)arg;
+	((vd_copy *)elem)->seen = 0;
+}
+
+/* Only the sweep reads seen, of the copies the scan covers: those are
+ * cleared, found by path; every copy when the scan is incomplete or out
+ * of memory. */
+static void unsee(vd_store *s, const vd_scan_result *r)
+{
+	const vd_order *by_path = r->incomplete ? NULL : vd_model_by_path(&s->model);
+	vd_copy *c;
+	size_t it = 0;
+
+	if (by_path != NULL && vd_scan_each_covered(r, by_path, copy_path, unsee_one, NULL) == 0)
+		return;
+	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
+		c->seen = 0;
+}
+
 static void after_scan(uv_work_t *req, int status)
 {
 	vd_store *s = req->data;
 	vd_scan_result *r = &s->scan_result;
-	vd_copy *c;
-	size_t it = 0;
 
 	s->scanning = 0;
 	s->merging = 1;
@@ -1434,8 +1453,7 @@ static void after_scan(uv_work_t *req, int status)
 		log_warn("the store scan was incomplete (%s); nothing it missed is taken for removed",
 		    r->incomplete_why);
 	}
-	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
-		c->seen = 0;
+	unsee(s, r);
 	s->merge_next = s->merge_pos = 0;
 	s->merge_step = MERGE_ARTIFACTS;
 	merge_more(s);
