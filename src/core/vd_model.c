@@ -199,6 +199,26 @@ const vd_order *vd_model_by_run(vd_model *m)
 	return settle_orders(m) == 0 ? &m->by_run : NULL;
 }
 
+static int path_cmp(const void *a, const void *b)
+{
+	return strcmp(((const vd_copy *)a)->relpath, ((const vd_copy *)b)->relpath);
+}
+
+/* Out of memory once, built again from the map of copies. */
+const vd_order *vd_model_by_path(vd_model *m)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	if (!m->by_path.failed && vd_order_settle(&m->by_path) == 0)
+		return &m->by_path;
+	vd_order_clear(&m->by_path);
+	while (vd_map_next(&m->copies, &it, &k, &v))
+		vd_order_add(&m->by_path, v);
+	return vd_order_settle(&m->by_path) == 0 ? &m->by_path : NULL;
+}
+
 /* ---- the hash index ---------------------------------------------------- */
 
 void vd_model_init(vd_model *m)
@@ -210,6 +230,7 @@ void vd_model_init(vd_model *m)
 	vd_map_init(&m->dirty_copies);
 	vd_order_init(&m->by_hash, hash_cmp);
 	vd_order_init(&m->by_run, vd_model_run_cmp);
+	vd_order_init(&m->by_path, path_cmp);
 	vd_map_init_borrowed(&m->headerless);
 	m->orders_failed = 0;
 }
@@ -462,12 +483,14 @@ vd_copy *vd_model_add_copy(vd_model *m, const char *relpath, const char *run)
 		return NULL;
 	}
 	headerless_put(m, c);
+	vd_order_add(&m->by_path, c);
 	return c;
 }
 
 void vd_model_remove_copy(vd_model *m, vd_copy *c)
 {
 	vd_model_unindex(m, c);
+	vd_order_del(&m->by_path, c);
 	vd_map_del(&m->copies, c->relpath);
 	free_copy(c);
 }
@@ -492,6 +515,7 @@ void vd_model_free(vd_model *m)
 	vd_model_clear_dirty(m);
 	vd_order_free(&m->by_hash);
 	vd_order_free(&m->by_run);
+	vd_order_free(&m->by_path);
 	vd_map_free(&m->headerless);
 }
 

@@ -129,6 +129,8 @@ typedef struct vd_model {
 	vd_order by_run;            /* the copies with a header, by run, their
 	                             * group's round and hash, then path */
 	vd_map headerless;          /* relpath -> a copy with no valid header */
+	vd_order by_path;           /* every copy by relpath: a scan of one change
+	                             * finds what it covers without a walk of all */
 	int orders_failed;          /* out of memory: built again when next read */
 } vd_model;
 
@@ -146,6 +148,9 @@ void vd_model_remove_copy(vd_model *m, vd_copy *c);
  * changes and index after. Both mark what they change dirty. */
 void vd_model_unindex(vd_model *m, vd_copy *c);
 void vd_model_index(vd_model *m, vd_copy *c);
+
+/* Every copy in relpath order (strcmp), settled; NULL out of memory. */
+const vd_order *vd_model_by_path(vd_model *m);
 
 /* Iterators over the model (*it = 0 to start; NULL at the end; no change
  * of the model meanwhile) and their sizes: read by lineage, the views and

@@ -831,6 +831,115 @@ int vd_scan_covers(const vd_scan_result *r, const char *relpath)
 	return 0;
 }
 
+/* The first position of o whose path is not below key. */
+static size_t path_lower(const vd_order *o, const char *(*path_of)(const void *), const char *key)
+{
+	size_t lo = 0, hi = o->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(key, path_of(o->v[mid])) <= 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+typedef struct span {
+	size_t lo, hi;
+} span;
+
+/* The positions of o holding dir's entry name alone, or (tree) the
+ * paths that start with it; dir "" is the root. */
+static int entry_span(const vd_order *o, const char *(*path_of)(const void *), const char *dir,
+    const char *name, int tree, span *out)
+{
+	char *key = dir[0] ? join(dir, name) : strdup(name);
+	size_t n;
+
+	if (key == NULL)
+		return -1;
+	n = strlen(key);
+	out->lo = out->hi = path_lower(o, path_of, key);
+	while (out->hi < o->n && strncmp(path_of(o->v[out->hi]), key, n) == 0 &&
+	    (tree || path_of(o->v[out->hi])[n] == '\0'))
+		out->hi++;
+	free(key);
+	return 0;
+}
+
+/* Where what sc covers lies in o: at most two spans, a superset. */
+static int scope_spans(const vd_order *o, const char *(*path_of)(const void *), const vd_scope *sc,
+    span *out)
+{
+	const char *p = sc->relpath;
+	span whole = { 0, o->n };
+
+	switch (sc->kind) {
+	case VD_SCOPE_TREE:
+		if (p[0] == '\0') {
+			out[0] = whole;
+			return 1;
+		}
+		out[0].lo = path_lower(o, path_of, p);
+		out[0].hi = out[0].lo + (out[0].lo < o->n && strcmp(path_of(o->v[out[0].lo]), p) == 0);
+		return entry_span(o, path_of, p, "", 1, &out[1]) < 0 ? -1 : 2;
+	case VD_SCOPE_DIR:
+		out[0].lo = path_lower(o, path_of, p);
+		out[0].hi = out[0].lo + (out[0].lo < o->n && strcmp(path_of(o->v[out[0].lo]), p) == 0);
+		return entry_span(o, path_of, p, VD_LEDGER_FILE, 0, &out[1]) < 0 ? -1 : 2;
+	case VD_SCOPE_STMTS:
+		return entry_span(o, path_of, p, VD_COMMITMENTS_DIR, 1, &out[0]) < 0 ? -1 : 1;
+	case VD_SCOPE_FILE:
+		out[0].lo = path_lower(o, path_of, p);
+		out[0].hi = out[0].lo + (out[0].lo < o->n && strcmp(path_of(o->v[out[0].lo]), p) == 0);
+		return 1;
+	}
+	return 0;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+	const span *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+int vd_scan_each_covered(const vd_scan_result *r, const vd_order *o,
+    const char *(*path_of)(const void *elem), void (*fn)(void *arg, void *elem), void *arg)
+{
+	span *spans;
+	size_t i, n = 0, at = 0;
+	int k;
+
+	if (r->incomplete)
+		return 0;
+	if ((spans = calloc(r->targeted ? 2 * r->n_scopes + 1 : 1, sizeof(*spans))) == NULL)
+		return -1;
+	if (!r->targeted)
+		spans[n++] = (span){ 0, o->n };
+	for (i = 0; r->targeted && i < r->n_scopes; i++) {
+		if ((k = scope_spans(o, path_of, &r->scopes[i], &spans[n])) < 0) {
+			free(spans);
+			return -1;
+		}
+		n += (size_t)k;
+	}
+	/* In order, each position once where two scopes reach it. */
+	qsort(spans, n, sizeof(*spans), span_cmp);
+	for (i = 0; i < n; i++) {
+		size_t j = spans[i].lo > at ? spans[i].lo : at;
+		for (; j < spans[i].hi; j++)
+			if (vd_scan_covers(r, path_of(o->v[j])))
+				fn(arg, o->v[j]);
+		if (spans[i].hi > at)
+			at = spans[i].hi;
+	}
+	free(spans);
+	return 0;
+}
+
 static void add_scope(vd_scan_result *r, vd_scope_kind kind, const char *dir, const char *name)
 {
 	vd_scope *arr;

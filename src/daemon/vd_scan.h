@@ -17,6 +17,7 @@
 #include "vd_dsse.h"
 #include "vd_ledger.h"
 #include "vd_limits.h"
+#include "vd_order.h"
 #include "vd_util.h"
 #include "vd_scanned.h"
 
@@ -115,6 +116,12 @@ void vd_scan_changes(const char *root, unsigned depth, const vd_bounds *bounds,
  * not list there is gone: everything for a complete whole scan, nothing
  * for an incomplete one, a targeted one's scopes. */
 int vd_scan_covers(const vd_scan_result *r, const char *relpath);
+/* Each element of o (settled, in strcmp order of path_of's strings) that
+ * the scan covers, once, to fn: a scan of changes finds those under its
+ * scopes by binary search, at the cost of what it covers. fn must not
+ * change o. -1 out of memory (nothing passed). */
+int vd_scan_each_covered(const vd_scan_result *r, const vd_order *o,
+    const char *(*path_of)(const void *elem), void (*fn)(void *arg, void *elem), void *arg);
 void vd_scan_result_free(vd_scan_result *r);
 
 /* Open relpath below rootfd one component at a time, following no

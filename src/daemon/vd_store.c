@@ -513,6 +513,8 @@ static void keep_covered(vd_store *s)
 	vd_copy *c;
 	size_t it = 0;
 
+	if (s->unreadable.count == 0)
+		return;
 	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
 		if (!c->seen && unreadable_covers(s, c->relpath, 0))
 			c->seen = 1;
@@ -1033,12 +1035,49 @@ static void merge_ledgers(vd_store *s, vd_scan_result *r)
 	}
 }
 
-/* Copies gone where the scan looked. */
+static const char *copy_path(const void *c)
+{
+	return ((const vd_copy *)c)->relpath;
+}
+
+typedef struct gone_list {
+	vd_copy **v;
+	size_t n, cap;
+	int failed;
+} gone_list;
+
+static void note_gone(void *arg, void *elem)
+{
+	gone_list *g = arg;
+	vd_copy **grown;
+
+	if (((vd_copy *)elem)->seen)
+		return;
+	if ((grown = vd_grow(g->v, &g->cap, g->n, sizeof(*grown))) == NULL) {
+		g->failed = 1;
+		return;
+	}
+	g->v = grown;
+	g->v[g->n++] = elem;
+}
+
+/* Copies gone where the scan looked: those its scopes cover, found in the
+ * index by path; out of memory, by a walk of every copy. */
 static void sweep(vd_store *s, const vd_scan_result *r)
 {
 	vd_copy *gone[256], *c;
+	const vd_order *by_path = vd_model_by_path(&s->model);
+	gone_list g = { NULL, 0, 0, 0 };
 	size_t it, n, i;
 
+	if (by_path != NULL && vd_scan_each_covered(r, by_path, copy_path, note_gone, &g) == 0 &&
+	    !g.failed) {
+		for (i = 0; i < g.n; i++)
+			remove_copy(s, g.v[i]);
+		free(g.v);
+		return;
+	}
+	free(g.v);
 	do {
 		n = 0;
 		it = 0;
@@ -1219,6 +1258,17 @@ static int watch_covers(void *arg, const char *dir)
 	return vd_scan_covers(&((vd_store *)arg)->scan_result, dir);
 }
 
+static const char *dir_path(const void *dir)
+{
+	return dir;
+}
+
+static int watch_each_covered(void *arg, const vd_order *dirs, void (*fn)(void *, void *),
+    void *fnarg)
+{
+	return vd_scan_each_covered(&((vd_store *)arg)->scan_result, dirs, dir_path, fn, fnarg);
+}
+
 static void watch_added(void *arg, const char *dir)
 {
 	vd_store *s = arg;
@@ -1267,7 +1317,8 @@ static void merge_gone(vd_store *s, vd_scan_result *r)
  * the whole list is synced (the renamed, the gone) at once. */
 static int watch_some(vd_store *s, vd_scan_result *r)
 {
-	vd_watch_scope scope = { watch_covers, s->scanned_once ? watch_added : NULL, s };
+	vd_watch_scope scope = { watch_covers, watch_each_covered,
+		s->scanned_once ? watch_added : NULL, s };
 
 	if (r->n_dirs - s->merge_pos > VD_WATCH_SLICE) {
 		vd_watch_add(&s->watch, r->dirs + s->merge_pos, VD_WATCH_SLICE, &scope);
@@ -1343,12 +1394,31 @@ static void on_merge_idle(uv_idle_t *h)
 	merge_more(h->data);
 }
 
+static void unsee_one(void *arg, void *elem)
+{
+	(void)arg;
+	((vd_copy *)elem)->seen = 0;
+}
+
+/* Only the sweep reads seen, of the copies the scan covers: those are
+ * cleared, found by path; every copy when the scan is incomplete or out
+ * of memory. */
+static void unsee(vd_store *s, const vd_scan_result *r)
+{
+	const vd_order *by_path = r->incomplete ? NULL : vd_model_by_path(&s->model);
+	vd_copy *c;
+	size_t it = 0;
+
+	if (by_path != NULL && vd_scan_each_covered(r, by_path, copy_path, unsee_one, NULL) == 0)
+		return;
+	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
+		c->seen = 0;
+}
+
 static void after_scan(uv_work_t *req, int status)
 {
 	vd_store *s = req->data;
 	vd_scan_result *r = &s->scan_result;
-	vd_copy *c;
-	size_t it = 0;
 
 	s->scanning = 0;
 	s->merging = 1;
@@ -1383,8 +1453,7 @@ static void after_scan(uv_work_t *req, int status)
 		log_warn("the store scan was incomplete (%s); nothing it missed is taken for removed",
 		    r->incomplete_why);
 	}
-	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
-		c->seen = 0;
+	unsee(s, r);
 	s->merge_next = s->merge_pos = 0;
 	s->merge_step = MERGE_ARTIFACTS;
 	merge_more(s);

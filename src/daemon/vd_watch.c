@@ -22,6 +22,81 @@ static void wd_key(int wd, char *out, size_t n)
 	snprintf(out, n, "%d", wd);
 }
 
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* dir's string in the index, or NULL. */
+static char *dirs_find(vd_watch *w, const char *dir)
+{
+	size_t i;
+
+	for (i = 0; i < w->dirs.n_added; i++)
+		if (strcmp(w->dirs.added[i], dir) == 0)
+			return w->dirs.added[i];
+	i = vd_order_lower(&w->dirs, dir, str_cmp);
+	return i < w->dirs.n && strcmp(w->dirs.v[i], dir) == 0 ? w->dirs.v[i] : NULL;
+}
+
+static void dirs_free(vd_watch *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->dirs.n; i++)
+		free(w->dirs.v[i]);
+	for (i = 0; i < w->dirs.n_added; i++)
+		free(w->dirs.added[i]);
+	vd_order_clear(&w->dirs);
+}
+
+/* Settled; out of memory once, built again from by_dir (NULL: not now). */
+static const vd_order *dirs_settled(vd_watch *w)
+{
+	const char *k;
+	void *v;
+	char *copy;
+	size_t it = 0;
+
+	if (!w->dirs.failed && vd_order_settle(&w->dirs) == 0)
+		return &w->dirs;
+	dirs_free(w);
+	while (vd_map_next(&w->by_dir, &it, &k, &v))
+		if ((copy = strdup(k)) == NULL)
+			w->dirs.failed = 1;
+		else
+			vd_order_add(&w->dirs, copy);
+	return vd_order_settle(&w->dirs) == 0 ? &w->dirs : NULL;
+}
+
+static int dir_put(vd_watch *w, const char *dir, int wd)
+{
+	char *copy;
+	int known = vd_map_get(&w->by_dir, dir) != NULL;
+
+	if (vd_map_put(&w->by_dir, dir, (void *)(intptr_t)wd) < 0)
+		return -ENOMEM;
+	if (known)
+		return 0;
+	if ((copy = strdup(dir)) == NULL)
+		w->dirs.failed = 1;
+	else
+		vd_order_add(&w->dirs, copy);
+	return 0;
+}
+
+static intptr_t dir_del(vd_watch *w, const char *dir)
+{
+	intptr_t wd = (intptr_t)vd_map_del(&w->by_dir, dir);
+	char *str;
+
+	if (wd != 0 && (str = dirs_find(w, dir)) != NULL) {
+		vd_order_del(&w->dirs, str);
+		free(str);
+	}
+	return wd;
+}
+
 static void forget_wd(vd_watch *w, int wd)
 {
 	char key[16], *dir;
@@ -30,7 +105,7 @@ static void forget_wd(vd_watch *w, int wd)
 	dir = vd_map_del(&w->by_wd, key);
 	if (dir != NULL) {
 		if ((intptr_t)vd_map_get(&w->by_dir, dir) == wd)
-			vd_map_del(&w->by_dir, dir);
+			dir_del(w, dir);
 		free(dir);
 	}
 }
@@ -85,6 +160,7 @@ int vd_watch_init(vd_watch *w, uv_loop_t *loop, const char *root,
 
 	memset(w, 0, sizeof(*w));
 	vd_map_init(&w->by_dir);
+	vd_order_init(&w->dirs, str_cmp);
 	vd_map_init(&w->by_wd);
 	w->fn = fn;
 	w->arg = arg;
@@ -130,7 +206,7 @@ static int add_watch(vd_watch *w, const char *dir)
 		free(copy);
 		return -ENOMEM;
 	}
-	return vd_map_put(&w->by_dir, dir, (void *)(intptr_t)wd);
+	return dir_put(w, dir, wd);
 }
 
 /* Whether dir's watch is its own: a directory renamed away keeps the
@@ -154,7 +230,7 @@ static int watched(const vd_watch *w, const char *dir)
  * same wd, it stays watched. */
 static void drop_dir(vd_watch *w, const char *dir)
 {
-	int wd = (int)(intptr_t)vd_map_del(&w->by_dir, dir);
+	int wd = (int)dir_del(w, dir);
 	char key[16];
 	const char *now;
 
@@ -193,6 +269,60 @@ size_t vd_watch_add(vd_watch *w, char *const *dirs, size_t n, const vd_watch_sco
 	return w->active ? add_pass(w, dirs, n, scope, 0) : 0;
 }
 
+typedef struct stale_list {
+	const vd_map *keep;
+	char **v;
+	size_t n, cap;
+	int failed;
+} stale_list;
+
+static void note_stale(void *arg, void *dir)
+{
+	stale_list *l = arg;
+	char **grown;
+
+	if (vd_map_get(l->keep, dir) != NULL)
+		return;
+	if ((grown = vd_grow(l->v, &l->cap, l->n, sizeof(*grown))) == NULL ||
+	    (grown[l->n] = strdup(dir)) == NULL) {
+		if (grown != NULL)
+			l->v = grown;
+		l->failed = 1;
+		return;
+	}
+	l->v = grown;
+	l->n++;
+}
+
+static void stale_free(stale_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
+/* The stale watches the scope covers, found in the index: 0, or -1 when
+ * they must be looked for one by one. */
+static int drop_indexed(vd_watch *w, const vd_map *keep, const vd_watch_scope *scope)
+{
+	const vd_order *o;
+	stale_list l = { keep, NULL, 0, 0, 0 };
+	size_t i;
+
+	if (scope == NULL || scope->each_covered == NULL || (o = dirs_settled(w)) == NULL)
+		return -1;
+	if (scope->each_covered(scope->arg, o, note_stale, &l) < 0 || l.failed) {
+		stale_free(&l);
+		return -1;
+	}
+	for (i = 0; i < l.n; i++)
+		drop_dir(w, l.v[i]);
+	stale_free(&l);
+	return 0;
+}
+
 size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope)
 {
 	vd_map keep;
@@ -211,6 +341,10 @@ size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_sc
 	 * name, and one made under the old name needs its own after that. */
 	for (pass = 0; pass < 2; pass++)
 		added += add_pass(w, dirs, n, scope, pass);
+	if (drop_indexed(w, &keep, scope) == 0) {
+		vd_map_free(&keep);
+		return added;
+	}
 	/* Drop the watches of directories that went away, in batches (the
 	 * map cannot change under its iterator). */
 	do {
@@ -243,6 +377,8 @@ static void on_closed(uv_handle_t *h)
 		free(v);
 	vd_map_free(&w->by_wd);
 	vd_map_free(&w->by_dir);
+	dirs_free(w);
+	vd_order_free(&w->dirs);
 	close(w->fd);
 	free(w->root);
 }

@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "vd_map.h"
+#include "vd_order.h"
 
 /* dir is relative to the store root ("" for the root); name may be "".
  * overflow: events were lost, rescan everything. */
@@ -22,6 +23,8 @@ typedef struct vd_watch {
 	int fd;
 	char *root;
 	vd_map by_dir;      /* rel dir -> wd (as intptr_t) */
+	vd_order dirs;      /* by_dir's directories (strdup'd), by strcmp: what a
+	                     * scan of one change covers is found, not tested */
 	vd_map by_wd;       /* "wd" -> rel dir (strdup'd) */
 	vd_watch_fn fn;
 	void *arg;
@@ -35,6 +38,10 @@ int vd_watch_init(vd_watch *w, uv_loop_t *loop, const char *root,
  * who hears of each watch added. */
 typedef struct vd_watch_scope {
 	int (*covers)(void *arg, const char *dir);
+	/* The directories of dirs (settled, strings in strcmp order) covered,
+	 * each once to fn; -1 out of memory. NULL: covers is asked of each. */
+	int (*each_covered)(void *arg, const vd_order *dirs, void (*fn)(void *fnarg, void *dir),
+	    void *fnarg);
 	void (*added)(void *arg, const char *dir);
 	void *arg;
 } vd_watch_scope;

@@ -807,6 +807,27 @@ static void same_head(world *w, const vd_lineage *a, const vd_lineage *b)
 
 #define P_SETTLE_EVERY 3            /* steps: the listings' indexes are read on one in so many */
 
+/* The index of copies by path, which a scan of changes sweeps: every copy
+ * once, in strcmp order. */
+static void check_by_path(world *w, vd_model *m)
+{
+	const vd_order *byp = vd_model_by_path(m);
+	size_t i;
+
+	if (byp == NULL) {
+		violation(w, "the index by path cannot be read");
+		return;
+	}
+	if (byp->n != m->copies.count)
+		violation(w, "the index by path holds %zu copies, the model %zu", byp->n, m->copies.count);
+	for (i = 0; i < byp->n; i++) {
+		const vd_copy *c = byp->v[i];
+		if (vd_model_copy(m, c->relpath) != c ||
+		    (i > 0 && strcmp(((const vd_copy *)byp->v[i - 1])->relpath, c->relpath) >= 0))
+			violation(w, "the index by path is out of order or stale at %zu (%s)", i, c->relpath);
+	}
+}
+
 /* The listings' indexes, kept as copies come and go (and read only now and
  * then, so that removals meet elements still unsorted), against the model's
  * maps: every group once by hash, every copy with a header once by (run,
@@ -846,6 +867,7 @@ static void check_orders(world *w, vd_model *m)
 		    (i > 0 && vd_model_run_cmp(byr->v[i - 1], c) >= 0))
 			violation(w, "the index by run is out of order or stale at %zu (%s)", i, c->relpath);
 	}
+	check_by_path(w, m);
 }
 
 /* A model built anew from the slots (in reverse). */

@@ -167,6 +167,110 @@ static void test_covers(void **state)
 	assert_false(vd_scan_covers(&r, "ledger.jsonl"));
 }
 
+/* ---- what a scan covers, found in an index by path --------------------- */
+
+static const char *str_path(const void *p)
+{
+	return p;
+}
+
+static int str_order(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+typedef struct seen_list {
+	const char *v[64];
+	size_t n;
+} seen_list;
+
+static void note(void *arg, void *elem)
+{
+	seen_list *l = arg;
+
+	assert_true(l->n < 64);
+	l->v[l->n++] = elem;
+}
+
+/* What each_covered passes is exactly what vd_scan_covers says of every
+ * element, in order, each once. */
+static void check_each(const vd_scan_result *r, const vd_order *o)
+{
+	seen_list got = { { NULL }, 0 };
+	size_t i, k = 0;
+
+	assert_int_equal(vd_scan_each_covered(r, o, str_path, note, &got), 0);
+	for (i = 0; i < o->n; i++)
+		if (vd_scan_covers(r, o->v[i])) {
+			assert_true(k < got.n);
+			assert_ptr_equal(got.v[k], o->v[i]);
+			k++;
+		}
+	assert_int_equal(k, got.n);
+}
+
+static void test_each_covered(void **state)
+{
+	/* Neighbours in strcmp order of what each scope covers: a name
+	 * continued ("a-b", "ab"), a child, the ledger and its lookalikes. */
+	static const char *paths[] = {
+		"", "a", "a-b", "a.b", "a/commitments", "a/commitments/z.json", "a/ledger.jsonl",
+		"a/round-00001", "a/round-00010", "a/x/y", "ab", "b", "b/commitments",
+		"b/ledger.jsonl", "b/ledger.jsonlx", "b/round-00001", "c", "c/commitments",
+		"c/commitments/y.json", "c/commitmentsx", "c/ledger.jsonl", "commitments",
+		"commitments/x.json", "d/commitments", "d/commitments/x.json",
+		"d/commitments/y.json", "ledger.jsonl", "round-00000",
+	};
+	vd_scope scopes[] = {
+		{ VD_SCOPE_TREE, (char *)"a" },
+		{ VD_SCOPE_DIR, (char *)"b" },
+		{ VD_SCOPE_STMTS, (char *)"c" },
+		{ VD_SCOPE_FILE, (char *)"d/commitments/x.json" },
+		{ VD_SCOPE_DIR, (char *)"a" },          /* inside the tree of "a" */
+		{ VD_SCOPE_TREE, (char *)"a/x" },
+	};
+	vd_scope at_root[] = {
+		{ VD_SCOPE_TREE, (char *)"" },
+		{ VD_SCOPE_DIR, (char *)"" },
+		{ VD_SCOPE_STMTS, (char *)"" },
+	};
+	vd_scan_result r;
+	vd_order o;
+	size_t i, n;
+
+	(void)state;
+	vd_order_init(&o, str_order);
+	for (i = VD_ARRAY_LEN(paths); i-- > 0; )
+		vd_order_add(&o, (void *)paths[i]);
+	assert_int_equal(vd_order_settle(&o), 0);
+	memset(&r, 0, sizeof(r));
+	check_each(&r, &o);                     /* a whole scan: all */
+	r.incomplete = 1;
+	check_each(&r, &o);                     /* incomplete: none */
+	r.incomplete = 0;
+	r.targeted = 1;
+	r.scopes = scopes;
+	for (n = 0; n <= VD_ARRAY_LEN(scopes); n++) {
+		r.n_scopes = n;
+		check_each(&r, &o);
+	}
+	for (i = 0; i < VD_ARRAY_LEN(scopes); i++) {
+		r.scopes = &scopes[i];
+		r.n_scopes = 1;
+		check_each(&r, &o);
+	}
+	r.scopes = at_root;
+	for (i = 0; i < VD_ARRAY_LEN(at_root); i++) {
+		r.scopes = &at_root[i];
+		r.n_scopes = 1;
+		check_each(&r, &o);
+	}
+	r.scopes = at_root;
+	r.n_scopes = VD_ARRAY_LEN(at_root);
+	check_each(&r, &o);
+	vd_order_free(&o);
+}
+
 /* ---- changes into scopes ----------------------------------------------- */
 
 /* A round renamed into a run, a file of it, the run's ledger, one of its
@@ -428,6 +532,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_covers),
+		cmocka_unit_test(test_each_covered),
 		cmocka_unit_test(test_changes_in_a_run),
 		cmocka_unit_test(test_artifact_files_and_new_runs),
 		cmocka_unit_test(test_depth_limit),
