@@ -345,9 +345,9 @@ static void on_retain_idle(uv_idle_t *h)
  * removal of a copy (a group's last copy gone, its descendants' chains
  * need it remembered), the views, a post or withdrawal, the round check
  * of a statement, the sweep of stored verdicts and the close. Until
- * then nothing but verdicts changes: a group left in the list is looked
- * at as it is when its turn comes, and one whose verified copy failed
- * meanwhile is not remembered, as a pass after the failure would not. */
+ * then only verdicts and new copies change: a group left in the list is
+ * looked at as it is when its turn comes, and one whose verified copy
+ * failed meanwhile is not remembered, as a pass after it would not. */
 static void retain_catch_up(vd_store *s)
 {
 	if (s->retain_next < s->n_retain_q)
