@@ -284,8 +284,11 @@ static int commit_record(vd_store *s, const vd_mem_record *rec)
 	return rc == -EIO ? -EIO : 0;
 }
 
+static void retain_catch_up(vd_store *s);
+
 const vd_order *vd_store_retained_order(vd_store *s)
 {
+	retain_catch_up(s);
 	return vd_memory_retained_order(&s->memory);
 }
 
@@ -316,19 +319,79 @@ static void retain_group(vd_store *s, const vd_group *g)
 		(void)commit_record(s, &rec);     /* not durable: tried at its next refresh */
 }
 
+static void retain_more(vd_store *s, size_t budget)
+{
+	const vd_group *g;
+
+	while (s->retain_next < s->n_retain_q && budget-- > 0)
+		if ((g = vd_model_group(&s->model, s->retain_q[s->retain_next++])) != NULL)
+			retain_group(s, g);
+	if (s->retain_next == s->n_retain_q) {
+		s->n_retain_q = s->retain_next = 0;
+		if (!s->closing)
+			uv_idle_stop(&s->retain_idle);
+	}
+}
+
+static void on_retain_idle(uv_idle_t *h)
+{
+	retain_more(h->data, VD_RETAIN_SLICE);
+}
+
+/* What a whole pass left to remember is remembered at once before
+ * anything reads the memory of retained artifacts or may change what it
+ * remembers from: a lineage refresh (the next groups' states, and the
+ * chains that read the memory where a copy is not in their run), the
+ * removal of a copy (a group's last copy gone, its descendants' chains
+ * need it remembered), the views, a post or withdrawal, the round check
+ * of a statement, the sweep of stored verdicts and the close. Until
+ * then only verdicts and new copies change: a group left in the list is
+ * looked at as it is when its turn comes, and one whose verified copy
+ * failed meanwhile is not remembered, as a pass after it would not. */
+static void retain_catch_up(vd_store *s)
+{
+	if (s->retain_next < s->n_retain_q)
+		retain_more(s, SIZE_MAX);
+}
+
+/* A whole pass: every committed group not yet remembered is listed, and
+ * remembered VD_RETAIN_SLICE a turn (the first pass over a store of
+ * 16,000 rounds commits them all in one refresh: 16,000 durable rows, some
+ * 80 ms). Out of memory for the list, a group is remembered at once. */
+static void retain_all(vd_store *s)
+{
+	vd_group *g;
+	void *grown;
+	size_t it = 0;
+
+	retain_catch_up(s);
+	while ((g = vd_model_next_group(&s->model, &it)) != NULL) {
+		if (!g->committed || vd_map_get(&s->memory.retained, g->hash) != NULL)
+			continue;
+		grown = vd_grow(s->retain_q, &s->cap_retain_q, s->n_retain_q, sizeof(*s->retain_q));
+		if (grown == NULL) {
+			retain_group(s, g);
+			continue;
+		}
+		s->retain_q = grown;
+		memcpy(s->retain_q[s->n_retain_q++], g->hash, sizeof(*s->retain_q));
+	}
+	retain_more(s, VD_RETAIN_SLICE);
+	if (s->n_retain_q > 0 && !s->closing)
+		uv_idle_start(&s->retain_idle, on_retain_idle);
+}
+
 /* Of the groups the last refresh recomputed. */
 static void retain_committed(vd_store *s, const vd_lineage_delta *d)
 {
-	vd_group *g;
-	size_t it = 0, i;
+	size_t i;
 
-	if (!d->whole) {
-		for (i = 0; i < d->n_touched; i++)
-			retain_group(s, d->touched[i]);
+	if (d->whole) {
+		retain_all(s);
 		return;
 	}
-	while ((g = vd_model_next_group(&s->model, &it)) != NULL)
-		retain_group(s, g);
+	for (i = 0; i < d->n_touched; i++)
+		retain_group(s, d->touched[i]);
 }
 
 /* The last copy of a hash went away: a remembered artifact is pruned (an
@@ -350,6 +413,7 @@ static void remove_copy(vd_store *s, vd_copy *c)
 	int64_t round = c->hdr.round_index;
 	int indexed = c->hdr.code == VD_OK;
 
+	retain_catch_up(s);
 	log_info("%s %s is gone", c->kind == VD_KIND_TAR ? "tar artifact" : "artifact directory",
 	    c->relpath);
 	if (s->state)
@@ -575,6 +639,7 @@ static void prune_stored(vd_store *s)
 	size_t it = 0;
 	vd_map keep, noted;
 
+	retain_catch_up(s);
 	vd_map_init(&keep);
 	vd_map_init(&noted);
 	while (vd_map_next(&s->stored, &it, &k, &v)) {
@@ -736,6 +801,7 @@ static vd_env_reason check_round(vd_store *s, const vd_signed_stmt *st, char *wh
 {
 	int64_t hr;
 
+	retain_catch_up(s);
 	if (st->st.kind != VD_STMT_ROUNDCLOSE ||
 	    !vd_round_mismatch(&s->model, &s->memory.retained, st->run, st->st.round_index, st->st.hash, &hr))
 		return VD_ENV_OK;
@@ -807,6 +873,7 @@ static int remember_sigs(vd_store *s, const vd_statement *st, const char *run,
 int vd_store_round_mismatch(vd_store *s, const char *run, int64_t round, const char *hash,
     int64_t *header_round)
 {
+	retain_catch_up(s);
 	return vd_round_mismatch(&s->model, &s->memory.retained, run, round, hash, header_round);
 }
 
@@ -1634,6 +1701,7 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
 	vd_mem_record rec;
 	int rc;
 
+	retain_catch_up(s);
 	memset(&c, 0, sizeof(c));
 	snprintf(c.run, sizeof(c.run), "%s", run);
 	c.round_index = round;
@@ -1659,6 +1727,7 @@ int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *co
 	vd_mem_record rec;
 	int rc;
 
+	retain_catch_up(s);
 	if (s->state == NULL || n_keys == 0)
 		return -1;
 	rc = vd_memory_post_checkpoint(&s->memory, st, key_ids[0], &rec);
@@ -1711,6 +1780,7 @@ int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
 	unsigned named;
 	int rc;
 
+	retain_catch_up(s);
 	/* Every source that names (run, round) -> hash, into w->sources. */
 	named = vd_memory_sources(&s->memory, w->run, w->round_index, w->hash);
 	w->sources[0] = '\0';
@@ -1917,6 +1987,7 @@ static void refresh_now(vd_store *s, vd_refresh what)
 {
 	vd_lineage_input in;
 
+	retain_catch_up(s);
 	memset(&in, 0, sizeof(in));
 	in.model = &s->model;
 	in.policy = vd_config_trust(s->cfg);
@@ -2063,6 +2134,8 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->alerts_timer.data = s;
 	uv_idle_init(loop, &s->merge_idle);
 	s->merge_idle.data = s;
+	uv_idle_init(loop, &s->retain_idle);
+	s->retain_idle.data = s;
 	uv_check_init(loop, &s->flush_check);
 	uv_prepare_init(loop, &s->flush_prepare);
 	s->flush_check.data = s->flush_prepare.data = s;
@@ -2105,6 +2178,7 @@ static void free_all(vd_store *s)
 	free(s->unsaved);
 	vd_model_free(&s->model);
 	vd_memory_free(&s->memory);
+	free(s->retain_q);
 	while (vd_map_next(&s->env_cache, &it, &k, &v))
 		free(v);
 	vd_map_free(&s->env_cache);
@@ -2150,11 +2224,13 @@ void vd_store_close(vd_store *s, void (*done)(void *), void *arg)
 	vd_pool_stop(s->pool, s->cfg->shutdown_grace * 1000);
 	s->pool = NULL;             /* freed once its handle closes */
 	vd_watch_close(&s->watch);
+	retain_catch_up(s);
 	vd_state_flush(s->state);
-	s->handles_open = 7 + (s->scanning ? 1 : 0);
+	s->handles_open = 8 + (s->scanning ? 1 : 0);
 	s->handles_open += vd_sched_close(&s->sched, handle_closed, s);
 	s->handles_open += vd_waiters_close(&s->waiters, handle_closed, s);
 	uv_close((uv_handle_t *)&s->merge_idle, handle_closed);
+	uv_close((uv_handle_t *)&s->retain_idle, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_check, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_prepare, handle_closed);
 	uv_close((uv_handle_t *)&s->refresh_timer, handle_closed);

@@ -74,6 +74,10 @@ typedef struct vd_store {
 	/* Lineage recomputation after verdicts, bounded in loop share. */
 	uv_timer_t refresh_timer;
 	int lineage_dirty, commits_dirty;
+	/* The groups a whole pass left to remember, VD_RETAIN_SLICE a turn. */
+	char (*retain_q)[VD_HASH_HEX_LEN + 1];
+	size_t n_retain_q, retain_next, cap_retain_q;
+	uv_idle_t retain_idle;      /* active: more of them next loop turn */
 	vd_lineage_delta delta;        /* what the last refresh changed */
 	/* The alert history's writes not yet known committed, in order (kind
 	 * -1: a settle): the first alerts_written are in the open batch, the

@@ -230,6 +230,10 @@
 #define VD_LEDGER_REMEMBER_SLICE 1000
 /* Directories given an inotify watch a loop turn, at the end of a merge. */
 #define VD_WATCH_SLICE 2000
+/* Artifacts a whole lineage pass newly found committed, remembered (each a
+ * durable row and its audit row) a loop turn: the first pass over a store
+ * of many thousand rounds commits them all at once. */
+#define VD_RETAIN_SLICE 2000
 /* The listings' indexes (src/core/vd_order.h) sort in what was added once
  * this much waits unsorted, or when a page is read. */
 #define VD_ORDER_UNSORTED_MAX 1024
