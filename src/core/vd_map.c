@@ -42,24 +42,26 @@ void vd_map_free(vd_map *m)
 	m->borrowed = borrowed;
 }
 
-static vd_map_slot *find(const vd_map *m, const char *key)
+/* Keys are mostly hashes of 64 hex digits and paths sharing long
+ * prefixes: the stored hash spares most of their comparisons. */
+static vd_map_slot *find(const vd_map *m, const char *key, uint64_t h)
 {
 	size_t i, mask = m->cap - 1;
 
 	if (m->cap == 0)
 		return NULL;
-	for (i = hash(key) & mask;; i = (i + 1) & mask) {
+	for (i = h & mask;; i = (i + 1) & mask) {
 		vd_map_slot *s = &m->slots[i];
 		if (s->key == NULL)
 			return NULL;
-		if (s->key != DELETED && strcmp(s->key, key) == 0)
+		if (s->key != DELETED && s->hash == h && strcmp(s->key, key) == 0)
 			return s;
 	}
 }
 
 void *vd_map_get(const vd_map *m, const char *key)
 {
-	vd_map_slot *s = find(m, key);
+	vd_map_slot *s = find(m, key, hash(key));
 
 	return s ? s->value : NULL;
 }
@@ -84,7 +86,7 @@ static int grow(vd_map *m)
 		size_t j, mask = cap - 1;
 		if (s->key == NULL || s->key == DELETED)
 			continue;
-		for (j = hash(s->key) & mask; m->slots[j].key != NULL; j = (j + 1) & mask)
+		for (j = s->hash & mask; m->slots[j].key != NULL; j = (j + 1) & mask)
 			;
 		d = &m->slots[j];
 		*d = *s;
@@ -97,7 +99,8 @@ static int grow(vd_map *m)
 
 int vd_map_put(vd_map *m, const char *key, void *value)
 {
-	vd_map_slot *s = find(m, key);
+	uint64_t h = hash(key);
+	vd_map_slot *s = find(m, key, h);
 	size_t i, mask;
 	char *k;
 
@@ -114,20 +117,21 @@ int vd_map_put(vd_map *m, const char *key, void *value)
 	else if ((k = strdup(key)) == NULL)
 		return -ENOMEM;
 	mask = m->cap - 1;
-	for (i = hash(key) & mask; m->slots[i].key != NULL && m->slots[i].key != DELETED;
+	for (i = h & mask; m->slots[i].key != NULL && m->slots[i].key != DELETED;
 	    i = (i + 1) & mask)
 		;
 	if (m->slots[i].key == NULL)
 		m->used++;
 	m->slots[i].key = k;
 	m->slots[i].value = value;
+	m->slots[i].hash = h;
 	m->count++;
 	return 0;
 }
 
 void *vd_map_del(vd_map *m, const char *key)
 {
-	vd_map_slot *s = find(m, key);
+	vd_map_slot *s = find(m, key, hash(key));
 	void *v;
 
 	if (s == NULL)

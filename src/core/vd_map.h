@@ -4,10 +4,12 @@
 #define VD_MAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct vd_map_slot {
 	char *key;          /* NULL: empty; (char *)1: deleted */
 	void *value;
+	uint64_t hash;      /* the key's: compared before the key, kept for growing */
 } vd_map_slot;
 
 typedef struct vd_map {
