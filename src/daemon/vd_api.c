@@ -1468,7 +1468,7 @@ static const char *not_ready(const vd_api *api)
 static void get_summary(vd_api *api, vd_req *r)
 {
 	vd_page_facts f = { not_ready(api), api->cfg, api->signing_key, api->store->keys,
-		&api->store->lineage, VD_API_RETRY_AFTER };
+		vd_core_lineage(&api->store->core), VD_API_RETRY_AFTER };
 
 	vd_page_summary(r, &f);
 }

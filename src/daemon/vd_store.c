@@ -18,6 +18,7 @@
 #include "vd_store.h"
 
 static void refresh_now(vd_store *s, vd_refresh what);
+static void touch(vd_store *s, int commits);
 static void on_merge_idle(uv_idle_t *h);
 static void scan_path(vd_store *s, const char *relpath);
 static void close_step(vd_store *s);
@@ -235,7 +236,7 @@ static void on_job_done(vd_job *j, void *arg)
 	take_header(s, c, j);
 	oms_commit_sig(s, c, sig_after, sizeof(sig_after));
 	if (strcmp(sig_before, sig_after) != 0) {
-		s->commits_dirty = 1;
+		touch(s, 1);
 		if (vd_oms_commits(c, s->oms_keys))
 			oms_audit(s, c);
 	}
@@ -268,130 +269,104 @@ out:
 	vd_waiters_check(&s->waiters);
 }
 
-/* ---- retention --------------------------------------------------------- */
+/* ---- the commitments state machine ------------------------------------ */
 
-/* ---- the memory of commitments ------------------------------------------ */
+static void apply_delta(vd_store *s, const vd_lineage_delta *d);
 
-/* Persisted, then applied: -EIO when it could not be made durable (the
- * memory is as it was). Applying may run out of memory after the record
- * is durable: it counts from the next start. */
-static int commit_record(vd_store *s, const vd_mem_record *rec)
+/* The core's persistence: the state database, once attached. */
+static int store_persist(const vd_mem_record *rec, void *arg)
 {
-	int rc = vd_memory_commit(&s->memory, rec, vd_memstate_persist, s->state);
-
-	if (rc == -ENOMEM)
-		log_error("out of memory remembering a commitment; it is stored and counts after a restart");
-	return rc == -EIO ? -EIO : 0;
+	return vd_memstate_persist(rec, ((vd_store *)arg)->state);
 }
 
-static void retain_catch_up(vd_store *s);
-
-const vd_order *vd_store_retained_order(vd_store *s)
+static void trim_heap(vd_store *s)
 {
-	retain_catch_up(s);
-	return vd_memory_retained_order(&s->memory);
-}
+	uint64_t now = uv_now(s->loop);
 
-/* An artifact verified and committed is remembered (once), so that its
- * descendants' chains pass through it after its directory is removed. */
-static void retain_group(vd_store *s, const vd_group *g)
-{
-	const vd_copy *c = NULL;
-	vd_mem_record rec;
-	vd_retained r;
-	size_t i;
-
-	if (!g->committed || vd_map_get(&s->memory.retained, g->hash) != NULL)
-		return;
-	for (i = 0; i < g->n && c == NULL; i++)
-		if (vd_copy_settled(g->copies[i]) == VD_AS_VERIFIED)
-			c = g->copies[i];
-	if (c == NULL)
-		return;
-	memset(&r, 0, sizeof(r));
-	memcpy(r.hash, g->hash, sizeof(r.hash));
-	r.run = c->run;
-	r.round_index = g->round_index;
-	r.has_parent = g->has_parent;
-	memcpy(r.parent, g->parent, sizeof(r.parent));
-	r.verified_at = c->verified_at;
-	if (vd_memory_retain(&s->memory, &r, &rec) == VD_POST_NEW)
-		(void)commit_record(s, &rec);     /* not durable: tried at its next refresh */
-}
-
-static void retain_more(vd_store *s, size_t budget)
-{
-	const vd_group *g;
-
-	while (s->retain_next < s->n_retain_q && budget-- > 0)
-		if ((g = vd_model_group(&s->model, s->retain_q[s->retain_next++])) != NULL)
-			retain_group(s, g);
-	if (s->retain_next == s->n_retain_q) {
-		s->n_retain_q = s->retain_next = 0;
-		if (!s->closing)
-			uv_idle_stop(&s->retain_idle);
+	if (now - s->trimmed_at >= VD_TRIM_INTERVAL_MS) {
+		s->trimmed_at = now;
+		malloc_trim(0);
 	}
+}
+
+/* What lineage reads besides the memory, as the store has it now. */
+static void core_sources(vd_store *s, vd_refresh change)
+{
+	vd_core_input in = { .kind = VD_CORE_SOURCES };
+	vd_core_output out;
+
+	in.u.sources.src = (vd_core_sources){ &s->model, vd_config_trust(s->cfg), s->keys,
+		s->oms_keys, s->ledgers, s->n_ledgers, s->scanned_once };
+	in.u.sources.change = change;
+	vd_core_step(&s->core, &in, &out);
+}
+
+static void on_retain_idle(uv_idle_t *h);
+
+/* What every output asks of the shell: a refresh's changes logged,
+ * recorded and published; the retention's slices scheduled. */
+static void core_apply(vd_store *s, const vd_core_output *out)
+{
+	if (out->oom)
+		log_error("out of memory remembering a commitment; it is stored and counts after a restart");
+	if (out->delta != NULL) {
+		apply_delta(s, out->delta);
+		vd_events_lineage(s->events, vd_core_lineage(&s->core), out->delta, &s->model, s->cfg,
+		    out->refreshed != VD_REFRESH_MODEL, s->scanned_once);
+		uv_timer_stop(&s->refresh_timer);
+		trim_heap(s);
+	}
+	if (s->closing)
+		return;
+	if (out->retain_left > 0)
+		uv_idle_start(&s->retain_idle, on_retain_idle);
+	else
+		uv_idle_stop(&s->retain_idle);
+}
+
+/* Every input goes in with the sources as they are, and its output is
+ * applied before the caller reads it. */
+static void core_step(vd_store *s, const vd_core_input *in, vd_core_output *out)
+{
+	core_sources(s, VD_REFRESH_MODEL);
+	vd_core_step(&s->core, in, out);
+	core_apply(s, out);
+}
+
+static void retain_some(vd_store *s, size_t budget)
+{
+	vd_core_input in = { .kind = VD_CORE_RETAIN, .u.budget = budget };
+	vd_core_output out;
+
+	core_step(s, &in, &out);
 }
 
 static void on_retain_idle(uv_idle_t *h)
 {
-	retain_more(h->data, VD_RETAIN_SLICE);
+	retain_some(h->data, VD_RETAIN_SLICE);
 }
 
 /* What a whole pass left to remember is remembered at once before
  * anything reads the memory of retained artifacts or may change what it
- * remembers from: a lineage refresh (the next groups' states, and the
- * chains that read the memory where a copy is not in their run), the
- * removal of a copy (a group's last copy gone, its descendants' chains
- * need it remembered), the views, a post or withdrawal, the round check
- * of a statement, the sweep of stored verdicts and the close. Until
- * then only verdicts and new copies change: a group left in the list is
- * looked at as it is when its turn comes, and one whose verified copy
- * failed meanwhile is not remembered, as a pass after it would not. */
+ * remembers from: the removal of a copy (a group's last copy gone, its
+ * descendants' chains need it remembered), the views, the round check of
+ * a statement, the sweep of stored verdicts and the close. (The core
+ * catches up itself before a refresh, a post or a withdrawal.) */
 static void retain_catch_up(vd_store *s)
 {
-	if (s->retain_next < s->n_retain_q)
-		retain_more(s, SIZE_MAX);
+	if (vd_core_retain_left(&s->core) > 0)
+		retain_some(s, SIZE_MAX);
 }
 
-/* A whole pass: every committed group not yet remembered is listed, and
- * remembered VD_RETAIN_SLICE a turn (the first pass over a store of
- * 16,000 rounds commits them all in one refresh: 16,000 durable rows, some
- * 80 ms). Out of memory for the list, a group is remembered at once. */
-static void retain_all(vd_store *s)
+const vd_order *vd_store_retained_order(vd_store *s)
 {
-	vd_group *g;
-	void *grown;
-	size_t it = 0;
-
 	retain_catch_up(s);
-	while ((g = vd_model_next_group(&s->model, &it)) != NULL) {
-		if (!g->committed || vd_map_get(&s->memory.retained, g->hash) != NULL)
-			continue;
-		grown = vd_grow(s->retain_q, &s->cap_retain_q, s->n_retain_q, sizeof(*s->retain_q));
-		if (grown == NULL) {
-			retain_group(s, g);
-			continue;
-		}
-		s->retain_q = grown;
-		memcpy(s->retain_q[s->n_retain_q++], g->hash, sizeof(*s->retain_q));
-	}
-	retain_more(s, VD_RETAIN_SLICE);
-	if (s->n_retain_q > 0 && !s->closing)
-		uv_idle_start(&s->retain_idle, on_retain_idle);
+	return vd_core_retained_order(&s->core);
 }
 
-/* Of the groups the last refresh recomputed. */
-static void retain_committed(vd_store *s, const vd_lineage_delta *d)
+static const vd_memory *memory(const vd_store *s)
 {
-	size_t i;
-
-	if (d->whole) {
-		retain_all(s);
-		return;
-	}
-	for (i = 0; i < d->n_touched; i++)
-		retain_group(s, d->touched[i]);
+	return vd_core_memory(&s->core);
 }
 
 /* The last copy of a hash went away: a remembered artifact is pruned (an
@@ -400,7 +375,7 @@ static void note_removed(vd_store *s, const char *hash, int64_t round, const cha
 {
 	if (vd_model_group(&s->model, hash) != NULL)
 		return;
-	if (vd_map_get(&s->memory.retained, hash) != NULL) {
+	if (vd_core_is_retained(&s->core, hash)) {
 		s->metrics->artifacts_pruned_total++;
 		log_info("round %lld (%s, %s) was removed; it stays in its descendants' chains as a pruned link",
 		    (long long)round, relpath, hash);
@@ -422,7 +397,7 @@ static void remove_copy(vd_store *s, vd_copy *c)
 	memcpy(hash, c->hdr.content_hash, sizeof(hash));
 	snprintf(rel, sizeof(rel), "%s", c->relpath);
 	if (vd_oms_commits(c, s->oms_keys))
-		s->commits_dirty = 1;
+		touch(s, 1);
 	/* An in-flight job finds no copy on return and is dropped. */
 	vd_model_remove_copy(&s->model, c);
 	if (indexed)
@@ -646,7 +621,7 @@ static void prune_stored(vd_store *s)
 		const char *hash = ((stored *)v)->v.content_hash;
 		if (unreadable_covers(s, k, 0) && vd_map_put(&keep, k, v) == 0)
 			continue;
-		if ((r = vd_map_get(&s->memory.retained, hash)) != NULL && vd_map_get(&noted, hash) == NULL &&
+		if ((r = vd_map_get(&memory(s)->retained, hash)) != NULL && vd_map_get(&noted, hash) == NULL &&
 		    vd_map_put(&noted, hash, (void *)1) == 0)
 			note_removed(s, r->hash, r->round_index, k);
 		if (s->state)
@@ -660,35 +635,33 @@ static void prune_stored(vd_store *s)
 
 /* ---- the append-only memory of ledgers -------------------------------- */
 
+/* What the core found of a ledger, said once. */
+static void log_ledger_note(const char *relpath, const vd_core_output *out)
+{
+	if (out->note == VD_CORE_NOTE_REWRITTEN)
+		log_warn("%s was rewritten: %s; keeping the %zu records seen before", relpath,
+		    out->detail, out->seen);
+	else if (out->note == VD_CORE_NOTE_EXTENDS_AGAIN)
+		log_info("%s extends its remembered records again", relpath);
+}
+
 /* What a scan read of a ledger: its new records remembered durably, at
  * most *budget of them (taken off it), or the file no longer extending
  * them noted (said once). 0 when records were left for the next turn. */
 static int remember_ledger(vd_store *s, const vd_scan_ledger *l, size_t *budget)
 {
-	const vd_ledger_mem *m = vd_memory_ledger(&s->memory, l->relpath);
-	int was_rewritten = m != NULL && m->rewritten, same_detail, more = 0;
-	size_t seen = m ? m->n : 0;
-	vd_mem_record rec;
+	vd_core_input in = { .kind = VD_CORE_LEDGER, .u.ledger = { l, *budget } };
+	vd_core_output out;
 
-	if (vd_memory_read_ledger_some(&s->memory, l, *budget, &rec, &more) < 0) {
+	core_step(s, &in, &out);
+	if (out.result == -ENOMEM)
 		log_error("out of memory reading %s against its remembered records; read again next scan",
 		    l->relpath);
-		vd_mem_record_free(&rec);
-		return 1;
-	}
-	same_detail = m != NULL && strcmp(m->detail, rec.detail) == 0;
-	if (rec.kind == VD_MEM_LEDGER_DIVERGED && (!was_rewritten || !same_detail))
-		log_warn("%s was rewritten: %s; keeping the %zu records seen before", l->relpath,
-		    rec.detail, seen);
-	if (rec.kind == VD_MEM_LEDGER_APPEND)
-		*budget -= rec.n;
+	else if (out.result > 0)
+		*budget -= (size_t)out.result;
 	/* Not durable: not remembered; read again next scan. */
-	if (commit_record(s, &rec) < 0)
-		more = 0;
-	else if (rec.kind == VD_MEM_LEDGER_APPEND && was_rewritten)
-		log_info("%s extends its remembered records again", l->relpath);
-	vd_mem_record_free(&rec);
-	return !more;
+	log_ledger_note(l->relpath, &out);
+	return !out.more;
 }
 
 /* The scan's ledgers from merge_pos on, VD_LEDGER_REMEMBER_SLICE new
@@ -711,7 +684,6 @@ static void remember_ledgers(vd_store *s, vd_scan_result *r)
 	const char *k;
 	void *v;
 	vd_map seen, gone;
-	vd_mem_record rec;
 	size_t i, it = 0;
 	int listed = !r->incomplete;
 
@@ -720,17 +692,15 @@ static void remember_ledgers(vd_store *s, vd_scan_result *r)
 	for (i = 0; i < r->n_ledgers; i++)
 		if (vd_map_put(&seen, r->ledgers[i].relpath, (void *)1) < 0)
 			listed = 0;     /* which are missing is not known */
-	while (listed && vd_map_next(&s->memory.mems, &it, &k, &v))
+	while (listed && vd_map_next(&memory(s)->mems, &it, &k, &v))
 		if (vd_map_get(&seen, k) == NULL && vd_scan_covers(r, k) && !unreadable_covers(s, k, 0))
 			vd_map_put(&gone, k, (void *)1);
 	/* Noted after the walk: the memory's map is not changed under it. */
 	for (it = 0; vd_map_next(&gone, &it, &k, &v); ) {
-		const vd_ledger_mem *m = vd_memory_ledger(&s->memory, k);
-		vd_memory_ledger_gone(&s->memory, k, &rec);
-		if (rec.kind != VD_MEM_NONE && (!m->rewritten || strcmp(m->detail, rec.detail) != 0))
-			log_warn("%s was rewritten: %s; keeping the %zu records seen before", k,
-			    rec.detail, m->n);
-		(void)commit_record(s, &rec);
+		vd_core_input in = { .kind = VD_CORE_LEDGER_GONE, .u.relpath = k };
+		vd_core_output out;
+		core_step(s, &in, &out);
+		log_ledger_note(k, &out);
 	}
 	vd_map_free(&gone);
 	vd_map_free(&seen);
@@ -738,23 +708,20 @@ static void remember_ledgers(vd_store *s, vd_scan_result *r)
 
 const vd_ledger_mem *vd_store_ledger_mem(vd_store *s, const char *relpath)
 {
-	return vd_memory_ledger(&s->memory, relpath);
+	return vd_memory_ledger(memory(s), relpath);
 }
 
 int vd_store_forget_ledger(vd_store *s, const char *relpath)
 {
-	vd_mem_record rec;
-	size_t n;
+	vd_core_input in = { .kind = VD_CORE_LEDGER_FORGET, .u.relpath = relpath };
+	vd_core_output out;
 
-	if (vd_memory_forget_ledger(&s->memory, relpath, &rec) < 0)
-		return -ENOENT;
-	n = vd_memory_ledger(&s->memory, relpath)->n;
-	if (commit_record(s, &rec) < 0)
-		return -EIO;
+	core_step(s, &in, &out);
+	if (out.result < 0)
+		return out.result;
 	log_warn("forgot the %zu remembered records of %s; re-learning it from the file as it is now",
-	    n, relpath);
+	    out.seen, relpath);
 	vd_store_scan(s);
-	vd_store_refresh(s);
 	return 0;
 }
 
@@ -803,7 +770,7 @@ static vd_env_reason check_round(vd_store *s, const vd_signed_stmt *st, char *wh
 
 	retain_catch_up(s);
 	if (st->st.kind != VD_STMT_ROUNDCLOSE ||
-	    !vd_round_mismatch(&s->model, &s->memory.retained, st->run, st->st.round_index, st->st.hash, &hr))
+	    !vd_core_round_mismatch(&s->core, st->run, st->st.round_index, st->st.hash, &hr))
 		return VD_ENV_OK;
 	snprintf(why, whylen, "the statement commits round %lld to %s, whose header.json says round_index %lld, not %lld",
 	    (long long)st->st.round_index, st->st.hash, (long long)hr,
@@ -842,39 +809,11 @@ static vd_env_reason evaluate(vd_store *s, const vd_scan_envelope *e, env_eval *
 	return check_round(s, &ev->stmt, why, whylen);
 }
 
-/* Known already: 0; new and kept: 1; -1 when it could not be kept. */
-static int remember_one(vd_store *s, const vd_statement *st, const char *run,
-    const char *key_id, const char *where, const uint8_t *env, size_t env_len)
-{
-	vd_mem_record rec;
-
-	if (vd_memory_remember(&s->memory, st, run, key_id, where, &rec) == VD_POST_KNOWN)
-		return 0;
-	rec.env = env;
-	rec.env_len = env_len;
-	return commit_record(s, &rec) < 0 ? -1 : 1;
-}
-
-static int remember_sigs(vd_store *s, const vd_statement *st, const char *run,
-    const char *const *key_ids, size_t n_keys, const char *where,
-    const uint8_t *env, size_t env_len)
-{
-	size_t i;
-	int added = 0, rc;
-
-	for (i = 0; i < n_keys; i++) {
-		if ((rc = remember_one(s, st, run, key_ids[i], where, env, env_len)) < 0)
-			return -1;
-		added += rc;
-	}
-	return added;
-}
-
 int vd_store_round_mismatch(vd_store *s, const char *run, int64_t round, const char *hash,
     int64_t *header_round)
 {
 	retain_catch_up(s);
-	return vd_round_mismatch(&s->model, &s->memory.retained, run, round, hash, header_round);
+	return vd_core_round_mismatch(&s->core, run, round, hash, header_round);
 }
 
 /* A file statement accepted is remembered under each of its signers: it
@@ -882,13 +821,20 @@ int vd_store_round_mismatch(vd_store *s, const char *run, int64_t round, const c
 static void remember_file(vd_store *s, const vd_scan_envelope *e, const env_eval *ev)
 {
 	const char *keys[VD_DSSE_MAX_SIGS];
+	vd_core_input in = { .kind = VD_CORE_STATEMENT, .env = e->bytes.p, .env_len = e->bytes.len };
+	vd_core_output out;
 	size_t i;
 
 	for (i = 0; i < ev->n_signers; i++)
 		keys[i] = ev->signers[i];
+	in.u.statement.st = &ev->stmt.st;
+	in.u.statement.run = ev->stmt.run;
+	in.u.statement.key_ids = keys;
+	in.u.statement.n_keys = ev->n_signers;
+	in.u.statement.where = e->relpath;
 	/* The merge refreshes lineage once it is done (finish_merge). */
-	if (remember_sigs(s, &ev->stmt.st, ev->stmt.run, keys, ev->n_signers,
-	    e->relpath, e->bytes.p, e->bytes.len) < 0)
+	core_step(s, &in, &out);
+	if (out.result < 0)
 		vd_logf(VD_LOG_ERROR, &(vd_log_fields){ .path = e->relpath },
 		    "signed statement %s could not be remembered; it counts until the daemon stops",
 		    e->relpath);
@@ -1303,11 +1249,11 @@ static uint64_t commit_sources_sig(const vd_store *s)
 		h = fnv_str(h, l->read_error);
 		h = fnv_str(h, l->result.break_detail);
 	}
-	while (vd_map_next(&s->memory.mems, &it, &k, &v))
+	while (vd_map_next(&memory(s)->mems, &it, &k, &v))
 		mems ^= mem_sig(v);       /* in any order */
 	h = fnv(h, &mems, sizeof(mems));
-	for (i = 0; i < s->memory.n_stmts; i++) {
-		const vd_signed_stmt *st = &s->memory.stmts[i];
+	for (i = 0; i < memory(s)->n_stmts; i++) {
+		const vd_signed_stmt *st = &memory(s)->stmts[i];
 		h = fnv_str(h, st->where);
 		h = fnv_str(h, st->key_id);
 		h = fnv_str(h, st->run);
@@ -1414,7 +1360,7 @@ static void finish_merge(vd_store *s)
 	s->scanned_once = 1;
 	if ((sig = commit_sources_sig(s)) != s->commit_sig) {
 		s->commit_sig = sig;
-		s->commits_dirty = 1;
+		touch(s, 1);
 	}
 	refresh_now(s, VD_REFRESH_MODEL);
 	vd_waiters_check(&s->waiters);
@@ -1665,93 +1611,69 @@ static void load_verdict(const vd_stored_verdict *v, void *arg)
 
 int vd_store_attach_state(vd_store *s, vd_state *st, char *err, size_t errlen)
 {
+	vd_core_input in = { .kind = VD_CORE_RESTORE };
+	vd_core_output out;
+	vd_memory loaded;
+	const vd_memory *m = memory(s);
 	int rc;
 
 	s->state = st;
+	vd_memory_init(&loaded);
 	if ((rc = vd_state_load_verdicts(st, load_verdict, s, err, errlen)) < 0 ||
-	    (rc = vd_memstate_load(st, &s->memory, err, errlen)) < 0)
+	    (rc = vd_memstate_load(st, &loaded, err, errlen)) < 0) {
+		vd_memory_free(&loaded);
 		return rc;
+	}
+	in.u.restore = &loaded;
+	core_step(s, &in, &out);
+	vd_memory_free(&loaded);
 	log_info("state: %zu stored verdicts, %zu posted commitments, %zu posted checkpoints, %zu remembered statement signatures, %zu withdrawn commitments, %zu remembered ledgers",
-	    s->stored.count, s->memory.n_posted, s->memory.n_posted_stmts,
-	    s->memory.n_stmts - s->memory.n_posted_stmts, s->memory.withdrawn.count,
-	    s->memory.mems.count);
+	    s->stored.count, m->n_posted, m->n_posted_stmts, m->n_stmts - m->n_posted_stmts,
+	    m->withdrawn.count, m->mems.count);
 	s->events = vd_events_new(s->loop, s->cfg, st);
 	vd_store_scan(s);
 	return 0;
-}
-
-/* The statement a signed RoundClose post is. */
-static void posted_statement(vd_statement *st, const vd_commitment *c)
-{
-	memset(st, 0, sizeof(*st));
-	st->kind = VD_STMT_ROUNDCLOSE;
-	snprintf(st->run, sizeof(st->run), "%s", c->run[0] ? c->run : ".");
-	st->schema_version = c->schema_version;
-	st->round_index = c->round_index;
-	memcpy(st->hash, c->hash, sizeof(st->hash));
 }
 
 int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
     const char *hash, int64_t schema_version, const char *const *key_ids, size_t n_keys,
     const uint8_t *env, size_t env_len, const vd_audit *audit, char *existing_hash)
 {
-	const char *key_id = n_keys > 0 ? key_ids[0] : NULL;
+	vd_core_input in = { .kind = VD_CORE_POST, .env = env, .env_len = env_len, .audit = audit };
+	vd_core_output out;
 	vd_commitment c;
-	vd_statement st;
-	vd_mem_record rec;
-	int rc;
 
-	retain_catch_up(s);
 	memset(&c, 0, sizeof(c));
 	snprintf(c.run, sizeof(c.run), "%s", run);
 	c.round_index = round;
 	memcpy(c.hash, hash, sizeof(c.hash));
 	c.schema_version = schema_version;
-	snprintf(c.key_id, sizeof(c.key_id), "%s", key_id ? key_id : "");
-	rc = vd_memory_post(&s->memory, &c, vd_lineage_strong_other(&s->lineage, run, round, hash),
-	    &rec, existing_hash);
-	posted_statement(&st, &c);
-	vd_memory_post_signers(&s->memory, &st, run, key_ids, n_keys, &rec);
-	rec.env = env;
-	rec.env_len = env_len;
-	rec.audit = rc == VD_POST_CONFLICT ? NULL : audit;
-	if (commit_record(s, &rec) < 0)
-		return -1;
-	vd_store_refresh(s);
-	return rc;
+	snprintf(c.key_id, sizeof(c.key_id), "%s", n_keys > 0 ? key_ids[0] : "");
+	in.u.post.c = &c;
+	in.u.post.key_ids = key_ids;
+	in.u.post.n_keys = n_keys;
+	core_step(s, &in, &out);
+	memcpy(existing_hash, out.existing, sizeof(out.existing));
+	return out.result;
 }
 
 int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *const *key_ids,
     size_t n_keys, const uint8_t *env, size_t env_len, const vd_audit *audit)
 {
-	vd_mem_record rec;
-	int rc;
+	vd_core_input in = { .kind = VD_CORE_CHECKPOINT, .env = env, .env_len = env_len,
+		.audit = audit };
+	vd_core_output out;
 
-	retain_catch_up(s);
-	if (s->state == NULL || n_keys == 0)
-		return -1;
-	rc = vd_memory_post_checkpoint(&s->memory, st, key_ids[0], &rec);
-	vd_memory_post_signers(&s->memory, st, st->run, key_ids, n_keys, &rec);
-	if (rec.kind == VD_MEM_NONE)
-		return rc;
-	rec.env = env;
-	rec.env_len = env_len;
-	rec.audit = rc == VD_POST_NEW ? audit : NULL;
-	if (commit_record(s, &rec) < 0)
-		return -1;
-	vd_store_refresh(s);
-	return rc;
+	if (s->state == NULL)
+		return -EIO;
+	in.u.checkpoint.st = st;
+	in.u.checkpoint.key_ids = key_ids;
+	in.u.checkpoint.n_keys = n_keys;
+	core_step(s, &in, &out);
+	return out.result;
 }
 
 /* ---- withdrawals by the operator (trust.md section 8) --------------- */
-
-static void add_source(char *list, size_t n, const char *name)
-{
-	size_t len = strlen(list);
-
-	if (strstr(list, name) == NULL)
-		snprintf(list + len, n - len, "%s%s", len ? "," : "", name);
-}
 
 static int same(const char *run, int64_t round, const char *hash, const char *r2,
     int64_t round2, const char *h2)
@@ -1759,7 +1681,8 @@ static int same(const char *run, int64_t round, const char *hash, const char *r2
 	return round == round2 && strcmp(run, r2) == 0 && strcmp(hash, h2) == 0;
 }
 
-static void oms_naming(vd_store *s, vd_withdrawal *w)
+/* Whether a copy's OMS bundle commits (run, round) -> hash. */
+static int oms_names(vd_store *s, const vd_withdrawal *w)
 {
 	const char *k;
 	void *v;
@@ -1769,48 +1692,34 @@ static void oms_naming(vd_store *s, vd_withdrawal *w)
 		const vd_copy *c = v;
 		if (vd_oms_commits(c, s->oms_keys) && same(w->run, w->round_index, w->hash, c->run,
 		    c->hdr.round_index - 1, c->hdr.content_hash))
-			add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_OMS));
+			return 1;
 	}
+	return 0;
 }
 
 int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
 {
-	vd_mem_record rec;
-	vd_audit a;
-	unsigned named;
-	int rc;
-
-	retain_catch_up(s);
-	/* Every source that names (run, round) -> hash, into w->sources. */
-	named = vd_memory_sources(&s->memory, w->run, w->round_index, w->hash);
-	w->sources[0] = '\0';
-	if (named & VD_MEM_NAMED_TOKEN)
-		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_ROUNDCLOSE));
-	if (named & VD_MEM_NAMED_SIGNED)
-		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_SIGNED));
-	if (named & VD_MEM_NAMED_LEDGER)
-		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_LEDGER));
-	oms_naming(s, w);
-	if ((rc = vd_memory_withdraw(&s->memory, w, vd_wall_now(), &rec)) != VD_POST_NEW)
-		return rc;
-	w->at = rec.w.at;
-	a = (vd_audit){
-		.run = rec.w.run, .kind = VD_AUDIT_WITHDRAWAL, .number = rec.w.round_index,
-		.hash = rec.w.hash, .source = rec.w.sources, .author = VD_AUDIT_OPERATOR, .key_id = "",
-		.peer = rec.w.peer,
+	vd_core_input in = { .kind = VD_CORE_WITHDRAW };
+	vd_core_output out;
+	vd_audit a = {
+		.run = w->run, .kind = VD_AUDIT_WITHDRAWAL, .number = w->round_index,
+		.hash = w->hash, .source = w->sources, .author = VD_AUDIT_OPERATOR, .key_id = "",
+		.peer = w->peer,
 	};
-	rec.audit = &a;
-	if (commit_record(s, &rec) < 0)
-		return -EIO;
-	vd_store_refresh(s);
-	return VD_POST_NEW;
+
+	in.u.withdraw.w = w;
+	in.u.withdraw.oms_named = oms_names(s, w);
+	in.u.withdraw.now = vd_wall_now();
+	in.audit = &a;
+	core_step(s, &in, &out);
+	return out.result;
 }
 
 static void on_refresh_timer(uv_timer_t *t)
 {
 	vd_store *s = t->data;
 
-	if (s->lineage_dirty)
+	if (vd_core_dirty(&s->core))
 		refresh_now(s, VD_REFRESH_MODEL);
 }
 
@@ -1955,16 +1864,24 @@ static void apply_delta(vd_store *s, const vd_lineage_delta *d)
 		    d->n_touched);
 }
 
-void vd_store_touch(vd_store *s)
+static void touch(vd_store *s, int commits)
 {
-	s->lineage_dirty = 1;
+	vd_core_input in = { .kind = VD_CORE_TOUCH, .u.commits = commits };
+	vd_core_output out;
+
+	vd_core_step(&s->core, &in, &out);
 	if (!s->closing && !uv_is_active((uv_handle_t *)&s->refresh_timer))
 		uv_timer_start(&s->refresh_timer, on_refresh_timer, VD_REFRESH_DELAY_MS, 0);
 }
 
+void vd_store_touch(vd_store *s)
+{
+	touch(s, 0);
+}
+
 void vd_store_sync(vd_store *s)
 {
-	if (s->lineage_dirty)
+	if (vd_core_dirty(&s->core))
 		refresh_now(s, VD_REFRESH_MODEL);
 }
 
@@ -1973,41 +1890,12 @@ void vd_store_refresh(vd_store *s)
 	refresh_now(s, VD_REFRESH_COMMITS);
 }
 
-static void trim_heap(vd_store *s)
-{
-	uint64_t now = uv_now(s->loop);
-
-	if (now - s->trimmed_at >= VD_TRIM_INTERVAL_MS) {
-		s->trimmed_at = now;
-		malloc_trim(0);
-	}
-}
-
 static void refresh_now(vd_store *s, vd_refresh what)
 {
-	vd_lineage_input in;
+	vd_core_input in = { .kind = VD_CORE_REFRESH, .u.refresh = what };
+	vd_core_output out;
 
-	retain_catch_up(s);
-	memset(&in, 0, sizeof(in));
-	in.model = &s->model;
-	in.policy = vd_config_trust(s->cfg);
-	in.keys = s->keys;
-	in.ledgers = s->ledgers;
-	in.n_ledgers = s->n_ledgers;
-	vd_lineage_input_memory(&in, &s->memory);
-	in.scanned = s->scanned_once;
-	in.oms_keys = s->oms_keys;
-	if (what == VD_REFRESH_MODEL && s->commits_dirty)
-		what = VD_REFRESH_COMMITS;
-	vd_lineage_refresh(&s->lineage, &in, what, &s->delta);
-	apply_delta(s, &s->delta);
-	vd_events_lineage(s->events, &s->lineage, &s->delta, &s->model, s->cfg,
-	    what != VD_REFRESH_MODEL, s->scanned_once);
-	retain_committed(s, &s->delta);
-	vd_model_clear_dirty(&s->model);
-	s->lineage_dirty = s->commits_dirty = 0;
-	uv_timer_stop(&s->refresh_timer);
-	trim_heap(s);
+	core_step(s, &in, &out);
 }
 
 /* ---- life cycle ------------------------------------------------------- */
@@ -2019,9 +1907,9 @@ void vd_store_gauges(vd_store *s, vd_gauges *g)
 
 	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
 		g->artifacts[vd_copy_state(c)]++;
-	memcpy(g->alerts, vd_lineage_alert_counts(&s->lineage), sizeof(g->alerts));
-	memcpy(g->commitments, vd_lineage_series(&s->lineage), sizeof(g->commitments));
-	g->committed_head_round = vd_lineage_head(&s->lineage, NULL, NULL);
+	memcpy(g->alerts, vd_lineage_alert_counts(vd_core_lineage(&s->core)), sizeof(g->alerts));
+	memcpy(g->commitments, vd_lineage_series(vd_core_lineage(&s->core)), sizeof(g->commitments));
+	g->committed_head_round = vd_lineage_head(vd_core_lineage(&s->core), NULL, NULL);
 	g->state_ok = vd_state_ok(s->state);
 	g->state_write_failures = vd_state_failures(s->state);
 	if (s->pool != NULL) {
@@ -2105,9 +1993,7 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->metrics = metrics;
 	s->root_ok = 1;
 	vd_model_init(&s->model);
-	vd_lineage_init(&s->lineage);
-	vd_lineage_delta_init(&s->delta);
-	vd_memory_init(&s->memory);
+	vd_core_init(&s->core, store_persist, s);
 	vd_map_init(&s->env_cache);
 	vd_map_init(&s->stored);
 	vd_map_init(&s->unreadable);
@@ -2169,16 +2055,13 @@ static void free_all(vd_store *s)
 		vd_scan_result_free(&s->scan_result);
 	vd_changes_free(&s->changes);
 	vd_changes_free(&s->scan_changes);
-	vd_lineage_delta_free(&s->delta);
-	vd_lineage_free(&s->lineage);
+	vd_core_free(&s->core);
 	for (i = 0; i < s->n_unsaved; i++) {
 		free(s->unsaved[i].subject);
 		free(s->unsaved[i].detail);
 	}
 	free(s->unsaved);
 	vd_model_free(&s->model);
-	vd_memory_free(&s->memory);
-	free(s->retain_q);
 	while (vd_map_next(&s->env_cache, &it, &k, &v))
 		free(v);
 	vd_map_free(&s->env_cache);

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "vd_config.h"
+#include "vd_core.h"
 #include "vd_keys.h"
 #include "vd_lineage.h"
 #include "vd_map.h"
@@ -36,10 +37,9 @@ typedef struct vd_store {
 	vd_metrics *metrics;
 	vd_watch watch;
 	vd_model model;             /* copies and groups */
-	vd_lineage lineage;         /* commitments, chains, alerts, head */
+	vd_core core;               /* the memory of commitments, lineage, alerts, head */
 	vd_scan_ledger *ledgers;    /* from the last scan */
 	size_t n_ledgers;
-	vd_memory memory;           /* commitments remembered: applied once durable */
 	vd_keyring *keys;           /* trusted keys; NULL: none */
 	vd_omskeys *oms_keys;       /* run_oms_keys as last read; NULL: none */
 	unsigned keys_gen;          /* bumped when the keys change */
@@ -73,12 +73,9 @@ typedef struct vd_store {
 	uv_prepare_t flush_prepare;
 	/* Lineage recomputation after verdicts, bounded in loop share. */
 	uv_timer_t refresh_timer;
-	int lineage_dirty, commits_dirty;
-	/* The groups a whole pass left to remember, VD_RETAIN_SLICE a turn. */
-	char (*retain_q)[VD_HASH_HEX_LEN + 1];
-	size_t n_retain_q, retain_next, cap_retain_q;
-	uv_idle_t retain_idle;      /* active: more of them next loop turn */
-	vd_lineage_delta delta;        /* what the last refresh changed */
+	/* Active while a whole pass left groups to remember: VD_RETAIN_SLICE
+	 * of them a loop turn. */
+	uv_idle_t retain_idle;
 	/* The alert history's writes not yet known committed, in order (kind
 	 * -1: a settle): the first alerts_written are in the open batch, the
 	 * rest wait for the database to take writes again. */
@@ -124,7 +121,7 @@ int vd_store_attach_state(vd_store *s, vd_state *st, char *err, size_t errlen);
  * its audit entry and its statement under each key new to it in the same
  * transaction: VD_POST_NEW, VD_POST_KNOWN (the same again), or
  * VD_POST_CONFLICT with a commitment by the token or a key (*existing_hash
- * filled, equivocation recorded); -1 error (nothing recorded, nothing changed). An unsigned ledger record
+ * filled, equivocation recorded); -EIO (nothing recorded, nothing changed). An unsigned ledger record
  * never blocks a post: the conflict is an equivocation. */
 int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
     const char *hash, int64_t schema_version, const char *const *key_ids, size_t n_keys,
@@ -132,7 +129,7 @@ int vd_store_post_commitment(vd_store *s, const char *run, int64_t round,
 
 /* Record a signed ledger checkpoint (st->run in store form) signed by
  * key_ids, with its audit entry and the statement under each key new to
- * it in the same transaction: VD_POST_NEW, VD_POST_KNOWN, or -1 error
+ * it in the same transaction: VD_POST_NEW, VD_POST_KNOWN, or -EIO
  * (nothing recorded or changed). */
 int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *const *key_ids,
     size_t n_keys, const uint8_t *env, size_t env_len, const vd_audit *audit);

@@ -723,7 +723,7 @@ static json_object *forks_json(int *oom, vd_store *s)
 	const vd_alert *a;
 	size_t it = 0;
 
-	while ((a = vd_lineage_next_alert(&s->lineage, &it)) != NULL) {
+	while ((a = vd_lineage_next_alert(vd_core_lineage(&s->core), &it)) != NULL) {
 		if (a->kind != VD_ALERT_FORK)
 			continue;
 		children = jarr(oom);
@@ -839,7 +839,7 @@ static int slot_cmp(const void *a, const void *b)
  * straight as text, since a long run holds one per round. */
 static void commitments_text(vd_buf *b, vd_store *s)
 {
-	const vd_commit_slot **slots = calloc(vd_lineage_slot_count(&s->lineage) + 1, sizeof(*slots));
+	const vd_commit_slot **slots = calloc(vd_lineage_slot_count(vd_core_lineage(&s->core)) + 1, sizeof(*slots));
 	int policy = vd_config_policy(s->cfg), src, first = 1;
 	size_t it = 0, n = 0, i;
 
@@ -847,7 +847,7 @@ static void commitments_text(vd_buf *b, vd_store *s)
 		b->oom = 1;
 		return;
 	}
-	while ((slots[n] = vd_lineage_next_slot(&s->lineage, &it)) != NULL)
+	while ((slots[n] = vd_lineage_next_slot(vd_core_lineage(&s->core), &it)) != NULL)
 		n++;
 	qsort(slots, n, sizeof(*slots), slot_cmp);
 	vd_buf_putc(b, '[');
@@ -1020,7 +1020,7 @@ static json_object *chain_object(int *oom, vd_store *s)
 	size_t i;
 
 	add(oom, o, "runs", runs_json(oom, s));
-	if ((round = vd_lineage_head(&s->lineage, &hash, &run)) >= 0) {
+	if ((round = vd_lineage_head(vd_core_lineage(&s->core), &hash, &run)) >= 0) {
 		head = head_json(oom, round, hash);
 		add(oom, head, "run", jstr(oom, vd_run_name(run)));
 	}

@@ -40,12 +40,10 @@ fx *fx_new(void)
 	FX_REQUIRE(f);
 	vd_model_init(&f->model);
 	vd_config_defaults(&f->cfg);
-	vd_memory_init(&f->mem);
+	vd_core_init(&f->core, NULL, NULL);
 	f->ring.keys = keys;
 	f->ring.n = 1;                 /* the second key is not trusted */
 	f->ring.refs = 1;
-	vd_lineage_init(&f->l);
-	vd_lineage_delta_init(&f->delta);
 	vd_map_init(&f->applied);
 	return f;
 }
@@ -53,16 +51,14 @@ fx *fx_new(void)
 /* A record applied as the memory would once it is durable. */
 void fx_apply(fx *f, const vd_mem_record *rec)
 {
-	FX_REQUIRE(vd_memory_apply(&f->mem, rec) == 0);
+	FX_REQUIRE(vd_memory_apply(&f->core.mem, rec) == 0);
 }
 
 void fx_free(fx *f)
 {
-	vd_lineage_free(&f->l);
-	vd_lineage_delta_free(&f->delta);
 	vd_map_free(&f->applied);
 	vd_model_free(&f->model);
-	vd_memory_free(&f->mem);
+	vd_core_free(&f->core);
 	free(f);
 }
 
@@ -95,18 +91,18 @@ void input_for(fx *f, const vd_model *m, vd_lineage_input *in)
 	in->keys = &f->ring;
 	in->ledgers = f->ledgers;
 	in->n_ledgers = f->n_ledgers;
-	vd_lineage_input_memory(in, &f->mem);
+	vd_lineage_input_memory(in, &f->core.mem);
 }
 
 /* The delta applied to the alerts raised before it, as the shell applies
  * it to the history: raised ones added, cleared ones removed. */
-static void apply_delta(fx *f)
+void fx_note_delta(fx *f, const vd_lineage_delta *d)
 {
 	char key[VD_RUN_MAX + 64];
 	size_t i;
 
-	for (i = 0; i < f->delta.n_alerts; i++) {
-		const vd_alert_change *a = &f->delta.alerts[i];
+	for (i = 0; i < d->n_alerts; i++) {
+		const vd_alert_change *a = &d->alerts[i];
 		snprintf(key, sizeof(key), "%s\n%s", vd_alert_name((vd_alert_kind)a->kind),
 		    a->subject);
 		if (a->raised) {
@@ -132,8 +128,8 @@ void refresh(fx *f, int commits)
 	if (commits)
 		f->whole = 0;
 	input_for(f, &f->model, &in);
-	vd_lineage_refresh(&f->l, &in, what, &f->delta);
-	apply_delta(f);
+	vd_lineage_refresh(&f->core.lineage, &in, what, &f->core.delta);
+	fx_note_delta(f, &f->core.delta);
 	vd_model_clear_dirty(&f->model);
 }
 
@@ -248,13 +244,13 @@ vd_ledger_mem *mem_of(fx *f, const char *run)
 	ledger_path(run, rel, sizeof(rel));
 	vd_mem_record rec;
 
-	if ((m = vd_map_get(&f->mem.mems, rel)) != NULL)
+	if ((m = vd_map_get(&f->core.mem.mems, rel)) != NULL)
 		return m;
 	vd_mem_record_init(&rec, VD_MEM_LEDGER_APPEND);
 	snprintf(rec.relpath, sizeof(rec.relpath), "%s", rel);
 	snprintf(rec.run, sizeof(rec.run), "%s", run);
 	fx_apply(f, &rec);
-	FX_REQUIRE(m = vd_map_get(&f->mem.mems, rel));
+	FX_REQUIRE(m = vd_map_get(&f->core.mem.mems, rel));
 	return m;
 }
 
@@ -344,7 +340,7 @@ void signed_roundclose(fx *f, const char *run, int64_t round, const char *hash,
 	vd_mem_record rec;
 
 	vd_mem_record_init(&rec, VD_MEM_STATEMENT);
-	stmt_at(&rec.stmt, f->mem.n_stmts + 1, VD_STMT_ROUNDCLOSE, run, key_id);
+	stmt_at(&rec.stmt, f->core.mem.n_stmts + 1, VD_STMT_ROUNDCLOSE, run, key_id);
 	rec.stmt.st.schema_version = 2;
 	rec.stmt.st.round_index = round;
 	snprintf(rec.stmt.st.hash, sizeof(rec.stmt.st.hash), "%s", hash);
@@ -359,7 +355,7 @@ void withdraw(fx *f, const char *run, int64_t round, const char *hash, int on)
 
 	vd_withdrawal_key(key, sizeof(key), run, round, hash);
 	if (!on) {
-		free(vd_map_del(&f->mem.withdrawn, key));
+		free(vd_map_del(&f->core.mem.withdrawn, key));
 		return;
 	}
 	vd_mem_record_init(&rec, VD_MEM_WITHDRAWAL);
@@ -375,7 +371,7 @@ void checkpoint(fx *f, const char *run, uint64_t records, const char *head,
 	vd_mem_record rec;
 
 	vd_mem_record_init(&rec, VD_MEM_STATEMENT);
-	stmt_at(&rec.stmt, f->mem.n_stmts + 1, VD_STMT_CHECKPOINT, run, key_id);
+	stmt_at(&rec.stmt, f->core.mem.n_stmts + 1, VD_STMT_CHECKPOINT, run, key_id);
 	rec.stmt.st.records = records;
 	snprintf(rec.stmt.st.head_record_hash, sizeof(rec.stmt.st.head_record_hash), "%s", head);
 	fx_apply(f, &rec);
@@ -392,7 +388,7 @@ void retain(fx *f, const char *hash, const char *run, int64_t round, const char 
 	rec.r.round_index = round;
 	rec.r.has_parent = parent != NULL;
 	snprintf(rec.r.parent, sizeof(rec.r.parent), "%s", parent ? parent : "");
-	FX_REQUIRE((vd_map_get(&f->mem.retained, hash)) == NULL);
+	FX_REQUIRE((vd_map_get(&f->core.mem.retained, hash)) == NULL);
 	fx_apply(f, &rec);
 	if (vd_model_group(&f->model, hash) == NULL)
 		f->whole = 1;
@@ -401,20 +397,20 @@ void retain(fx *f, const char *hash, const char *run, int64_t round, const char 
 /* Only lineage's tests forget a pruned artifact: the memory never does. */
 void forget_retained(fx *f, const char *hash)
 {
-	vd_retained *r = vd_map_del(&f->mem.retained, hash), **pp, *first;
+	vd_retained *r = vd_map_del(&f->core.mem.retained, hash), **pp, *first;
 
 	FX_REQUIRE(r);
 	if (vd_model_group(&f->model, hash) == NULL)
 		f->whole = 1;
 	if (r->has_parent) {
-		first = vd_map_get(&f->mem.retained_children, r->parent);
+		first = vd_map_get(&f->core.mem.retained_children, r->parent);
 		for (pp = &first; *pp != r; pp = &(*pp)->next_child)
 			FX_REQUIRE(*pp);
 		*pp = r->next_child;
 		if (first == NULL)
-			vd_map_del(&f->mem.retained_children, r->parent);
+			vd_map_del(&f->core.mem.retained_children, r->parent);
 		else
-			FX_REQUIRE((vd_map_put(&f->mem.retained_children, r->parent, first)) == 0);
+			FX_REQUIRE((vd_map_put(&f->core.mem.retained_children, r->parent, first)) == 0);
 	}
 	free(r->run);
 	free(r);

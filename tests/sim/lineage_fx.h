@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "vd_config.h"
+#include "vd_core.h"
 #include "vd_keys.h"
 #include "vd_lineage.h"
 #include "vd_model.h"
@@ -32,18 +33,18 @@ enum { V_NONE, V_OK, V_FAIL, V_STALE, V_BUSY, V_COUNT };
 typedef struct fx {
 	vd_model model;
 	vd_config cfg;
-	vd_memory mem;                 /* posts, statements, ledgers, withdrawals,
-	                                * pruned artifacts: filled directly here
-	                                * (lineage's inputs), or through its
-	                                * decisions by the simulator */
+	vd_core core;                  /* its memory (posts, statements, ledgers,
+	                                * withdrawals, pruned artifacts) filled
+	                                * directly here, or through the core's
+	                                * inputs by the simulator; its lineage
+	                                * refreshed alone here (refresh), or by
+	                                * the core in the simulator */
 	vd_scan_ledger ledgers[MAX_SCAN_LEDGERS];
 	size_t n_ledgers;
 	vd_keyring ring;
 	unsigned records;              /* record hashes handed out */
 	int whole;                     /* the configuration changed, or the memory
 	                                * of an artifact whose directory is gone */
-	vd_lineage l;
-	vd_lineage_delta delta;        /* what the last refresh changed */
 	vd_map applied;                /* "kind\nsubject" -> f: the alerts the deltas
 	                                * raised and did not clear since */
 	int delta_bad;                 /* a delta cleared what was not raised, or
@@ -64,6 +65,8 @@ void cfg_set(fx *f, const char *key, const char *value);
 void pin(fx *f, const char *key, const char *run, int64_t round, const char *hash);
 void input_for(fx *f, const vd_model *m, vd_lineage_input *in);
 void refresh(fx *f, int commits);
+/* A delta applied to the alerts its refreshes raised (f->applied). */
+void fx_note_delta(fx *f, const vd_lineage_delta *d);
 /* A refresh with a delta of its own, thrown away: for lineages beside f's. */
 void refresh_alone(vd_lineage *l, const vd_lineage_input *in, vd_refresh what);
 void set_verdict(vd_copy *c, int v);

@@ -19,9 +19,14 @@
  *   - under "signed", dropping every unsigned ledger record changes no
  *     group's trust.
  *
- * Every change to the memory of commitments goes through its decisions
- * and a fake persistence (a list of records) that fails at random; then:
+ * Every change to the memory of commitments is an input of the core (the
+ * state machine the daemon runs, src/core/vd_core.c: posts, statements,
+ * checkpoints, withdrawals, ledgers read, gone and forgotten, refreshes
+ * and the retention of what a whole pass finds committed), whose
+ * persistence is a fake (a list of records) that fails at random; then:
  *
+ *   - the memory is exactly what was made durable: it equals one rebuilt
+ *     step by step from the records persisted;
  *   - a failed persist changes nothing: the memory is as before, and so is
  *     every group's trusted and committed;
  *   - at a restart the memory is rebuilt from the persisted records alone:
@@ -103,6 +108,8 @@ typedef struct sim_db {
 	vd_mem_record *recs;
 	size_t n, cap;
 	int fail;                   /* the next persist fails */
+	int failures;               /* persists failed since counted */
+	vd_memory durable;          /* the records restored as they were persisted */
 } sim_db;
 
 typedef struct world {
@@ -292,7 +299,8 @@ static int sim_persist(const vd_mem_record *rec, void *arg)
 
 	if (db->fail) {
 		tally.failed += (unsigned long)tally.counting;
-		return -1;
+		db->failures++;
+		return -EIO;
 	}
 	tally.persisted += (unsigned long)tally.counting;
 	if (db->n == db->cap) {
@@ -306,6 +314,7 @@ static int sim_persist(const vd_mem_record *rec, void *arg)
 		FX_REQUIRE(copy->recs = malloc(rec->n * sizeof(*copy->recs)));
 		memcpy(copy->recs, rec->recs, rec->n * sizeof(*copy->recs));
 	}
+	FX_REQUIRE(vd_memory_restore(&db->durable, rec) >= 0);
 	return 0;
 }
 
@@ -316,7 +325,45 @@ static void db_free(sim_db *db)
 	for (i = 0; i < db->n; i++)
 		vd_mem_record_free(&db->recs[i]);
 	free(db->recs);
+	vd_memory_free(&db->durable);
 	memset(db, 0, sizeof(*db));
+}
+
+/* The core's other inputs as the world has them: sent before every
+ * input, as the store does. A change of the configuration, or a pruned
+ * artifact remembered whose directory is gone, is a whole pass. */
+static void sim_sources(world *w, vd_refresh change)
+{
+	fx *f = w->f;
+	vd_core_input in = { .kind = VD_CORE_SOURCES };
+	vd_core_output out;
+
+	in.u.sources.src = (vd_core_sources){ &f->model, vd_config_trust(&f->cfg), &f->ring,
+		NULL, f->ledgers, f->n_ledgers, 0 };
+	in.u.sources.change = change;
+	vd_core_step(&f->core, &in, &out);
+}
+
+static void sim_input_raw(world *w, const vd_core_input *in, vd_core_output *out)
+{
+	sim_sources(w, VD_REFRESH_MODEL);
+	vd_core_step(&w->f->core, in, out);
+	if (out->delta != NULL)
+		fx_note_delta(w->f, out->delta);
+}
+
+/* Lineage catches up, as the store does after every change: with commits
+ * set when anything but the model changed. */
+static void sim_refresh(world *w, int commits)
+{
+	vd_core_input in = { .kind = VD_CORE_REFRESH, .u.refresh = VD_REFRESH_MODEL };
+	vd_core_output out;
+
+	sim_sources(w, !commits ? VD_REFRESH_MODEL : w->f->whole ? VD_REFRESH_WHOLE :
+	    VD_REFRESH_COMMITS);
+	if (commits)
+		w->f->whole = 0;
+	sim_input_raw(w, &in, &out);
 }
 
 /* Whether each group is trusted and committed, two bits a group. */
@@ -352,44 +399,79 @@ static void snap_check(world *w, const trust_snap *t, const char *what)
 		    g->trusted * 2 + g->committed != t->bits[i])
 			violation(w, "%s: %.12s was trusted %d committed %d, now %d %d", what,
 			    t->hash[i], t->bits[i] / 2, t->bits[i] % 2, g->trusted, g->committed);
+}
+
+static void snap_free(trust_snap *t)
+{
 	free(t->hash);
 	free(t->bits);
 }
 
-/* Decided, persisted (failing one time in P_FAIL_ONE_IN), applied only
- * once durable; a failed persist must leave the memory and every group's
- * trust as they were. 1 when the record took. */
-static int sim_commit(world *w, vd_mem_record *rec)
+/* The memory equals what was made durable (volatile knowledge aside). */
+static void check_durable(world *w, const char *what)
+{
+	if (!w->failed && vd_memory_digest(&w->f->core.mem, 0) != vd_memory_digest(&w->db.durable, 0))
+		violation(w, "%s: the memory is not what was persisted", what);
+}
+
+/* One input whose persists fail, one time in P_FAIL_ONE_IN, all of them:
+ * a failed persist must leave the memory and every group's trust as they
+ * were, unless what changed is volatile (a ledger read as diverged, which
+ * is never persisted). The input's result. */
+static int sim_input(world *w, const vd_core_input *in)
 {
 	fx *f = w->f;
-	uint64_t before = vd_memory_digest(&f->mem, 1);
+	vd_core_output out;
+	uint64_t before = 0, before_all = 0;
 	trust_snap snap = { NULL, NULL, 0 };
+	int fail = rnd(w, P_FAIL_ONE_IN) == 0 && !w->no_fail;
+
+	if (fail) {
+		/* Lineage as of the memory now (this step may have changed it). */
+		sim_refresh(w, 1);
+		snap_take(&f->model, &snap);
+		before = vd_memory_digest(&f->core.mem, 0);
+		before_all = vd_memory_digest(&f->core.mem, 1);
+	}
+	w->db.fail = fail;
+	w->db.failures = 0;
+	sim_input_raw(w, in, &out);
+	w->db.fail = 0;
+	FX_REQUIRE(out.result != -ENOMEM && !out.oom);
+	if (!fail && out.result == -EIO)
+		violation(w, "an input was refused (-EIO) without a persist failing");
+	if (fail && w->db.failures > 0 && out.result != -EIO)
+		violation(w, "a persist failed, but the input was taken (%d)", out.result);
+	check_durable(w, "after an input");
+	if (fail) {
+		if (!w->failed && vd_memory_digest(&f->core.mem, 0) != before)
+			violation(w, "a persist failed, but the memory changed");
+		sim_refresh(w, 1);
+		if (vd_memory_digest(&f->core.mem, 1) == before_all)
+			snap_check(w, &snap, "a persist failed, but trust changed");
+		snap_free(&snap);
+	}
+	return out.result;
+}
+
+/* A record decided outside the core (a pruned artifact remembered before
+ * the history began to look): persisted, failing as any, applied once
+ * durable. 1 when it took. */
+static int sim_commit(world *w, vd_mem_record *rec)
+{
 	int rc;
 
-	/* A volatile record is never persisted: nothing of it can fail. */
-	w->db.fail = rnd(w, P_FAIL_ONE_IN) == 0 && !w->no_fail && !vd_memory_is_volatile(rec->kind);
-	if (w->db.fail) {
-		/* Lineage as of the memory now (this step may have changed it). */
-		refresh(f, 1);
-		snap_take(&f->model, &snap);
-	}
-	rc = vd_memory_commit(&f->mem, rec, sim_persist, w);
+	w->db.fail = rnd(w, P_FAIL_ONE_IN) == 0 && !w->no_fail;
+	rc = vd_memory_commit(&w->f->core.mem, rec, sim_persist, w);
 	FX_REQUIRE(rc != -ENOMEM);
-	if (!w->db.fail) {
-		if (rc != 0)
-			violation(w, "a record (%s) was refused without a persist failing",
-			    vd_mem_kind_name(rec->kind));
-		return rc == 0;
-	}
-	w->db.fail = 0;
-	if (rc == 0)
+	if (!w->db.fail && rc != 0)
+		violation(w, "a record (%s) was refused without a persist failing",
+		    vd_mem_kind_name(rec->kind));
+	if (w->db.fail && rc == 0)
 		violation(w, "a persist failed, but its record (%s) was taken",
 		    vd_mem_kind_name(rec->kind));
-	else if (vd_memory_digest(&f->mem, 1) != before)
-		violation(w, "a persist failed (a record: %s), but the memory changed",
-		    vd_mem_kind_name(rec->kind));
-	refresh(f, 1);
-	snap_check(w, &snap, "a persist failed, but trust changed");
+	w->db.fail = 0;
+	check_durable(w, "after a record");
 	return rc == 0;
 }
 
@@ -410,18 +492,16 @@ static void scan_ledger(world *w, int i)
 {
 	fx *f = w->f;
 	vd_scan_ledger l = f->ledgers[i];
-	vd_mem_record rec;
+	vd_core_input in = { .kind = VD_CORE_LEDGER_GONE, .u.relpath = l.relpath };
 
-	if (!w->files[i].present) {
-		vd_memory_ledger_gone(&f->mem, l.relpath, &rec);
-	} else {
+	if (w->files[i].present) {
 		l.entries = w->files[i].e;
 		l.n_entries = w->files[i].n;
-		FX_REQUIRE(vd_memory_read_ledger(&f->mem, &l, &rec) == 0);
+		in.kind = VD_CORE_LEDGER;
+		in.u.ledger.l = &l;
+		in.u.ledger.budget = SIZE_MAX;
 	}
-	if (rec.kind != VD_MEM_NONE)
-		sim_commit(w, &rec);
-	vd_mem_record_free(&rec);
+	sim_input(w, &in);
 }
 
 /* Appended, rewritten (a record changed, the file cut short or put back
@@ -430,12 +510,12 @@ static int ch_ledger(world *w)
 {
 	int i = (int)rnd(w, P_RUNS), k = (int)rnd(w, 8);
 	p_file *file = &w->files[i];
-	const vd_ledger_mem *m = vd_memory_ledger(&w->f->mem, w->f->ledgers[i].relpath);
-	vd_mem_record rec;
+	const vd_ledger_mem *m = vd_memory_ledger(&w->f->core.mem, w->f->ledgers[i].relpath);
+	vd_core_input in = { .kind = VD_CORE_LEDGER_FORGET, .u.relpath = w->f->ledgers[i].relpath };
 	size_t j;
 
-	if (k == 0 && vd_memory_forget_ledger(&w->f->mem, w->f->ledgers[i].relpath, &rec) == 0) {
-		sim_commit(w, &rec);
+	if (k == 0 && m != NULL) {
+		sim_input(w, &in);
 	} else if (k == 1 && file->n > 0) {
 		j = rnd(w, (uint32_t)file->n);
 		file_entry(w, &file->e[j], file->e[j].round_index, id_hash(pick_id(w)), j + 1);
@@ -475,32 +555,22 @@ static int ch_posted(world *w)
 {
 	int64_t t = (int64_t)rnd(w, P_ROUNDS) - 1;
 	const char *run = p_runs[rnd(w, P_RUNS)];
-	char existing[VD_HASH_HEX_LEN + 1];
-	vd_commitment c;
-	vd_mem_record rec;
-
+	vd_core_input in = { .kind = VD_CORE_POST };
 	const char *signers[N_KEYS];
-	vd_statement st;
+	vd_commitment c;
 	size_t n = 0;
 
 	fill_commitment(&c, run, t, pick_commit(w, t), p_key(w));
-	vd_memory_post(&w->f->mem, &c, vd_lineage_strong_other(&w->f->l, run, t, c.hash), &rec,
-	    existing);
 	/* A signed post is its signers' statement too, remembered with it. */
 	if (c.key_id[0] != '\0') {
 		signers[n++] = c.key_id;
 		if (rnd(w, 2))
 			signers[n++] = vd_key_id(keys[rnd(w, N_KEYS)]);
-		memset(&st, 0, sizeof(st));
-		st.kind = VD_STMT_ROUNDCLOSE;
-		snprintf(st.run, sizeof(st.run), "%s", run);
-		st.schema_version = c.schema_version;
-		st.round_index = t;
-		snprintf(st.hash, sizeof(st.hash), "%s", c.hash);
-		vd_memory_post_signers(&w->f->mem, &st, run, signers, n, &rec);
 	}
-	if (rec.kind != VD_MEM_NONE)
-		sim_commit(w, &rec);
+	in.u.post.c = &c;
+	in.u.post.key_ids = signers;
+	in.u.post.n_keys = n;
+	sim_input(w, &in);
 	return 1;
 }
 
@@ -508,42 +578,56 @@ static int ch_posted(world *w)
  * over the remembered records), one remembered signed again by another
  * key, or a checkpoint posted. A statement file removed changes nothing
  * in the memory: there is no such step. */
+static void stmt_input(world *w, const vd_signed_stmt *ss, const char *key, const char *where)
+{
+	vd_core_input in = { .kind = VD_CORE_STATEMENT };
+	const char *keys1[] = { key };
+
+	in.u.statement.st = &ss->st;
+	in.u.statement.run = ss->run;
+	in.u.statement.key_ids = keys1;
+	in.u.statement.n_keys = 1;
+	in.u.statement.where = where;
+	sim_input(w, &in);
+}
+
 static int ch_stmt(world *w)
 {
 	fx *f = w->f;
 	int i = (int)rnd(w, P_RUNS);
 	const char *run = p_runs[i];
 	const char *key = vd_key_id(keys[rnd(w, N_KEYS)]);
-	const vd_ledger_mem *m = vd_memory_ledger(&f->mem, f->ledgers[i].relpath);
+	const vd_ledger_mem *m = vd_memory_ledger(&f->core.mem, f->ledgers[i].relpath);
+	vd_core_input in = { .kind = VD_CORE_CHECKPOINT };
 	vd_signed_stmt ss;
-	vd_mem_record rec;
 	int k = (int)rnd(w, 4);
 
-	if (k == 0 && f->mem.n_stmts > 0) {
-		ss = f->mem.stmts[rnd(w, (uint32_t)f->mem.n_stmts)];
-		vd_memory_remember(&f->mem, &ss.st, ss.run, key, ss.where, &rec);
+	if (k == 0 && f->core.mem.n_stmts > 0) {
+		ss = f->core.mem.stmts[rnd(w, (uint32_t)f->core.mem.n_stmts)];
+		stmt_input(w, &ss, key, ss.where);
 	} else if (m != NULL && m->n > 0 && k >= 2) {
 		size_t n = 1 + rnd(w, (uint32_t)m->n);
-		stmt_at(&ss, f->mem.n_stmts + 1, VD_STMT_CHECKPOINT, run, key);
+		stmt_at(&ss, f->core.mem.n_stmts + 1, VD_STMT_CHECKPOINT, run, key);
 		ss.st.records = n;
 		snprintf(ss.st.head_record_hash, sizeof(ss.st.head_record_hash), "%s",
 		    m->recs[n - 1].record_hash);
 		if (k == 3) {
 			const char *signers[] = { key, vd_key_id(keys[rnd(w, N_KEYS)]) };
-			vd_memory_post_checkpoint(&f->mem, &ss.st, key, &rec);
-			vd_memory_post_signers(&f->mem, &ss.st, run, signers, 1 + rnd(w, 2), &rec);
+			snprintf(ss.st.run, sizeof(ss.st.run), "%s", run);
+			in.u.checkpoint.st = &ss.st;
+			in.u.checkpoint.key_ids = signers;
+			in.u.checkpoint.n_keys = 1 + rnd(w, 2);
+			sim_input(w, &in);
 		} else
-			vd_memory_remember(&f->mem, &ss.st, run, key, ss.where, &rec);
+			stmt_input(w, &ss, key, ss.where);
 	} else {
 		int64_t t = (int64_t)rnd(w, P_ROUNDS) - 1;
-		stmt_at(&ss, f->mem.n_stmts + 1, VD_STMT_ROUNDCLOSE, run, key);
+		stmt_at(&ss, f->core.mem.n_stmts + 1, VD_STMT_ROUNDCLOSE, run, key);
 		ss.st.schema_version = 2;
 		ss.st.round_index = t;
 		snprintf(ss.st.hash, sizeof(ss.st.hash), "%s", pick_commit(w, t));
-		vd_memory_remember(&f->mem, &ss.st, run, key, rnd(w, 2) ? ss.where : "api", &rec);
+		stmt_input(w, &ss, key, rnd(w, 2) ? ss.where : "api");
 	}
-	if (rec.kind != VD_MEM_NONE)
-		sim_commit(w, &rec);
 	return 1;
 }
 
@@ -563,7 +647,7 @@ static int ch_retained(world *w)
 	r.round_index = d->round;
 	r.has_parent = d->parent >= 0;
 	snprintf(r.parent, sizeof(r.parent), "%s", d->parent >= 0 ? id_hash(d->parent) : "");
-	if (vd_memory_retain(&w->f->mem, &r, &rec) != VD_POST_NEW || !sim_commit(w, &rec))
+	if (vd_memory_retain(&w->f->core.mem, &r, &rec) != VD_POST_NEW || !sim_commit(w, &rec))
 		return 0;
 	w->f->whole |= g == NULL;
 	return g == NULL;
@@ -573,10 +657,9 @@ static int ch_retained(world *w)
  * does (404). */
 static int ch_withdraw(world *w)
 {
-	const vd_memory *m = &w->f->mem;
+	const vd_memory *m = &w->f->core.mem;
+	vd_core_input in = { .kind = VD_CORE_WITHDRAW };
 	vd_withdrawal wd;
-	vd_mem_record rec;
-	unsigned named;
 
 	memset(&wd, 0, sizeof(wd));
 	if (m->n_posted > 0 && rnd(w, 3) == 0) {
@@ -590,11 +673,9 @@ static int ch_withdraw(world *w)
 		snprintf(wd.hash, sizeof(wd.hash), "%s", pick_commit(w, wd.round_index));
 	}
 	snprintf(wd.reason, sizeof(wd.reason), "step %d", w->step);
-	named = vd_memory_sources(m, wd.run, wd.round_index, wd.hash);
-	snprintf(wd.sources, sizeof(wd.sources), "%s%s%s", named & VD_MEM_NAMED_TOKEN ? "roundclose " : "",
-	    named & VD_MEM_NAMED_SIGNED ? "signed " : "", named & VD_MEM_NAMED_LEDGER ? "ledger" : "");
-	if (vd_memory_withdraw(m, &wd, (double)w->step, &rec) == VD_POST_NEW)
-		sim_commit(w, &rec);
+	in.u.withdraw.w = &wd;
+	in.u.withdraw.now = (double)w->step;
+	sim_input(w, &in);
 	return 1;
 }
 
@@ -897,9 +978,9 @@ static void compare_with_scratch(world *w)
 	refresh_alone(&fresh, &in, 1);
 	w->cmp = "refreshed != from scratch";
 	same_groups(w, &w->f->model, &m);
-	same_slots(w, &w->f->l, &fresh);
-	same_head(w, &w->f->l, &fresh);
-	same_alerts(w, &w->f->l, &fresh);
+	same_slots(w, &w->f->core.lineage, &fresh);
+	same_head(w, &w->f->core.lineage, &fresh);
+	same_alerts(w, &w->f->core.lineage, &fresh);
 	same_applied(w, w->f, &fresh);
 	vd_lineage_free(&fresh);
 	vd_model_free(&m);
@@ -951,10 +1032,11 @@ static void check_not_lost(world *w, const vd_memory *m)
 static int ch_restart(world *w)
 {
 	fx *f = w->f;
-	vd_lineage_input in;
-	vd_lineage after;
-	vd_memory old;
-	vd_model m;
+	vd_core_input in = { .kind = VD_CORE_RESTORE };
+	vd_core_output out;
+	vd_lineage before;
+	vd_memory old, loaded;
+	trust_snap snap;
 	size_t i;
 	int r, readable = 1;
 
@@ -962,14 +1044,25 @@ static int ch_restart(world *w)
 	w->no_fail = 1;
 	for (r = 0; r < P_RUNS; r++)
 		scan_ledger(w, r);
-	refresh(f, 1);
-	old = f->mem;
-	vd_memory_init(&f->mem);
+	sim_refresh(w, 1);
+	snap_take(&f->model, &snap);
+	/* The process ends: its lineage and memory are kept aside, to compare
+	 * with the new process's; the alerts start again from none. */
+	before = f->core.lineage;
+	vd_lineage_init(&f->core.lineage);
+	old = f->core.mem;
+	vd_memory_init(&f->core.mem);
+	vd_map_free(&f->applied);
+	vd_map_init(&f->applied);
+	vd_memory_init(&loaded);
 	for (i = 0; i < w->db.n; i++)
-		FX_REQUIRE(vd_memory_restore(&f->mem, &w->db.recs[i]) >= 0);
-	check_not_lost(w, &f->mem);
-	if (!w->failed && vd_memory_digest(&f->mem, 0) != vd_memory_digest(&old, 0))
+		FX_REQUIRE(vd_memory_restore(&loaded, &w->db.recs[i]) >= 0);
+	check_not_lost(w, &loaded);
+	if (!w->failed && vd_memory_digest(&loaded, 0) != vd_memory_digest(&old, 0))
 		violation(w, "the memory rebuilt from its records differs from the one kept step by step");
+	in.u.restore = &loaded;
+	sim_input_raw(w, &in, &out);
+	vd_memory_free(&loaded);
 	for (r = 0; r < P_RUNS; r++) {
 		scan_ledger(w, r);
 		readable &= f->ledgers[r].read_ok;
@@ -978,22 +1071,18 @@ static int ch_restart(world *w)
 	 * can be read: until then the memory and lineage may differ. */
 	if (!readable)
 		goto done;
-	if (!w->failed && vd_memory_digest(&f->mem, 1) != vd_memory_digest(&old, 1))
+	if (!w->failed && vd_memory_digest(&f->core.mem, 1) != vd_memory_digest(&old, 1))
 		violation(w, "after a restart and a scan the memory differs from before");
-	/* The old lineage points into the old memory: compared, then let go. */
-	scratch_model(w, &m);
-	vd_lineage_init(&after);
-	input_for(f, &m, &in);
-	refresh_alone(&after, &in, VD_REFRESH_WHOLE);
+	sim_refresh(w, 1);
 	w->cmp = "before a restart != after it";
-	same_groups(w, &f->model, &m);
-	same_slots(w, &f->l, &after);
-	same_head(w, &f->l, &after);
-	vd_lineage_free(&after);
-	vd_model_free(&m);
+	snap_check(w, &snap, "before a restart != after it");
+	same_slots(w, &before, &f->core.lineage);
+	same_head(w, &before, &f->core.lineage);
 done:
 	f->whole = 1;
-	refresh(f, 1);
+	sim_refresh(w, 1);
+	snap_free(&snap);
+	vd_lineage_free(&before);
 	vd_memory_free(&old);
 	w->no_fail = 0;
 	return 1;
@@ -1052,7 +1141,7 @@ static int ref_withdrawn(const fx *f, const char *run, int64_t t, const char *ha
 	char key[VD_WITHDRAWAL_KEY_MAX];
 
 	vd_withdrawal_key(key, sizeof(key), run, t, hash);
-	return vd_map_get(&f->mem.withdrawn, key) != NULL;
+	return vd_map_get(&f->core.mem.withdrawn, key) != NULL;
 }
 
 /* A verified copy of hash in run, or when none is in the run a pruned
@@ -1061,7 +1150,7 @@ static int ref_withdrawn(const fx *f, const char *run, int64_t t, const char *ha
 static int ref_mismatch(const fx *f, const char *run, int64_t t, const char *hash)
 {
 	const vd_group *g = vd_model_group(&f->model, hash);
-	const vd_retained *r = vd_map_get(&f->mem.retained, hash);
+	const vd_retained *r = vd_map_get(&f->core.mem.retained, hash);
 	size_t i;
 
 	int present = 0;
@@ -1088,8 +1177,8 @@ static size_t ref_covered(const fx *f, const vd_ledger_mem *m)
 {
 	size_t i, best = 0;
 
-	for (i = 0; i < f->mem.n_stmts; i++) {
-		const vd_signed_stmt *s = &f->mem.stmts[i];
+	for (i = 0; i < f->core.mem.n_stmts; i++) {
+		const vd_signed_stmt *s = &f->core.mem.stmts[i];
 		if (s->st.kind == VD_STMT_CHECKPOINT && strcmp(s->run, m->run) == 0 &&
 		    s->st.records >= 1 && s->st.records <= m->n && s->st.records > best &&
 		    vd_keyring_find(&f->ring, s->key_id) != NULL &&
@@ -1105,7 +1194,7 @@ static void ref_ledgers(const fx *f, int ledger_policy, const char *run, int64_t
 	void *v;
 	size_t it = 0, i, covered;
 
-	while (vd_map_next(&f->mem.mems, &it, &k, &v)) {
+	while (vd_map_next(&f->core.mem.mems, &it, &k, &v)) {
 		const vd_ledger_mem *m = v;
 		if (strcmp(m->run, run) != 0)
 			continue;
@@ -1149,19 +1238,19 @@ static void ref_round(const fx *f, const char *run, int64_t t, ref_set *r)
 
 	memset(r, 0, sizeof(*r));
 	ref_ledgers(f, ledger_policy, run, t, r);
-	for (i = 0; i < f->mem.n_posted; i++)
-		if (ref_roundclose(f, run, t, f->mem.posted[i].run, f->mem.posted[i].round_index,
-		    f->mem.posted[i].hash, f->mem.posted[i].key_id))
-			ref_add(r, f->mem.posted[i].hash, 1);
-	for (i = 0; i < f->mem.n_equivs; i++)
-		if (ref_roundclose(f, run, t, f->mem.equivs[i].run, f->mem.equivs[i].round_index,
-		    f->mem.equivs[i].hash, f->mem.equivs[i].key_id))
-			ref_add(r, f->mem.equivs[i].hash, 0);
-	for (i = 0; i < f->mem.n_stmts; i++)
-		if (f->mem.stmts[i].st.kind == VD_STMT_ROUNDCLOSE &&
-		    ref_roundclose(f, run, t, f->mem.stmts[i].run, f->mem.stmts[i].st.round_index,
-		    f->mem.stmts[i].st.hash, f->mem.stmts[i].key_id))
-			ref_add(r, f->mem.stmts[i].st.hash, 1);
+	for (i = 0; i < f->core.mem.n_posted; i++)
+		if (ref_roundclose(f, run, t, f->core.mem.posted[i].run, f->core.mem.posted[i].round_index,
+		    f->core.mem.posted[i].hash, f->core.mem.posted[i].key_id))
+			ref_add(r, f->core.mem.posted[i].hash, 1);
+	for (i = 0; i < f->core.mem.n_equivs; i++)
+		if (ref_roundclose(f, run, t, f->core.mem.equivs[i].run, f->core.mem.equivs[i].round_index,
+		    f->core.mem.equivs[i].hash, f->core.mem.equivs[i].key_id))
+			ref_add(r, f->core.mem.equivs[i].hash, 0);
+	for (i = 0; i < f->core.mem.n_stmts; i++)
+		if (f->core.mem.stmts[i].st.kind == VD_STMT_ROUNDCLOSE &&
+		    ref_roundclose(f, run, t, f->core.mem.stmts[i].run, f->core.mem.stmts[i].st.round_index,
+		    f->core.mem.stmts[i].st.hash, f->core.mem.stmts[i].key_id))
+			ref_add(r, f->core.mem.stmts[i].st.hash, 1);
 	ref_pins(f, run, t, r);
 }
 
@@ -1227,7 +1316,7 @@ static int parent_ok(const fx *f, const vd_group *g)
 		for (i = 0; i < p->n; i++)
 			if (vd_group_in_run(g, p->copies[i]->run))
 				return 1;
-	return (r = vd_map_get(&f->mem.retained, g->parent)) != NULL && vd_group_in_run(g, r->run);
+	return (r = vd_map_get(&f->core.mem.retained, g->parent)) != NULL && vd_group_in_run(g, r->run);
 }
 
 static void check_group(world *w, const vd_group *g)
@@ -1279,8 +1368,8 @@ static void check_unsigned_inert(world *w)
 
 	if (vd_config_policy(&f->cfg) == VD_POLICY_LEDGER || w->failed)
 		return;
-	FX_REQUIRE(saved = calloc(f->mem.mems.count + 1, sizeof(*saved)));
-	while (vd_map_next(&f->mem.mems, &it, &k, &v)) {
+	FX_REQUIRE(saved = calloc(f->core.mem.mems.count + 1, sizeof(*saved)));
+	while (vd_map_next(&f->core.mem.mems, &it, &k, &v)) {
 		vd_ledger_mem *m0 = v;
 		saved[n++] = *m0;
 		m0->n = ref_covered(f, m0);
@@ -1293,7 +1382,7 @@ static void check_unsigned_inert(world *w)
 	input_for(f, &m, &in);
 	refresh_alone(&l, &in, VD_REFRESH_WHOLE);
 	it = n = 0;
-	while (vd_map_next(&f->mem.mems, &it, &k, &v))
+	while (vd_map_next(&f->core.mem.mems, &it, &k, &v))
 		*(vd_ledger_mem *)v = saved[n++];
 	free(saved);
 	it = 0;
@@ -1337,9 +1426,14 @@ static void world_start(world *w, unsigned seed)
 	w->seed = seed;
 	reseed(w, 0);
 	w->f = fx_new();
+	/* The core persists through the fake database, as the daemon's does
+	 * through the state database. */
+	vd_core_free(&w->f->core);
+	vd_core_init(&w->f->core, sim_persist, w);
+	vd_memory_init(&w->db.durable);
 	draw_ids(w);
 	world_config(w);
-	refresh(w->f, 1);
+	sim_refresh(w, 1);
 }
 
 /* One step: step number `id` of the seed's history. The change's index. */
@@ -1356,8 +1450,7 @@ static void views_lend(world *w, vd_store *s)
 	memset(s, 0, sizeof(*s));
 	s->cfg = &w->f->cfg;
 	s->model = w->f->model;
-	s->lineage = w->f->l;
-	s->memory = w->f->mem;
+	s->core = w->f->core;
 	s->ledgers = w->f->ledgers;
 	s->n_ledgers = w->f->n_ledgers;
 	s->scanned_once = 1;
@@ -1366,8 +1459,7 @@ static void views_lend(world *w, vd_store *s)
 static void views_return(world *w, vd_store *s)
 {
 	w->f->model = s->model;
-	w->f->l = s->lineage;
-	w->f->mem = s->memory;
+	w->f->core = s->core;
 }
 
 /* Appends the elements of o's list named key, as text, to all. */
@@ -1515,7 +1607,7 @@ static size_t world_step(world *w, unsigned id)
 	reseed(w, id + 1);
 	c = rnd(w, (uint32_t)(sizeof(changes) / sizeof(changes[0])));
 	commits = changes[c].fn(w);
-	refresh(w->f, commits);
+	sim_refresh(w, commits);
 	compare_with_scratch(w);
 	if (w->step % P_SETTLE_EVERY == 0)
 		check_orders(w, &w->f->model);
@@ -1612,7 +1704,7 @@ static int run_history(unsigned seed, int steps, unsigned long *total)
 	}
 	tally.counting = 0;
 	snprintf(why, sizeof(why), "%s", w.why);
-	in_place_total += w.f->l.in_place;
+	in_place_total += w.f->core.lineage.in_place;
 	fx_free(w.f);
 	db_free(&w.db);
 	if (failed_at >= 0)

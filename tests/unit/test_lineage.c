@@ -77,17 +77,17 @@ static int has_alert(fx *f, vd_alert_kind kind, const char *subject)
 	char key[ALERT_KEY_MAX];
 
 	snprintf(key, sizeof(key), "%s\n%s", vd_alert_name(kind), subject);
-	return vd_map_get(&f->l.alerts, key) != NULL;
+	return vd_map_get(&f->core.lineage.alerts, key) != NULL;
 }
 
 static void assert_head(fx *f, int64_t round, const char *hash, const char *run)
 {
-	assert_int_equal(f->l.head_round, round);
-	assert_string_equal(f->l.head_hash, hash ? hash : "");
+	assert_int_equal(f->core.lineage.head_round, round);
+	assert_string_equal(f->core.lineage.head_hash, hash ? hash : "");
 	if (run == NULL)
-		assert_null(f->l.head_run);
+		assert_null(f->core.lineage.head_run);
 	else
-		assert_string_equal(f->l.head_run, run);
+		assert_string_equal(f->core.lineage.head_run, run);
 }
 
 /* Rounds 0..n of run r, hx(base + i) round i's hash: the genesis pinned,
@@ -128,7 +128,7 @@ static void test_clean_chain(void **state)
 		assert_int_equal(g->commit_source, i == 0 ? VD_SRC_PINNED : VD_SRC_LEDGER);
 	}
 	assert_head(f, 4, H(4), "r");
-	sl = vd_lineage_slot(&f->l, "r", 1);
+	sl = vd_lineage_slot(&f->core.lineage, "r", 1);
 	assert_non_null(sl);
 	assert_true(sl->src[VD_SRC_LEDGER].has);
 	assert_string_equal(sl->src[VD_SRC_LEDGER].hash, H(2));
@@ -137,12 +137,12 @@ static void test_clean_chain(void **state)
 	assert_false(sl->src[VD_SRC_LEDGER].is_signed);
 	assert_string_equal(sl->other_hash, "");
 	assert_ptr_equal(G(f, H(2))->commit, sl);
-	assert_non_null(sl = vd_lineage_slot(&f->l, "r", -1));
+	assert_non_null(sl = vd_lineage_slot(&f->core.lineage, "r", -1));
 	assert_string_equal(sl->src[VD_SRC_PINNED].where, "config");
-	assert_null(vd_lineage_slot(&f->l, "r", 4));
-	assert_int_equal(f->l.alerts.count, 0);
-	assert_int_equal(f->l.series[VD_CS_LEDGER_UNSIGNED], 4);
-	assert_int_equal(f->l.series[VD_CS_PINNED], 1);
+	assert_null(vd_lineage_slot(&f->core.lineage, "r", 4));
+	assert_int_equal(f->core.lineage.alerts.count, 0);
+	assert_int_equal(f->core.lineage.series[VD_CS_LEDGER_UNSIGNED], 4);
+	assert_int_equal(f->core.lineage.series[VD_CS_PINNED], 1);
 	fx_free(f);
 }
 
@@ -177,7 +177,7 @@ static void test_pending_parent(void **state)
 	assert_int_equal(G(f, H(3))->trusted, 0);
 	assert_int_equal(G(f, H(1))->trusted, 0);
 	assert_head(f, 0, H(0), "r");
-	assert_int_equal(f->l.alerts.count, 0);
+	assert_int_equal(f->core.lineage.alerts.count, 0);
 	fx_free(f);
 }
 
@@ -202,14 +202,14 @@ static void test_missing_parent(void **state)
 	assert_head(f, 1, H(1), "r");
 	assert_true(has_alert(f, VD_ALERT_CHAIN_BROKEN, H(3)));
 	assert_true(has_alert(f, VD_ALERT_CHAIN_BROKEN, H(4)));
-	assert_int_equal(f->l.alert_counts[VD_ALERT_CHAIN_BROKEN], 2);
+	assert_int_equal(f->core.lineage.alert_counts[VD_ALERT_CHAIN_BROKEN], 2);
 
 	copy(f, "r", "round-00002", H(2), 2, H(1), V_OK);
 	refresh(f, 0);
 	assert_intact(f, H(4), 5, H(0), 1);
 	assert_head(f, 4, H(4), "r");
-	assert_int_equal(f->l.alerts.count, 0);
-	assert_int_equal(f->l.alert_counts[VD_ALERT_CHAIN_BROKEN], 0);
+	assert_int_equal(f->core.lineage.alerts.count, 0);
+	assert_int_equal(f->core.lineage.alert_counts[VD_ALERT_CHAIN_BROKEN], 0);
 	fx_free(f);
 }
 
@@ -230,7 +230,7 @@ static void test_failed_parent_good_copy(void **state)
 	assert_intact(f, H(4), 5, H(0), 1);
 	assert_head(f, 4, H(4), "r");
 	assert_true(has_alert(f, VD_ALERT_ARTIFACT_FAILED, "r/round-00002-again"));
-	assert_int_equal(f->l.alerts.count, 1);
+	assert_int_equal(f->core.lineage.alerts.count, 1);
 
 	reverdict(f, "r/round-00002", V_FAIL);
 	refresh(f, 0);
@@ -429,7 +429,7 @@ static void test_pruned_link(void **state)
 	assert_int_equal(G(f, H(3))->chain_len, 4);
 	assert_int_equal(G(f, H(3))->pruned, 1);
 	assert_head(f, 3, H(3), "r");
-	assert_int_equal(f->l.alerts.count, 0);
+	assert_int_equal(f->core.lineage.alerts.count, 0);
 
 	/* The root pruned as well. */
 	retain(f, H(0), "r", 0, NULL);
@@ -512,7 +512,7 @@ static void test_pruned_link_contradicted(void **state)
 	assert_true(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 0"));
 
 	/* The statement withdrawn: the chains mend. */
-	f->mem.n_stmts = 0;
+	f->core.mem.n_stmts = 0;
 	refresh(f, 1);
 	assert_intact(f, H(3), 4, H(0), 1);
 	assert_head(f, 3, H(3), "r");
@@ -627,9 +627,9 @@ static void test_genesis_per_run(void **state)
 	g = G(f, X(3));
 	assert_intact(f, X(3), 1, X(3), 1);
 	assert_string_equal(g->commit->run, "*");
-	assert_non_null(sl = vd_lineage_slot(&f->l, "*", -1));
+	assert_non_null(sl = vd_lineage_slot(&f->core.lineage, "*", -1));
 	assert_string_equal(sl->src[VD_SRC_PINNED].hash, X(3));
-	assert_null(vd_lineage_slot(&f->l, "c", -1));
+	assert_null(vd_lineage_slot(&f->core.lineage, "c", -1));
 	/* Two heads at round 0: the smaller hash. */
 	if (strcmp(X(3), X(1)) < 0)
 		assert_head(f, 0, X(3), "c");
@@ -664,7 +664,7 @@ static void test_anchor(void **state)
 	assert_int_equal(g->commit_source, VD_SRC_PINNED);
 	assert_intact(f, H(4), 2, H(3), 1);
 	assert_head(f, 4, H(4), "r");
-	assert_non_null(sl = vd_lineage_slot(&f->l, "r", 2));
+	assert_non_null(sl = vd_lineage_slot(&f->core.lineage, "r", 2));
 	assert_int_equal(sl->anchor, 1);
 	assert_string_equal(sl->src[VD_SRC_PINNED].hash, H(3));
 	assert_string_equal(sl->src[VD_SRC_PINNED].where, "config");
@@ -716,16 +716,16 @@ static void test_equivocation(void **state)
 	assert_int_equal(g->committed, 0);
 	assert_int_equal(g->trusted, 0);
 	assert_intact(f, H(4), 5, H(0), 0);       /* a refused post does not count */
-	assert_non_null(sl = vd_lineage_slot(&f->l, "", 3));
+	assert_non_null(sl = vd_lineage_slot(&f->core.lineage, "", 3));
 	assert_string_equal(sl->first_hash, H(4));
 	assert_string_equal(sl->other_hash, X(4));
 	assert_string_equal(sl->other_where, "api");
 	assert_true(has_alert(f, VD_ALERT_EQUIVOCATION, ". round 3"));
-	assert_int_equal(f->l.alert_counts[VD_ALERT_EQUIVOCATION], 1);
+	assert_int_equal(f->core.lineage.alert_counts[VD_ALERT_EQUIVOCATION], 1);
 	assert_head(f, 3, H(3), "");
 
 	/* A counting source disagrees: a mismatch as well. */
-	f->mem.n_equivs = 0;
+	f->core.mem.n_equivs = 0;
 	post(f, "", 3, X(4), NULL);
 	refresh(f, 1);
 	g = G(f, H(4));
@@ -735,11 +735,11 @@ static void test_equivocation(void **state)
 	assert_true(has_alert(f, VD_ALERT_COMMITMENT_MISMATCH, H(4)));
 
 	/* The cause gone, the alerts go. */
-	f->mem.n_posted = 0;
+	f->core.mem.n_posted = 0;
 	refresh(f, 1);
 	assert_intact(f, H(4), 5, H(0), 1);
 	assert_head(f, 4, H(4), "");
-	assert_int_equal(f->l.alerts.count, 0);
+	assert_int_equal(f->core.lineage.alerts.count, 0);
 	fx_free(f);
 }
 
@@ -779,7 +779,7 @@ static void test_policy_signed(void **state)
 		assert_int_equal(G(f, H(i))->commit_source, VD_SRC_LEDGER);
 	}
 	assert_head(f, 0, H(0), "r");
-	assert_false(vd_commit_counts(&vd_lineage_slot(&f->l, "r", 0)->src[VD_SRC_LEDGER],
+	assert_false(vd_commit_counts(&vd_lineage_slot(&f->core.lineage, "r", 0)->src[VD_SRC_LEDGER],
 	    VD_SRC_LEDGER, VD_POLICY_SIGNED));
 
 	/* Untrusted key, wrong head, too many records: none counts. */
@@ -793,12 +793,12 @@ static void test_policy_signed(void **state)
 	refresh(f, 1);
 	assert_intact(f, H(2), 3, H(0), 1);
 	assert_int_equal(G(f, H(3))->trusted, 0);
-	sl = vd_lineage_slot(&f->l, "r", 1);
+	sl = vd_lineage_slot(&f->core.lineage, "r", 1);
 	assert_true(sl->src[VD_SRC_LEDGER].is_signed);
 	assert_string_equal(sl->src[VD_SRC_LEDGER].key_id, vd_key_id(keys[0]));
-	assert_false(vd_lineage_slot(&f->l, "r", 2)->src[VD_SRC_LEDGER].is_signed);
-	assert_int_equal(f->l.series[VD_CS_LEDGER_SIGNED], 2);
-	assert_int_equal(f->l.series[VD_CS_LEDGER_UNSIGNED], 1);
+	assert_false(vd_lineage_slot(&f->core.lineage, "r", 2)->src[VD_SRC_LEDGER].is_signed);
+	assert_int_equal(f->core.lineage.series[VD_CS_LEDGER_SIGNED], 2);
+	assert_int_equal(f->core.lineage.series[VD_CS_LEDGER_UNSIGNED], 1);
 	assert_head(f, 2, H(2), "r");
 
 	/* A signed RoundClose commits round 3; one by an untrusted key not. */
@@ -807,7 +807,7 @@ static void test_policy_signed(void **state)
 	refresh(f, 1);
 	assert_intact(f, H(3), 4, H(0), 1);
 	assert_int_equal(G(f, H(3))->commit_source, VD_SRC_SIGNED);
-	assert_string_equal(vd_lineage_slot(&f->l, "r", 2)->other_hash, "");
+	assert_string_equal(vd_lineage_slot(&f->core.lineage, "r", 2)->other_hash, "");
 	assert_head(f, 3, H(3), "r");
 
 	/* The key revoked: what it alone signed stops counting. */
@@ -817,8 +817,8 @@ static void test_policy_signed(void **state)
 
 	/* Under "ledger" unsigned records count. */
 	f->ring.n = 1;
-	f->mem.n_stmts = 0;
-	f->mem.n_posted = 0;
+	f->core.mem.n_stmts = 0;
+	f->core.mem.n_posted = 0;
 	cfg_set(f, "commitment_policy", "ledger");
 	refresh(f, 1);
 	assert_intact(f, H(3), 4, H(0), 1);
@@ -843,7 +843,7 @@ static void test_policy_signed_unsigned_other(void **state)
 	assert_int_equal(G(f, H(1))->n_breaks, 0);
 	assert_int_equal(G(f, H(1))->committed, 1);
 	assert_true(G(f, H(1))->trusted);
-	assert_string_equal(vd_lineage_slot(&f->l, "r", 0)->other_hash, "");
+	assert_string_equal(vd_lineage_slot(&f->core.lineage, "r", 0)->other_hash, "");
 	assert_false(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 0"));
 
 	cfg_set(f, "commitment_policy", "ledger");
@@ -877,7 +877,7 @@ static void test_equivocation_withdrawn(void **state)
 	withdraw(f, "r", 0, H(1), 1);
 	refresh(f, 1);
 	assert_false(G(f, H(1))->committed);
-	assert_null(vd_lineage_slot(&f->l, "r", 0));
+	assert_null(vd_lineage_slot(&f->core.lineage, "r", 0));
 
 	/* A pin is the configuration's: a withdrawal does not touch it. */
 	withdraw(f, "r", -1, H(0), 1);
@@ -902,15 +902,15 @@ static void test_round_mismatch(void **state)
 	refresh(f, 1);
 	assert_true(G(f, H(2))->trusted);
 	assert_false(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 1"));
-	assert_int_equal(vd_round_mismatch(&f->model, &f->mem.retained, "r", 1, H(1), NULL), 1);
-	assert_int_equal(vd_round_mismatch(&f->model, &f->mem.retained, "r", 0, H(1), NULL), 0);
-	assert_int_equal(vd_round_mismatch(&f->model, &f->mem.retained, "other", 1, H(1), NULL), 0);
+	assert_int_equal(vd_round_mismatch(&f->model, &f->core.mem.retained, "r", 1, H(1), NULL), 1);
+	assert_int_equal(vd_round_mismatch(&f->model, &f->core.mem.retained, "r", 0, H(1), NULL), 0);
+	assert_int_equal(vd_round_mismatch(&f->model, &f->core.mem.retained, "other", 1, H(1), NULL), 0);
 	/* A directory that only claims the hash, with another round, proves
 	 * nothing: it cannot veto the real round's commitment. */
 	copy(f, "r", "round-00005", H(2), 5, H(1), V_FAIL);
 	copy(f, "r", "round-00006", H(2), 6, H(1), V_NONE);
 	refresh(f, 0);
-	assert_int_equal(vd_round_mismatch(&f->model, &f->mem.retained, "r", 1, H(2), NULL), 0);
+	assert_int_equal(vd_round_mismatch(&f->model, &f->core.mem.retained, "r", 1, H(2), NULL), 0);
 	assert_true(G(f, H(2))->committed);
 	drop(f, "r/round-00005");
 	drop(f, "r/round-00006");
@@ -943,7 +943,7 @@ static void test_noted_only_slot(void **state)
 	chain(f, "r", 0, 1, V_OK);
 	refused(f, "r", 0, X(1));
 	refresh(f, 1);
-	sl = vd_lineage_slot(&f->l, "r", 0);
+	sl = vd_lineage_slot(&f->core.lineage, "r", 0);
 	assert_non_null(sl);
 	assert_ptr_equal(G(f, H(1))->commit, sl);
 	assert_int_equal(G(f, H(1))->commit_source, -1);
@@ -962,7 +962,7 @@ static void test_fork(void **state)
 	copy(f, "r", "round-00002-other", X(2), 2, H(1), V_OK);
 	refresh(f, 0);
 	assert_true(has_alert(f, VD_ALERT_FORK, H(1)));
-	assert_int_equal(f->l.alert_counts[VD_ALERT_FORK], 1);
+	assert_int_equal(f->core.lineage.alert_counts[VD_ALERT_FORK], 1);
 	/* The ledger names round 2 for that round: the fork's other side is
 	 * contradicted. */
 	assert_int_equal(G(f, X(2))->committed, 0);
@@ -974,7 +974,7 @@ static void test_fork(void **state)
 	refresh(f, 0);
 	assert_false(has_alert(f, VD_ALERT_FORK, H(1)));
 	assert_true(has_alert(f, VD_ALERT_ARTIFACT_FAILED, "r/round-00002-other"));
-	assert_int_equal(f->l.alert_counts[VD_ALERT_FORK], 0);
+	assert_int_equal(f->core.lineage.alert_counts[VD_ALERT_FORK], 0);
 	fx_free(f);
 }
 
@@ -994,7 +994,7 @@ static void test_alerts_cleared(void **state)
 	assert_true(has_alert(f, VD_ALERT_LEDGER_BROKEN, "r/ledger.jsonl"));
 	assert_true(has_alert(f, VD_ALERT_ARTIFACT_FAILED, "r/round-00001"));
 	assert_true(has_alert(f, VD_ALERT_CHAIN_BROKEN, H(2)));
-	assert_int_equal(f->l.alerts.count, 3);
+	assert_int_equal(f->core.lineage.alerts.count, 3);
 
 	f->ledgers[0].read_ok = 1;
 	f->ledgers[0].result.brk = VD_LEDGER_PREV_MISMATCH;
@@ -1002,12 +1002,12 @@ static void test_alerts_cleared(void **state)
 	verdict(&f->model, c, V_OK);
 	refresh(f, 1);
 	assert_true(has_alert(f, VD_ALERT_LEDGER_BROKEN, "r/ledger.jsonl"));
-	assert_int_equal(f->l.alerts.count, 1);
+	assert_int_equal(f->core.lineage.alerts.count, 1);
 
 	f->ledgers[0].result.brk = VD_LEDGER_INTACT;
 	refresh(f, 1);
-	assert_int_equal(f->l.alerts.count, 0);
-	assert_int_equal(f->l.alert_counts[VD_ALERT_LEDGER_BROKEN], 0);
+	assert_int_equal(f->core.lineage.alerts.count, 0);
+	assert_int_equal(f->core.lineage.alert_counts[VD_ALERT_LEDGER_BROKEN], 0);
 	assert_head(f, 2, H(2), "r");
 	fx_free(f);
 }
@@ -1026,13 +1026,13 @@ static void test_alert_detail_follows_cause(void **state)
 	drop(f, "r/round-00001");
 	refresh(f, 0);
 	snprintf(key, sizeof(key), "%s\n%s", vd_alert_name(VD_ALERT_CHAIN_BROKEN), H(2));
-	assert_non_null(a = vd_map_get(&f->l.alerts, key));
+	assert_non_null(a = vd_map_get(&f->core.lineage.alerts, key));
 	assert_non_null(strstr(a->detail, "missing_parent"));
 
 	copy(f, "r", "round-00001", H(1), 1, H(0), V_FAIL);
 	refresh(f, 0);
 	assert_break(G(f, H(2)), 0, H(2), 2, VD_BREAK_PARENT_FAILED);
-	assert_non_null(a = vd_map_get(&f->l.alerts, key));
+	assert_non_null(a = vd_map_get(&f->core.lineage.alerts, key));
 	if (strstr(a->detail, "parent_failed") == NULL)
 		fail_msg("the alert still says \"%s\"", a->detail);
 	fx_free(f);
@@ -1046,12 +1046,12 @@ static void test_busy_keeps_alerts(void **state)
 
 	reverdict(f, "r/round-00001", V_FAIL);
 	refresh(f, 0);
-	assert_int_equal(f->l.alerts.count, 2);
+	assert_int_equal(f->core.lineage.alerts.count, 2);
 	c = vd_model_copy(&f->model, "r/round-00001");
 	c->inflight = &busy_job;
 	vd_model_touch(&f->model, c);
 	refresh(f, 0);
-	assert_int_equal(f->l.alerts.count, 2);
+	assert_int_equal(f->core.lineage.alerts.count, 2);
 	assert_break(G(f, H(2)), 0, H(2), 2, VD_BREAK_PARENT_FAILED);
 	fx_free(f);
 }

@@ -1,0 +1,465 @@
+/* The commitments state machine (vd_core.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vd_core.h"
+#include "vd_util.h"
+
+void vd_core_init(vd_core *c, vd_mem_persist_fn persist, void *arg)
+{
+	memset(c, 0, sizeof(*c));
+	vd_memory_init(&c->mem);
+	vd_lineage_init(&c->lineage);
+	vd_lineage_delta_init(&c->delta);
+	c->persist = persist;
+	c->persist_arg = arg;
+}
+
+void vd_core_free(vd_core *c)
+{
+	vd_lineage_delta_free(&c->delta);
+	vd_lineage_free(&c->lineage);
+	vd_memory_free(&c->mem);
+	free(c->retain_q);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Durable, then applied: -EIO when it could not be made durable (the
+ * memory is as it was). Applying may run out of memory after the record
+ * is durable: it counts from the next start. */
+static int commit(vd_core *c, const vd_mem_record *rec, vd_core_output *out)
+{
+	int rc = vd_memory_commit(&c->mem, rec, c->persist, c->persist_arg);
+
+	if (rc == -ENOMEM)
+		out->oom = 1;
+	return rc == -EIO ? -EIO : 0;
+}
+
+/* ---- retention ---------------------------------------------------------- */
+
+/* An artifact verified and committed is remembered (once), so that its
+ * descendants' chains pass through it after its directory is removed. */
+static void retain_group(vd_core *c, const vd_group *g, vd_core_output *out)
+{
+	const vd_copy *cp = NULL;
+	vd_mem_record rec;
+	vd_retained r;
+	size_t i;
+
+	if (!g->committed || vd_map_get(&c->mem.retained, g->hash) != NULL)
+		return;
+	for (i = 0; i < g->n && cp == NULL; i++)
+		if (vd_copy_settled(g->copies[i]) == VD_AS_VERIFIED)
+			cp = g->copies[i];
+	if (cp == NULL)
+		return;
+	memset(&r, 0, sizeof(r));
+	memcpy(r.hash, g->hash, sizeof(r.hash));
+	r.run = cp->run;
+	r.round_index = g->round_index;
+	r.has_parent = g->has_parent;
+	memcpy(r.parent, g->parent, sizeof(r.parent));
+	r.verified_at = cp->verified_at;
+	if (vd_memory_retain(&c->mem, &r, &rec) == VD_POST_NEW)
+		(void)commit(c, &rec, out);     /* not durable: tried at its next refresh */
+}
+
+/* A group is looked at as it is when its turn comes: only verdicts and
+ * new copies change in between, and one whose verified copy failed
+ * meanwhile is not remembered, as a pass after the failure would not. */
+static void retain_more(vd_core *c, size_t budget, vd_core_output *out)
+{
+	const vd_group *g;
+
+	while (c->retain_next < c->n_retain_q && budget-- > 0)
+		if ((g = vd_model_group(c->src.model, c->retain_q[c->retain_next++])) != NULL)
+			retain_group(c, g, out);
+	if (c->retain_next == c->n_retain_q)
+		c->n_retain_q = c->retain_next = 0;
+}
+
+/* What a whole pass left is remembered before anything reads the memory
+ * of retained artifacts or may change what it is taken from. */
+static void catch_up(vd_core *c, vd_core_output *out)
+{
+	if (c->retain_next < c->n_retain_q)
+		retain_more(c, SIZE_MAX, out);
+}
+
+/* A whole pass lists every committed group not yet remembered, to be
+ * remembered VD_RETAIN_SLICE an input (the first pass over a store of
+ * 16,000 rounds commits them all at once). Out of memory for the list, a
+ * group is remembered at once. */
+static void retain_all(vd_core *c, vd_core_output *out)
+{
+	vd_group *g;
+	void *grown;
+	size_t it = 0;
+
+	catch_up(c, out);
+	while ((g = vd_model_next_group(c->src.model, &it)) != NULL) {
+		if (!g->committed || vd_map_get(&c->mem.retained, g->hash) != NULL)
+			continue;
+		grown = vd_grow(c->retain_q, &c->cap_retain_q, c->n_retain_q, sizeof(*c->retain_q));
+		if (grown == NULL) {
+			retain_group(c, g, out);
+			continue;
+		}
+		c->retain_q = grown;
+		memcpy(c->retain_q[c->n_retain_q++], g->hash, sizeof(*c->retain_q));
+	}
+	retain_more(c, VD_RETAIN_SLICE, out);
+}
+
+static void retain_committed(vd_core *c, const vd_lineage_delta *d, vd_core_output *out)
+{
+	size_t i;
+
+	if (d->whole) {
+		retain_all(c, out);
+		return;
+	}
+	for (i = 0; i < d->n_touched; i++)
+		retain_group(c, d->touched[i], out);
+}
+
+/* ---- lineage ------------------------------------------------------------ */
+
+static void refresh(vd_core *c, vd_refresh what, vd_core_output *out)
+{
+	vd_lineage_input in;
+
+	catch_up(c, out);
+	if (c->whole_dirty)
+		what = VD_REFRESH_WHOLE;
+	else if (what == VD_REFRESH_MODEL && c->commits_dirty)
+		what = VD_REFRESH_COMMITS;
+	memset(&in, 0, sizeof(in));
+	in.model = c->src.model;
+	in.policy = c->src.policy;
+	in.keys = c->src.keys;
+	in.ledgers = c->src.ledgers;
+	in.n_ledgers = c->src.n_ledgers;
+	vd_lineage_input_memory(&in, &c->mem);
+	in.scanned = c->src.scanned;
+	in.oms_keys = c->src.oms_keys;
+	vd_lineage_refresh(&c->lineage, &in, what, &c->delta);
+	out->delta = &c->delta;
+	out->refreshed = what;
+	retain_committed(c, &c->delta, out);
+	vd_model_clear_dirty(c->src.model);
+	c->model_dirty = c->commits_dirty = c->whole_dirty = 0;
+}
+
+/* ---- posts -------------------------------------------------------------- */
+
+/* The statement a signed RoundClose post is. */
+static void posted_statement(vd_statement *st, const vd_commitment *cm)
+{
+	memset(st, 0, sizeof(*st));
+	st->kind = VD_STMT_ROUNDCLOSE;
+	snprintf(st->run, sizeof(st->run), "%s", cm->run[0] ? cm->run : ".");
+	st->schema_version = cm->schema_version;
+	st->round_index = cm->round_index;
+	memcpy(st->hash, cm->hash, sizeof(st->hash));
+}
+
+static void post(vd_core *c, const vd_core_input *in, vd_core_output *out)
+{
+	const vd_commitment *cm = in->u.post.c;
+	vd_statement st;
+	vd_mem_record rec;
+	int rc;
+
+	catch_up(c, out);
+	rc = vd_memory_post(&c->mem, cm, vd_lineage_strong_other(&c->lineage, cm->run,
+	    cm->round_index, cm->hash), &rec, out->existing);
+	posted_statement(&st, cm);
+	vd_memory_post_signers(&c->mem, &st, cm->run, in->u.post.key_ids, in->u.post.n_keys, &rec);
+	rec.env = in->env;
+	rec.env_len = in->env_len;
+	rec.audit = rc == VD_POST_CONFLICT ? NULL : in->audit;
+	out->result = commit(c, &rec, out) < 0 ? -EIO : rc;
+	vd_mem_record_free(&rec);
+	if (out->result >= 0)
+		refresh(c, VD_REFRESH_COMMITS, out);
+}
+
+static void checkpoint(vd_core *c, const vd_core_input *in, vd_core_output *out)
+{
+	const vd_statement *st = in->u.checkpoint.st;
+	vd_mem_record rec;
+	int rc;
+
+	catch_up(c, out);
+	if (in->u.checkpoint.n_keys == 0) {
+		out->result = -EINVAL;
+		return;
+	}
+	rc = vd_memory_post_checkpoint(&c->mem, st, in->u.checkpoint.key_ids[0], &rec);
+	vd_memory_post_signers(&c->mem, st, st->run, in->u.checkpoint.key_ids,
+	    in->u.checkpoint.n_keys, &rec);
+	out->result = rc;
+	if (rec.kind != VD_MEM_NONE) {
+		rec.env = in->env;
+		rec.env_len = in->env_len;
+		rec.audit = rc == VD_POST_NEW ? in->audit : NULL;
+		if (commit(c, &rec, out) < 0)
+			out->result = -EIO;
+		else
+			refresh(c, VD_REFRESH_COMMITS, out);
+	}
+	vd_mem_record_free(&rec);
+}
+
+/* A statement accepted from a file is remembered under each of its
+ * signers: it counts whatever later happens to the file. Lineage catches
+ * up with the next refresh (a scan's merge ends with one). */
+static void statement(vd_core *c, const vd_core_input *in, vd_core_output *out)
+{
+	vd_mem_record rec;
+	size_t i;
+	int added = 0;
+
+	catch_up(c, out);
+	for (i = 0; i < in->u.statement.n_keys; i++) {
+		if (vd_memory_remember(&c->mem, in->u.statement.st, in->u.statement.run,
+		    in->u.statement.key_ids[i], in->u.statement.where, &rec) == VD_POST_KNOWN)
+			continue;
+		rec.env = in->env;
+		rec.env_len = in->env_len;
+		if (commit(c, &rec, out) < 0) {
+			out->result = -EIO;
+			return;
+		}
+		added++;
+	}
+	out->result = added;
+}
+
+/* ---- withdrawals by the operator (trust.md section 8) ------------------ */
+
+static void add_source(char *list, size_t n, const char *name)
+{
+	size_t len = strlen(list);
+
+	if (strstr(list, name) == NULL)
+		snprintf(list + len, n - len, "%s%s", len ? "," : "", name);
+}
+
+static void withdraw(vd_core *c, const vd_core_input *in, vd_core_output *out)
+{
+	vd_withdrawal *w = in->u.withdraw.w;
+	vd_mem_record rec;
+	unsigned named;
+	int rc;
+
+	catch_up(c, out);
+	named = vd_memory_sources(&c->mem, w->run, w->round_index, w->hash);
+	w->sources[0] = '\0';
+	if (named & VD_MEM_NAMED_TOKEN)
+		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_ROUNDCLOSE));
+	if (named & VD_MEM_NAMED_SIGNED)
+		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_SIGNED));
+	if (named & VD_MEM_NAMED_LEDGER)
+		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_LEDGER));
+	if (in->u.withdraw.oms_named)
+		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_OMS));
+	if ((rc = vd_memory_withdraw(&c->mem, w, in->u.withdraw.now, &rec)) != VD_POST_NEW) {
+		out->result = rc;
+		return;
+	}
+	w->at = rec.w.at;
+	rec.audit = in->audit;
+	if (commit(c, &rec, out) < 0) {
+		out->result = -EIO;
+		return;
+	}
+	out->result = VD_POST_NEW;
+	refresh(c, VD_REFRESH_COMMITS, out);
+}
+
+/* ---- the append-only memory of ledgers ---------------------------------- */
+
+/* Said once: a ledger newly diverged, or diverged elsewhere than before. */
+static void note_diverged(const vd_ledger_mem *m, const vd_mem_record *rec, vd_core_output *out)
+{
+	if (rec->kind != VD_MEM_LEDGER_DIVERGED)
+		return;
+	if (m != NULL && m->rewritten && strcmp(m->detail, rec->detail) == 0)
+		return;
+	out->note = VD_CORE_NOTE_REWRITTEN;
+	out->seen = m ? m->n : 0;
+	snprintf(out->detail, sizeof(out->detail), "%s", rec->detail);
+}
+
+/* A ledger as a scan read it: at most budget new records remembered
+ * durably (out->more when it holds further ones), or the file no longer
+ * extending them noted. A record not durable is read again next scan. */
+static void ledger(vd_core *c, const vd_core_input *in, vd_core_output *out)
+{
+	const vd_scan_ledger *l = in->u.ledger.l;
+	const vd_ledger_mem *m = vd_memory_ledger(&c->mem, l->relpath);
+	int was_rewritten = m != NULL && m->rewritten;
+	vd_mem_record rec;
+
+	if (vd_memory_read_ledger_some(&c->mem, l, in->u.ledger.budget, &rec, &out->more) < 0) {
+		vd_mem_record_free(&rec);
+		out->result = -ENOMEM;
+		out->more = 0;
+		return;
+	}
+	note_diverged(m, &rec, out);
+	out->result = (int)(rec.kind == VD_MEM_LEDGER_APPEND ? rec.n : 0);
+	if (commit(c, &rec, out) < 0) {
+		out->result = -EIO;
+		out->more = 0;
+	} else if (rec.kind == VD_MEM_LEDGER_APPEND && was_rewritten) {
+		out->note = VD_CORE_NOTE_EXTENDS_AGAIN;
+	}
+	vd_mem_record_free(&rec);
+}
+
+static void ledger_gone(vd_core *c, const char *relpath, vd_core_output *out)
+{
+	const vd_ledger_mem *m = vd_memory_ledger(&c->mem, relpath);
+	vd_mem_record rec;
+
+	vd_memory_ledger_gone(&c->mem, relpath, &rec);
+	note_diverged(m, &rec, out);
+	out->result = commit(c, &rec, out);
+	vd_mem_record_free(&rec);
+}
+
+static void forget(vd_core *c, const char *relpath, vd_core_output *out)
+{
+	vd_mem_record rec;
+	size_t n;
+
+	if (vd_memory_forget_ledger(&c->mem, relpath, &rec) < 0) {
+		out->result = -ENOENT;
+		return;
+	}
+	n = vd_memory_ledger(&c->mem, relpath)->n;
+	out->result = commit(c, &rec, out);
+	vd_mem_record_free(&rec);
+	if (out->result < 0)
+		return;
+	out->note = VD_CORE_NOTE_FORGOTTEN;
+	out->seen = n;
+	refresh(c, VD_REFRESH_COMMITS, out);
+}
+
+/* ---- the machine -------------------------------------------------------- */
+
+static void sources(vd_core *c, const vd_core_input *in)
+{
+	c->src = in->u.sources.src;
+	if (in->u.sources.change == VD_REFRESH_WHOLE)
+		c->whole_dirty = 1;
+	else if (in->u.sources.change == VD_REFRESH_COMMITS)
+		c->commits_dirty = 1;
+}
+
+/* The memory loaded at start replaces this one. Lineage starts again from
+ * nothing (it never points into a memory let go) and its next refresh is
+ * whole: until the first scan has read the ledgers, what they no longer
+ * extend is not known, so nothing is computed from the memory alone. */
+static void restore(vd_core *c, vd_memory *loaded)
+{
+	vd_memory_free(&c->mem);
+	c->mem = *loaded;
+	vd_memory_init(loaded);
+	vd_lineage_free(&c->lineage);
+	vd_lineage_init(&c->lineage);
+	c->n_retain_q = c->retain_next = 0;
+	c->whole_dirty = 1;
+}
+
+void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
+{
+	memset(out, 0, sizeof(*out));
+	switch (in->kind) {
+	case VD_CORE_SOURCES:
+		sources(c, in);
+		break;
+	case VD_CORE_TOUCH:
+		c->model_dirty = 1;
+		c->commits_dirty |= in->u.commits;
+		break;
+	case VD_CORE_REFRESH:
+		refresh(c, in->u.refresh, out);
+		break;
+	case VD_CORE_POST:
+		post(c, in, out);
+		break;
+	case VD_CORE_CHECKPOINT:
+		checkpoint(c, in, out);
+		break;
+	case VD_CORE_STATEMENT:
+		statement(c, in, out);
+		break;
+	case VD_CORE_WITHDRAW:
+		withdraw(c, in, out);
+		break;
+	case VD_CORE_LEDGER:
+		ledger(c, in, out);
+		break;
+	case VD_CORE_LEDGER_GONE:
+		ledger_gone(c, in->u.relpath, out);
+		break;
+	case VD_CORE_LEDGER_FORGET:
+		forget(c, in->u.relpath, out);
+		break;
+	case VD_CORE_RETAIN:
+		retain_more(c, in->u.budget, out);
+		break;
+	case VD_CORE_RESTORE:
+		restore(c, in->u.restore);
+		break;
+	}
+	out->retain_left = c->n_retain_q - c->retain_next;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+const vd_memory *vd_core_memory(const vd_core *c)
+{
+	return &c->mem;
+}
+
+const vd_lineage *vd_core_lineage(const vd_core *c)
+{
+	return &c->lineage;
+}
+
+int vd_core_dirty(const vd_core *c)
+{
+	return c->model_dirty || c->commits_dirty || c->whole_dirty;
+}
+
+size_t vd_core_retain_left(const vd_core *c)
+{
+	return c->n_retain_q - c->retain_next;
+}
+
+const vd_order *vd_core_retained_order(vd_core *c)
+{
+	return vd_memory_retained_order(&c->mem);
+}
+
+int vd_core_is_retained(const vd_core *c, const char *hash)
+{
+	return vd_map_get(&c->mem.retained, hash) != NULL;
+}
+
+int vd_core_round_mismatch(const vd_core *c, const char *run, int64_t round,
+    const char *hash, int64_t *header_round)
+{
+	return vd_round_mismatch(c->src.model, &c->mem.retained, run, round, hash, header_round);
+}

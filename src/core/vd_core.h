@@ -1,0 +1,159 @@
+/*
+ * The commitments state machine: the memory of commitments (vd_memory),
+ * the lineage computed from it and the model (vd_lineage), and the
+ * artifacts retained as a whole pass finds them committed. It changes only
+ * through vd_core_step, one input at a time, and answers with one output.
+ * No I/O, no clock, no threads: time comes in an input, and a record the
+ * machine wants durable goes out through the persistence the shell gave it
+ * (vd_core_init); the record takes effect only once that said it is
+ * durable, and a failed persist leaves the machine as it was.
+ *
+ * The model (copies and groups) is the shell's, merged from scans; the
+ * machine reads it and clears its dirty marks once lineage has seen them.
+ */
+#ifndef VD_CORE_H
+#define VD_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vd_lineage.h"
+#include "vd_memory.h"
+#include "vd_model.h"
+#include "vd_scanned.h"
+
+struct vd_omskeys;
+
+/* What lineage reads besides the memory: set by VD_CORE_SOURCES. */
+typedef struct vd_core_sources {
+	vd_model *model;
+	vd_policy policy;
+	const vd_keyring *keys;             /* may be NULL */
+	const struct vd_omskeys *oms_keys;  /* may be NULL */
+	const vd_scan_ledger *ledgers;      /* as the last scan read them */
+	size_t n_ledgers;
+	int scanned;                        /* the model holds a whole scan */
+} vd_core_sources;
+
+typedef enum vd_core_in_kind {
+	VD_CORE_SOURCES,        /* sources: lineage's other inputs; change says how far */
+	VD_CORE_TOUCH,          /* the model changed (commits: a commitment it carries too) */
+	VD_CORE_REFRESH,        /* recompute lineage now: refresh (raised to what is dirty) */
+	VD_CORE_POST,           /* post: a RoundClose posted, then a refresh */
+	VD_CORE_CHECKPOINT,     /* checkpoint: a signed ledger checkpoint posted, then a refresh */
+	VD_CORE_STATEMENT,      /* statement: one accepted from a file, under each signer */
+	VD_CORE_WITHDRAW,       /* withdraw: the operator withdraws, then a refresh */
+	VD_CORE_LEDGER,         /* ledger: as a scan read it, at most budget new records */
+	VD_CORE_LEDGER_GONE,    /* relpath: missing where a complete scan looked */
+	VD_CORE_LEDGER_FORGET,  /* relpath: the operator forgets it, then a refresh */
+	VD_CORE_RETAIN,         /* budget: more of the groups a whole pass left to remember */
+	VD_CORE_RESTORE         /* restore: the memory rebuilt from the database at start */
+} vd_core_in_kind;
+
+typedef struct vd_core_input {
+	vd_core_in_kind kind;
+	union {
+		struct {
+			vd_core_sources src;
+			vd_refresh change;          /* MODEL: only pointers moved */
+		} sources;
+		int commits;                    /* VD_CORE_TOUCH */
+		vd_refresh refresh;             /* VD_CORE_REFRESH */
+		struct {
+			const vd_commitment *c;     /* run in store form; key_id "" for the token */
+			const char *const *key_ids; /* its signers, the post's first */
+			size_t n_keys;
+		} post;
+		struct {
+			const vd_statement *st;     /* st->run in store form */
+			const char *const *key_ids;
+			size_t n_keys;
+		} checkpoint;
+		struct {
+			const vd_statement *st;
+			const char *run;            /* store form */
+			const char *const *key_ids;
+			size_t n_keys;
+			const char *where;          /* its file */
+		} statement;
+		struct {
+			vd_withdrawal *w;           /* sources and at filled in */
+			int oms_named;              /* an OMS bundle names it too */
+			double now;
+		} withdraw;
+		struct {
+			const vd_scan_ledger *l;
+			size_t budget;
+		} ledger;
+		const char *relpath;            /* LEDGER_GONE, LEDGER_FORGET */
+		size_t budget;                  /* VD_CORE_RETAIN */
+		vd_memory *restore;             /* taken over: left empty */
+	} u;
+	/* Persisted beside the input's records (posts, checkpoints, statements). */
+	const uint8_t *env;
+	size_t env_len;
+	const struct vd_audit *audit;
+} vd_core_input;
+
+/* What a ledger input found, for the shell to say once. */
+typedef enum vd_core_note {
+	VD_CORE_NOTE_NONE,
+	VD_CORE_NOTE_REWRITTEN,     /* newly no longer extends its memory (detail, seen) */
+	VD_CORE_NOTE_EXTENDS_AGAIN, /* extends it again */
+	VD_CORE_NOTE_FORGOTTEN      /* the operator forgot seen records */
+} vd_core_note;
+
+typedef struct vd_core_output {
+	/* The input's outcome: 0, a vd_post_result (posts, checkpoints,
+	 * withdrawals), the signatures added (statements), the new records
+	 * taken (ledgers), or a negative errno: -EIO nothing could be made
+	 * durable (the machine is as it was), -ENOENT nothing to withdraw or
+	 * forget, -EINVAL a checkpoint without signers, -ENOMEM. */
+	int result;
+	char existing[VD_HASH_HEX_LEN + 1];  /* POST conflict: the hash already there */
+	int more;                       /* LEDGER: records left for another input */
+	int oom;                        /* a durable record not applied: counts after a restart */
+	const vd_lineage_delta *delta;  /* lineage was refreshed: what changed; else NULL */
+	vd_refresh refreshed;           /* and how far */
+	size_t retain_left;             /* groups a whole pass still has to remember */
+	vd_core_note note;
+	size_t seen;                    /* records remembered before */
+	char detail[VD_DETAIL_MAX];
+} vd_core_output;
+
+typedef struct vd_core {
+	vd_memory mem;
+	vd_lineage lineage;
+	vd_lineage_delta delta;
+	vd_core_sources src;
+	vd_mem_persist_fn persist;
+	void *persist_arg;
+	int model_dirty, commits_dirty, whole_dirty;
+	char (*retain_q)[VD_HASH_HEX_LEN + 1];
+	size_t n_retain_q, retain_next, cap_retain_q;
+} vd_core;
+
+/* persist makes a record durable (0) or says it could not (< 0). */
+void vd_core_init(vd_core *c, vd_mem_persist_fn persist, void *arg);
+void vd_core_free(vd_core *c);
+
+/* One input; out is overwritten. */
+void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out);
+
+/* ---- reading ---------------------------------------------------------- */
+const vd_memory *vd_core_memory(const vd_core *c);
+const vd_lineage *vd_core_lineage(const vd_core *c);
+/* Whether lineage is behind the model or the commitment sources. */
+int vd_core_dirty(const vd_core *c);
+/* Groups a whole pass left to remember: while there are, a view of the
+ * retained artifacts, a removal of a copy or a round check is preceded by
+ * a VD_CORE_RETAIN of them all. */
+size_t vd_core_retain_left(const vd_core *c);
+/* The retained artifacts in (run, round, hash) order; NULL out of memory. */
+const vd_order *vd_core_retained_order(vd_core *c);
+int vd_core_is_retained(const vd_core *c, const char *hash);
+/* vd_round_mismatch over the model and the retained artifacts. */
+int vd_core_round_mismatch(const vd_core *c, const char *run, int64_t round,
+    const char *hash, int64_t *header_round);
+
+#endif
