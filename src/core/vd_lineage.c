@@ -28,6 +28,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -676,15 +677,17 @@ static void note_sources(vd_lineage *l, const vd_lineage_input *in, uint64_t sig
 	l->in_place_ok = 1;
 }
 
+/* 0, -E2BIG past VD_SLOTS_IN_PLACE_MAX, or -ENOMEM. */
 static int only_add(vd_lineage *l, const char *run, int64_t round)
 {
 	vd_slot_ref *grown;
 
 	if (only_has(l, run, round))
 		return 0;
-	if (l->n_only >= VD_SLOTS_IN_PLACE_MAX ||
-	    (grown = vd_grow(l->only, &l->cap_only, l->n_only, sizeof(*grown))) == NULL)
-		return -1;
+	if (l->n_only >= VD_SLOTS_IN_PLACE_MAX)
+		return -E2BIG;
+	if ((grown = vd_grow(l->only, &l->cap_only, l->n_only, sizeof(*grown))) == NULL)
+		return -ENOMEM;
 	l->only = grown;
 	l->only[l->n_only++] = (vd_slot_ref){ run, round };
 	if (l->n_only == 1 || round < l->only_min)
@@ -696,16 +699,24 @@ static int only_add(vd_lineage *l, const char *run, int64_t round)
 
 static int only_records(vd_lineage *l, const vd_ledger_mem *m, size_t from, size_t to)
 {
+	int rc;
+
 	for (; from < to; from++)
-		if (only_add(l, m->run, m->recs[from].round_index) < 0)
-			return -1;
+		if ((rc = only_add(l, m->run, m->recs[from].round_index)) < 0)
+			return rc;
 	return 0;
 }
 
+/* Whether the slots can be rebuilt in place or must be built from every
+ * source. */
+typedef enum slots_plan {
+	SLOTS_IN_PLACE,
+	SLOTS_BUILD_ALL
+} slots_plan;
+
 /* The slots whose ledger records were added or changed signature since
- * the last build, when nothing else changed: 0, or -1 when the slots must
- * be built from every source. */
-static int changed_records(vd_lineage *l, const vd_lineage_input *in)
+ * the last build, listed, when nothing else changed. */
+static slots_plan changed_records(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k, *key_id;
 	void *v;
@@ -715,19 +726,19 @@ static int changed_records(vd_lineage *l, const vd_lineage_input *in)
 	for (;;) {
 		at = it;
 		if (!vd_map_next(in->mems, &it, &k, &v))
-			return 0;
+			return SLOTS_IN_PLACE;
 		const vd_ledger_mem *m = v;
 		if ((ms = vd_map_get(&l->mems_seen, k)) == NULL || ms->m != m || ms->serial != m->serial ||
 		    ms->at != at ||
 		    m->n < ms->n || m->rewritten != ms->rewritten || m->n_diverged != ms->n_diverged ||
 		    m->n_diverged > 0 || (ms->n > 0 && strcmp(m->recs[ms->n - 1].record_hash, ms->last) != 0))
-			return -1;
+			return SLOTS_BUILD_ALL;
 		signed_n = covered(in, m, &key_id);
 		if (only_records(l, m, ms->n, m->n) < 0 ||
 		    only_records(l, m, strcmp(key_id ? key_id : "", ms->key_id) != 0 ? 0 :
 		    (signed_n < ms->signed_n ? signed_n : ms->signed_n),
 		    signed_n > ms->signed_n ? signed_n : ms->signed_n) < 0)
-			return -1;
+			return SLOTS_BUILD_ALL;
 	}
 }
 
@@ -754,8 +765,8 @@ static void slot_reset(vd_commit_slot *sl)
 
 /* Only ledgers grew or got signed: their slots are emptied and filled
  * again by the same pass as a build, which passes the other slots by.
- * 0 when done; -1 when every slot must be built instead. */
-static int update_commits(vd_lineage *l, const vd_lineage_input *in)
+ * SLOTS_BUILD_ALL when every slot must be built instead. */
+static slots_plan update_commits(vd_lineage *l, const vd_lineage_input *in)
 {
 	char key[SLOT_KEY_MAX];
 	vd_commit_slot *sl;
@@ -766,9 +777,9 @@ static int update_commits(vd_lineage *l, const vd_lineage_input *in)
 	l->n_only = 0;
 	if (!l->in_place_ok || l->named_failed || in->mems->count != l->mems_seen.count ||
 	    named_changed(l, in) || (sig = others_sig(in, &n_oms)) != l->others_sig ||
-	    changed_records(l, in) < 0) {
+	    changed_records(l, in) == SLOTS_BUILD_ALL) {
 		l->n_only = 0;
-		return -1;
+		return SLOTS_BUILD_ALL;
 	}
 	for (i = 0; i < l->n_only; i++)
 		if ((sl = (vd_commit_slot *)vd_lineage_slot(l, l->only[i].run, l->only[i].round)) != NULL) {
@@ -800,7 +811,7 @@ static int update_commits(vd_lineage *l, const vd_lineage_input *in)
 	l->in_place++;
 	/* A slot gone: who read it is not known; every group looks again. */
 	l->commits_in_place = !gone;
-	return 0;
+	return SLOTS_IN_PLACE;
 }
 
 /* The commitment for an artifact of a round in a run. */
@@ -1413,15 +1424,15 @@ static void alert_free(vd_alert *a)
 }
 
 /* Each alert is handed to the shell once when raised and once when
- * cleared, as the set changes: -1 when the delta cannot take it (out of
- * memory), and then the set does not change either. */
+ * cleared, as the set changes: -ENOMEM when the delta cannot take it, and
+ * then the set does not change either. */
 static int note_change(vd_lineage *l, const vd_alert *a, int raised)
 {
 	vd_lineage_delta *d = l->out;
 	vd_alert_change *grown, *ch;
 
 	if ((grown = vd_grow(d->alerts, &d->cap_alerts, d->n_alerts, sizeof(*grown))) == NULL)
-		return -1;
+		return -ENOMEM;
 	d->alerts = grown;
 	ch = &d->alerts[d->n_alerts];
 	ch->kind = a->kind;
@@ -1431,7 +1442,7 @@ static int note_change(vd_lineage *l, const vd_alert *a, int raised)
 	if (ch->subject == NULL || ch->detail == NULL) {
 		free(ch->subject);
 		free(ch->detail);
-		return -1;
+		return -ENOMEM;
 	}
 	d->n_alerts++;
 	if (raised)
@@ -1708,7 +1719,7 @@ static void refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
 
 	l->commits_in_place = 0;
 	if ((commits || !l->built) &&
-	    (!l->built || what == VD_REFRESH_WHOLE || update_commits(l, in) < 0)) {
+	    (!l->built || what == VD_REFRESH_WHOLE || update_commits(l, in) == SLOTS_BUILD_ALL)) {
 		build_commits(l, in);
 		count_series(l);
 		note_sources(l, in, others_sig(in, &n_oms));
