@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vd_chunks.h"
 #include "vd_core.h"
+#include "vd_omsruns.h"
 #include "vd_util.h"
 
 void vd_core_init(vd_core *c, vd_mem_persist_fn persist, void *arg)
@@ -355,6 +357,118 @@ static void forget(vd_core *c, const char *relpath, vd_core_output *out)
 	refresh(c, VD_REFRESH_COMMITS, out);
 }
 
+/* ---- verification jobs ---------------------------------------------------- */
+
+/* The verifier's facts; a failure reached without it (the artifact
+ * could not be opened) gets its remediation here. */
+static void record_facts(vd_copy *cp, const vd_verdict *verdict)
+{
+	vd_verdict v;
+
+	if (verdict->code == VD_OK || verdict->facts.remediation[0] != '\0') {
+		vd_copy_facts(cp, &verdict->facts);
+		return;
+	}
+	v = *verdict;
+	vd_verdict_remediate(&v);
+	vd_copy_facts(cp, &v.facts);
+}
+
+static void record_verdict(vd_copy *cp, const vd_job_result *r)
+{
+	cp->has_verdict = 1;
+	cp->code = r->verdict->code;
+	vd_copy_text(&cp->detail, r->verdict->detail);
+	memcpy(cp->recomputed, r->verdict->content_hash, sizeof(cp->recomputed));
+	cp->tensors = r->verdict->tensors;
+	cp->bytes = r->verdict->bytes;
+	cp->verified_at = r->started + r->duration;
+	cp->duration_ms = r->duration * 1000.0;
+	cp->verdict_fp = r->fp_before;
+	record_facts(cp, r->verdict);
+	vd_chunkmap_free(cp->chunks);
+	cp->chunks = NULL;
+	if (r->verdict->code == VD_OK && r->chunks != NULL) {
+		cp->chunks = *r->chunks;
+		*r->chunks = NULL;
+	}
+}
+
+/* The worker read header.json too: a directory adopted before any scan,
+ * or a header rewritten since, is indexed by what it claims now. */
+static void take_header(vd_model *m, vd_copy *cp, vd_hdrinfo *hdr)
+{
+	if (hdr == NULL || (cp->hdr.code == hdr->code &&
+	    strcmp(cp->hdr.content_hash, hdr->content_hash) == 0))
+		return;
+	vd_model_unindex(m, cp);
+	vd_hdrinfo_free(&cp->hdr);
+	cp->hdr = *hdr;
+	memset(hdr, 0, sizeof(*hdr));
+	vd_model_index(m, cp);
+}
+
+/* What cp's bundle commits, as text: a change of it changes the
+ * commitments, not only the model. */
+static void oms_sig(const vd_core *c, const vd_copy *cp, char *out, size_t n)
+{
+	if (!vd_oms_commits(cp, c->src.oms_keys))
+		snprintf(out, n, "-");
+	else
+		snprintf(out, n, "%s %lld %s", cp->hdr.content_hash, (long long)cp->hdr.round_index,
+		    cp->oms->key_id);
+}
+
+/* A verification came back: its copy takes what it found, and lineage
+ * looks at the copy again. */
+static void job_done(vd_core *c, const vd_job_result *r, vd_core_output *out)
+{
+	char before[VD_HASH_HEX_LEN + VD_KEYID_LEN + 32], after[sizeof(before)];
+	vd_model *m = c->src.model;
+	vd_copy *cp = vd_model_copy(m, r->relpath);
+
+	out->result = VD_JOB_DROPPED;
+	if (cp == NULL || cp->inflight != r->job)
+		return;
+	cp->inflight = NULL;
+	c->model_dirty = 1;
+	out->result = VD_JOB_GONE;
+	if (r->abandoned == VD_ABANDON_GONE) {
+		cp->fp.ok = 0;
+		return;
+	}
+	oms_sig(c, cp, before, sizeof(before));
+	cp->timeouts = r->abandoned == VD_ABANDON_TIME ? cp->timeouts + 1 : 0;
+	vd_model_touch(m, cp);
+	if (r->abandoned == VD_ABANDON_NONE)
+		vd_copy_oms(cp, r->oms_present ? r->oms : NULL);
+	if (r->rechecked) {
+		cp->verdict_fp = r->fp_before;
+		cp->verified_at = r->started + r->duration;
+		cp->duration_ms = r->duration * 1000.0;
+	} else {
+		vd_copy_text(&cp->changed, r->changed);
+		record_verdict(cp, r);
+	}
+	if (!cp->fp.ok)
+		cp->fp = r->fp_before;
+	take_header(m, cp, r->hdr);
+	oms_sig(c, cp, after, sizeof(after));
+	if (strcmp(before, after) != 0) {
+		c->commits_dirty = 1;
+		out->oms_commits_now = vd_oms_commits(cp, c->src.oms_keys);
+	}
+	/* Bytes that changed under the hash: the verdict describes nothing on
+	 * disk, so whoever waits for this run waits for the next one. */
+	if (!vd_fingerprint_eq(&r->fp_before, &r->fp_after)) {
+		cp->fp = r->fp_after;
+		out->result = VD_JOB_CHANGED;
+		return;
+	}
+	cp->done_gen = r->gen;
+	out->result = r->abandoned == VD_ABANDON_TIME ? VD_JOB_TIMED_OUT : VD_JOB_JUDGED;
+}
+
 /* ---- the machine -------------------------------------------------------- */
 
 static void sources(vd_core *c, const vd_core_input *in)
@@ -421,6 +535,9 @@ void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 		break;
 	case VD_CORE_RESTORE:
 		restore(c, in->u.restore);
+		break;
+	case VD_CORE_JOB_DONE:
+		job_done(c, in->u.job, out);
 		break;
 	}
 	out->retain_left = c->n_retain_q - c->retain_next;

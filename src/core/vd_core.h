@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vd_artifact.h"
 #include "vd_lineage.h"
 #include "vd_memory.h"
 #include "vd_model.h"
@@ -47,8 +48,36 @@ typedef enum vd_core_in_kind {
 	VD_CORE_LEDGER_GONE,    /* relpath: missing where a complete scan looked */
 	VD_CORE_LEDGER_FORGET,  /* relpath: the operator forgets it, then a refresh */
 	VD_CORE_RETAIN,         /* budget: more of the groups a whole pass left to remember */
-	VD_CORE_RESTORE         /* restore: the memory rebuilt from the database at start */
+	VD_CORE_RESTORE,        /* restore: the memory rebuilt from the database at start */
+	VD_CORE_JOB_DONE        /* job: a verification came back (judged, gone, timed out) */
 } vd_core_in_kind;
+
+/* What a verification job found, as the core takes it. */
+typedef struct vd_job_result {
+	const vd_job *job;              /* the copy's inflight job it must be */
+	const char *relpath;
+	vd_job_kind kind;
+	uint64_t gen;                   /* the request generation it answers */
+	vd_abandon abandoned;
+	const vd_verdict *verdict;
+	vd_fingerprint fp_before, fp_after;
+	vd_hdrinfo *hdr;                /* header.json after hashing: taken when it changed */
+	struct vd_chunkmap **chunks;    /* a passing verdict's chunk digests: taken */
+	int rechecked;                  /* chunk by chunk, every byte unchanged */
+	const char *changed;            /* what a re-check found changed, or "" */
+	double started, duration;       /* wall clock of its first slice; seconds on it */
+	int oms_present;
+	const struct vd_oms_status *oms;
+} vd_job_result;
+
+/* What a job result comes to, for the shell to act on. */
+typedef enum vd_job_outcome {
+	VD_JOB_DROPPED,      /* its copy went, or another job is its copy's now */
+	VD_JOB_GONE,         /* removed or replaced while hashed: scan it */
+	VD_JOB_CHANGED,      /* bytes changed under the hash: verify again, scan it */
+	VD_JOB_TIMED_OUT,    /* not judged: try again later */
+	VD_JOB_JUDGED        /* a verdict for the bytes on disk: keep it, publish it */
+} vd_job_outcome;
 
 typedef struct vd_core_input {
 	vd_core_in_kind kind;
@@ -88,6 +117,7 @@ typedef struct vd_core_input {
 		const char *relpath;            /* LEDGER_GONE, LEDGER_FORGET */
 		size_t budget;                  /* VD_CORE_RETAIN */
 		vd_memory *restore;             /* taken over: left empty */
+		const vd_job_result *job;       /* VD_CORE_JOB_DONE */
 	} u;
 	/* Persisted beside the input's records (posts, checkpoints, statements). */
 	const uint8_t *env;
@@ -106,7 +136,7 @@ typedef enum vd_core_note {
 typedef struct vd_core_output {
 	/* The input's outcome: 0, a vd_post_result (posts, checkpoints,
 	 * withdrawals), the signatures added (statements), the new records
-	 * taken (ledgers), or a negative errno: -EIO nothing could be made
+	 * taken (ledgers), a vd_job_outcome (jobs), or a negative errno: -EIO nothing could be made
 	 * durable (the machine is as it was), -ENOENT nothing to withdraw or
 	 * forget, -EINVAL a checkpoint without signers, -ENOMEM. */
 	int result;
@@ -118,6 +148,7 @@ typedef struct vd_core_output {
 	size_t retain_left;             /* groups a whole pass still has to remember */
 	vd_core_note note;
 	size_t seen;                    /* records remembered before */
+	int oms_commits_now;            /* JOB_DONE: its copy's bundle commits anew */
 	char detail[VD_DETAIL_MAX];
 } vd_core_output;
 

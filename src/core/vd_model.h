@@ -20,6 +20,14 @@ typedef enum vd_job_kind {
 	VD_JOB_SCRUB         /* a periodic re-hash, throttled */
 } vd_job_kind;
 
+/* Why a job stopped before its verdict: its verdict is then VD_IO_ERROR
+ * with the reason, and describes nothing on disk. */
+typedef enum vd_abandon {
+	VD_ABANDON_NONE,
+	VD_ABANDON_GONE,     /* the artifact was removed or replaced meanwhile */
+	VD_ABANDON_TIME      /* it ran past its time limit */
+} vd_abandon;
+
 typedef struct vd_job vd_job;
 #include "vd_order.h"
 

@@ -22,13 +22,6 @@
 #include "vd_queue.h"
 #include "vd_scan.h"
 
-/* Why a job stopped before its verdict: its verdict is then VD_IO_ERROR
- * with the reason, and describes nothing on disk. */
-typedef enum vd_abandon {
-	VD_ABANDON_NONE,
-	VD_ABANDON_GONE,     /* the artifact was removed or replaced meanwhile */
-	VD_ABANDON_TIME      /* it ran past its time limit */
-} vd_abandon;
 
 typedef struct vd_job vd_job;
 struct vd_job {

@@ -83,68 +83,6 @@ static void persist_verdict(vd_store *s, const vd_copy *c)
 	vd_buf_free(&blob);
 }
 
-/* The verifier's facts; a failure reached without it (the artifact
- * could not be opened) gets its remediation here. */
-static void record_facts(vd_copy *c, const vd_verdict *verdict)
-{
-	vd_verdict v;
-
-	if (verdict->code == VD_OK || verdict->facts.remediation[0] != '\0') {
-		vd_copy_facts(c, &verdict->facts);
-		return;
-	}
-	v = *verdict;
-	vd_verdict_remediate(&v);
-	vd_copy_facts(c, &v.facts);
-}
-
-static void record_verdict(vd_copy *c, const vd_job *j)
-{
-	c->has_verdict = 1;
-	c->code = j->verdict.code;
-	vd_copy_text(&c->detail, j->verdict.detail);
-	memcpy(c->recomputed, j->verdict.content_hash, sizeof(c->recomputed));
-	c->tensors = j->verdict.tensors;
-	c->bytes = j->verdict.bytes;
-	c->verified_at = j->started + j->duration;
-	c->duration_ms = j->duration * 1000.0;
-	c->verdict_fp = j->fp_before;
-	record_facts(c, &j->verdict);
-}
-
-/* The worker read header.json too: a directory adopted before any scan,
- * or a header rewritten since, is indexed by what it claims now. */
-static void take_header(vd_store *s, vd_copy *c, vd_job *j)
-{
-	if (c->hdr.code == j->hdr.code &&
-	    strcmp(c->hdr.content_hash, j->hdr.content_hash) == 0)
-		return;
-	vd_model_unindex(&s->model, c);
-	vd_hdrinfo_free(&c->hdr);
-	c->hdr = j->hdr;
-	memset(&j->hdr, 0, sizeof(j->hdr));
-	vd_model_index(&s->model, c);
-}
-
-/* Removed or replaced while it was hashed: no verdict. The scan this
- * asks for forgets it, or finds the new one and queues it. */
-static void job_abandoned(vd_store *s, vd_copy *c)
-{
-	c->fp.ok = 0;
-	scan_path(s, c->relpath);
-}
-
-/* What c's bundle commits, as text: a change of it changes the
- * commitments, not only the model. */
-static void oms_commit_sig(const vd_store *s, const vd_copy *c, char *out, size_t n)
-{
-	if (!vd_oms_commits(c, s->oms_keys))
-		snprintf(out, n, "-");
-	else
-		snprintf(out, n, "%s %lld %s", c->hdr.content_hash, (long long)c->hdr.round_index,
-		    c->oms->key_id);
-}
-
 /* A bundle that has just come to commit its copy, in the audit of
  * commitments: a round_close entry of source "oms" by its key, from the
  * bundle's file. The same bundle accepted again (a restart, a key
@@ -165,92 +103,54 @@ static void oms_audit(vd_store *s, const vd_copy *c)
 	(void)vd_state_audit_file(s->state, &a);     /* a failure is logged there */
 }
 
-/* The bundle as this job found it. */
-static void take_oms(vd_copy *c, const vd_job *j)
-{
-	if (j->abandoned != VD_ABANDON_NONE)
-		return;
-	vd_copy_oms(c, j->oms_present ? &j->oms : NULL);
-	if (c->oms != NULL && !c->oms->verified)
-		log_info("%s: its OMS bundle does not verify: %s: %s", c->relpath,
-		    vd_oms_code_name(c->oms->code), c->oms->detail);
-}
-
 /* Checked under other keys than its run's now. */
 static int oms_stale(const vd_store *s, const vd_copy *c)
 {
 	return c->oms != NULL && strcmp(c->oms->trust, vd_omskeys_digest(s->oms_keys, c->run)) != 0;
 }
 
-static void on_job_done(vd_job *j, void *arg)
-{
-	vd_store *s = arg;
-	vd_copy *c = vd_model_copy(&s->model, j->relpath);
-	char sig_before[VD_HASH_HEX_LEN + VD_KEYID_LEN + 32], sig_after[sizeof(sig_before)];
-	int changed;
+static void core_step(vd_store *s, const vd_core_input *in, vd_core_output *out);
 
-	if (j->abandoned == VD_ABANDON_GONE)
-		log_info("stopped verifying %s after %.1f s: it was removed or replaced", j->relpath,
-		    j->duration);
-	else
-		vd_metrics_verified(s->metrics, j->verdict.code, j->hashed, j->duration);
-	if (c == NULL || c->inflight != j) {
-		if (j->kind == VD_JOB_SCRUB)
-			vd_sched_scrub_next(&s->sched);
-		vd_job_free(j);     /* the directory went away meanwhile */
-		vd_waiters_check(&s->waiters);
-		return;
-	}
-	c->inflight = NULL;
-	if (j->abandoned == VD_ABANDON_GONE) {
-		job_abandoned(s, c);
-		goto out;
-	}
-	oms_commit_sig(s, c, sig_before, sizeof(sig_before));
-	c->timeouts = j->abandoned == VD_ABANDON_TIME ? c->timeouts + 1 : 0;
-	vd_model_touch(&s->model, c);
-	take_oms(c, j);
+/* What the shell says of a job before its copy takes it. */
+static void log_job(const vd_copy *c, const vd_job *j)
+{
 	if (j->rechecked) {
 		log_info("re-checked %s chunk by chunk: unchanged (%.3f s)", c->relpath, j->duration);
-		c->verdict_fp = j->fp_before;
-		c->verified_at = j->started + j->duration;
-		c->duration_ms = j->duration * 1000.0;
-	} else {
-		if (j->changed[0])
-			log_warn("%s: %s; verifying it in full", c->relpath, j->changed);
-		vd_copy_text(&c->changed, j->changed);
-		if (j->kind == VD_JOB_SCRUB && j->verdict.code == VD_OK && c->has_verdict)
-			log_debug("scrubbed %s: unchanged", c->relpath);
-		else
-			log_verdict(c, j);
-		record_verdict(c, j);
-		vd_chunkmap_free(c->chunks);
-		c->chunks = NULL;
-		if (j->verdict.code == VD_OK) {
-			c->chunks = j->chunks;
-			j->chunks = NULL;   /* vd_job_free frees a failed pass's map */
-		}
+		return;
 	}
-	if (!c->fp.ok)
-		c->fp = j->fp_before;
-	take_header(s, c, j);
-	oms_commit_sig(s, c, sig_after, sizeof(sig_after));
-	if (strcmp(sig_before, sig_after) != 0) {
-		touch(s, 1);
-		if (vd_oms_commits(c, s->oms_keys))
-			oms_audit(s, c);
-	}
-	/* Bytes that changed under the hash: the verdict describes nothing on
-	 * disk, so whoever waits for this run waits for the next one. */
-	changed = !vd_fingerprint_eq(&j->fp_before, &j->fp_after);
-	if (changed) {
-		c->fp = j->fp_after;
+	if (j->changed[0])
+		log_warn("%s: %s; verifying it in full", c->relpath, j->changed);
+	if (j->kind == VD_JOB_SCRUB && j->verdict.code == VD_OK && c->has_verdict)
+		log_debug("scrubbed %s: unchanged", c->relpath);
+	else
+		log_verdict(c, j);
+}
+
+/* The job as the core takes it: its results, some moved out of it. */
+static void job_result(vd_job *j, vd_job_result *r)
+{
+	*r = (vd_job_result){ .job = j, .relpath = j->relpath, .kind = j->kind, .gen = j->gen,
+		.abandoned = j->abandoned, .verdict = &j->verdict, .fp_before = j->fp_before,
+		.fp_after = j->fp_after, .hdr = &j->hdr, .chunks = &j->chunks,
+		.rechecked = j->rechecked, .changed = j->changed, .started = j->started,
+		.duration = j->duration, .oms_present = j->oms_present, .oms = &j->oms };
+}
+
+/* What follows from a job the core judged, or did not. */
+static void after_job(vd_store *s, vd_copy *c, vd_job *j, vd_job_outcome outcome)
+{
+	switch (outcome) {
+	case VD_JOB_GONE:
+		scan_path(s, c->relpath);   /* forgets it, or finds the new one and queues it */
+		break;
+	case VD_JOB_CHANGED:
 		vd_sched_follow_up(&s->sched, c, j->kind, j->gen);
 		scan_path(s, c->relpath);
-	} else {
-		c->done_gen = j->gen;
+		break;
+	case VD_JOB_TIMED_OUT:
+	case VD_JOB_JUDGED:
 		/* Not judged: a restart verifies it again at once. */
-		if (j->abandoned == VD_ABANDON_TIME)
+		if (outcome == VD_JOB_TIMED_OUT)
 			vd_sched_retry_later(&s->sched, c, j);
 		else
 			persist_verdict(s, c);
@@ -259,13 +159,44 @@ static void on_job_done(vd_job *j, void *arg)
 			vd_events_verdict(s->events, c);
 		if (c->again)
 			vd_sched_follow_up(&s->sched, c, c->again_kind, c->again_gen);
+		break;
+	case VD_JOB_DROPPED:
+		break;
 	}
-out:
+}
+
+static void on_job_done(vd_job *j, void *arg)
+{
+	vd_store *s = arg;
+	vd_copy *c = vd_model_copy(&s->model, j->relpath);
+	vd_core_input in = { .kind = VD_CORE_JOB_DONE };
+	vd_core_output out;
+	vd_job_result r;
+
+	if (j->abandoned == VD_ABANDON_GONE)
+		log_info("stopped verifying %s after %.1f s: it was removed or replaced", j->relpath,
+		    j->duration);
+	else
+		vd_metrics_verified(s->metrics, j->verdict.code, j->hashed, j->duration);
+	if (c != NULL && c->inflight == j && j->abandoned != VD_ABANDON_GONE)
+		log_job(c, j);
+	job_result(j, &r);
+	in.u.job = &r;
+	core_step(s, &in, &out);
+	if (out.result != VD_JOB_DROPPED && j->abandoned == VD_ABANDON_NONE && j->oms_present &&
+	    !j->oms.verified)
+		log_info("%s: its OMS bundle does not verify: %s: %s", c->relpath,
+		    vd_oms_code_name(j->oms.code), j->oms.detail);
+	if (out.oms_commits_now)
+		oms_audit(s, c);
+	after_job(s, c, j, (vd_job_outcome)out.result);
 	if (j->kind == VD_JOB_SCRUB)
 		vd_sched_scrub_next(&s->sched);
 	vd_job_free(j);
-	vd_sched_drain(&s->sched);
-	vd_store_touch(s);
+	if (out.result != VD_JOB_DROPPED) {
+		vd_sched_drain(&s->sched);
+		vd_store_touch(s);
+	}
 	vd_waiters_check(&s->waiters);
 }
 

@@ -253,14 +253,50 @@ static int ch_presence(world *w)
 	return 0;
 }
 
+static void sim_input_raw(world *w, const vd_core_input *in, vd_core_output *out);
+
+/* A verification of the copy as it is comes back to the core, which takes
+ * its verdict as the daemon's store does. */
+static void job_back(world *w, vd_copy *c, int v)
+{
+	vd_core_input in = { .kind = VD_CORE_JOB_DONE };
+	vd_core_output out;
+	vd_job_result r;
+	vd_verdict vd;
+
+	memset(&vd, 0, sizeof(vd));
+	vd.code = v == V_FAIL ? VD_CHECKPOINT_INTEGRITY : VD_OK;
+	snprintf(vd.detail, sizeof(vd.detail), "%s", v == V_FAIL ? "weights.safetensors differs" : "");
+	c->inflight = &busy_job;    /* its job, queued or running until now */
+	memset(&r, 0, sizeof(r));
+	r.job = &busy_job;
+	r.relpath = c->relpath;
+	r.kind = VD_JOB_BACKGROUND;
+	r.verdict = &vd;
+	r.fp_before = r.fp_after = c->fp;
+	r.fp_before.ok = r.fp_after.ok = 1;
+	r.changed = "";
+	in.u.job = &r;
+	sim_input_raw(w, &in, &out);
+	if (out.result != VD_JOB_JUDGED)
+		violation(w, "a job of %s came back unchanged, but was not judged (%d)", c->relpath,
+		    out.result);
+}
+
+/* A verdict comes back from a job, or the copy is seen changed since its
+ * verdict, not verified yet, or being verified. */
 static int ch_verdict(world *w)
 {
 	int i = (int)rnd(w, P_SLOTS);
+	int v;
 
 	if (!w->slots[i].present)
 		return 0;
-	w->slots[i].verdict = pick_verdict(w);
-	verdict(&w->f->model, slot_copy(w, i), w->slots[i].verdict);
+	v = w->slots[i].verdict = pick_verdict(w);
+	if (v == V_OK || v == V_FAIL)
+		job_back(w, slot_copy(w, i), v);
+	else
+		verdict(&w->f->model, slot_copy(w, i), v);
 	return 0;
 }
 
