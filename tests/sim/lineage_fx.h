@@ -16,7 +16,7 @@
 #include "vd_model.h"
 #include "vd_state.h"
 
-#define MAX_HASHES 2048
+#define MAX_HASHES 4096
 #define MAX_SCAN_LEDGERS 4
 #define N_KEYS 2
 #define PATH_MAX_LEN 256
@@ -27,6 +27,7 @@
 #define RECORD_HASH_BASE 1000      /* record hashes of ledger records */
 #define FX_GROW_HASH 300           /* hx() offset of the hashes that grow tables */
 #define FX_GROWTH 60               /* groups that grow a model's tables */
+#define FX_SPARE_HASH 4000         /* hx() of a hash nothing else uses */
 
 enum { V_NONE, V_OK, V_FAIL, V_STALE, V_BUSY, V_COUNT };
 

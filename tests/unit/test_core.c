@@ -1,0 +1,355 @@
+/*
+ * The commitments state machine (vd_core) through its one entry: a post
+ * takes effect only once durable and answers with what lineage changed; a
+ * failed persist leaves the machine as it was; a statement is remembered
+ * under every signer or, past a failure, reported not durable; a whole
+ * pass remembers what it finds committed a slice at a time; a restart's
+ * memory empties lineage; a job's result is taken into its copy with the
+ * outcome the shell acts on.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "lineage_fx.h"
+#include "vd_core.h"
+
+/* A persistence that counts what it was given, or fails from a call on. */
+typedef struct fake_db {
+	int calls, kept;
+	int fail_from;                /* 0: never; else the call that fails first */
+} fake_db;
+
+static int fake_persist(const vd_mem_record *rec, void *arg)
+{
+	fake_db *db = arg;
+
+	(void)rec;
+	db->calls++;
+	if (db->fail_from > 0 && db->calls >= db->fail_from)
+		return -EIO;
+	db->kept++;
+	return 0;
+}
+
+typedef struct env {
+	fx *f;
+	fake_db db;
+} env;
+
+static env *env_new(void)
+{
+	env *e = calloc(1, sizeof(*e));
+
+	assert_non_null(e);
+	e->f = fx_new();
+	vd_core_free(&e->f->core);
+	vd_core_init(&e->f->core, fake_persist, &e->db);
+	return e;
+}
+
+static void env_free(env *e)
+{
+	fx_free(e->f);
+	free(e);
+}
+
+static void step(env *e, const vd_core_input *in, vd_core_output *out)
+{
+	vd_core_input src = { .kind = VD_CORE_SOURCES };
+	vd_core_output ignored;
+
+	src.u.sources.src = (vd_core_sources){ &e->f->model, vd_config_trust(&e->f->cfg),
+		&e->f->ring, NULL, e->f->ledgers, e->f->n_ledgers, 1 };
+	src.u.sources.change = VD_REFRESH_MODEL;
+	vd_core_step(&e->f->core, &src, &ignored);
+	vd_core_step(&e->f->core, in, out);
+}
+
+static void core_refresh(env *e, vd_refresh what)
+{
+	vd_core_input in = { .kind = VD_CORE_REFRESH, .u.refresh = what };
+	vd_core_output out;
+
+	step(e, &in, &out);
+	assert_non_null(out.delta);
+}
+
+static int post_token(env *e, const char *run, int64_t round, const char *hash,
+    vd_core_output *out)
+{
+	vd_core_input in = { .kind = VD_CORE_POST };
+	vd_commitment c;
+
+	fill_commitment(&c, run, round, hash, NULL);
+	in.u.post.c = &c;
+	step(e, &in, out);
+	return out->result;
+}
+
+static const vd_group *group(env *e, unsigned n)
+{
+	const vd_group *g = vd_model_group(&e->f->model, H(n));
+
+	assert_non_null(g);
+	return g;
+}
+
+/* Trusted only once the post is durable; the post answers with the
+ * refresh it caused. */
+static void test_post_durable_then_visible(void **state)
+{
+	env *e = env_new();
+	vd_core_output out;
+
+	(void)state;
+	pin(e->f, "genesis_hash", "r", -1, H(0));
+	chain(e->f, "r", 0, 1, V_OK);
+	core_refresh(e, VD_REFRESH_WHOLE);
+	assert_true(vd_group_trusted(group(e, 0)));
+	assert_false(vd_group_trusted(group(e, 1)));
+
+	e->db.fail_from = 1;
+	assert_int_equal(post_token(e, "r", 0, H(1), &out), -EIO);
+	assert_null(out.delta);
+	assert_int_equal(vd_core_memory(&e->f->core)->n_posted, 0);
+	core_refresh(e, VD_REFRESH_COMMITS);
+	assert_false(vd_group_trusted(group(e, 1)));
+
+	e->db.fail_from = 0;
+	assert_int_equal(post_token(e, "r", 0, H(1), &out), VD_POST_NEW);
+	assert_non_null(out.delta);
+	assert_int_equal(out.refreshed, VD_REFRESH_COMMITS);
+	assert_true(vd_group_trusted(group(e, 1)));
+	assert_int_equal(post_token(e, "r", 0, H(1), &out), VD_POST_KNOWN);
+	env_free(e);
+}
+
+/* Another hash for a round is a conflict: recorded, the existing hash
+ * said, and the round no longer trusted. */
+static void test_post_conflict(void **state)
+{
+	env *e = env_new();
+	vd_core_output out;
+
+	(void)state;
+	chain(e->f, "r", 0, 1, V_OK);
+	assert_int_equal(post_token(e, "r", 0, H(1), &out), VD_POST_NEW);
+	assert_int_equal(post_token(e, "r", 0, X(1), &out), VD_POST_CONFLICT);
+	assert_string_equal(out.existing, H(1));
+	assert_int_equal(vd_core_memory(&e->f->core)->n_equivs, 1);
+	env_free(e);
+}
+
+/* A statement under two signers: both remembered, or -EIO when the second
+ * cannot be made durable (the first stays: it is durable). */
+static void test_statement_signers(void **state)
+{
+	env *e = env_new();
+	vd_core_input in = { .kind = VD_CORE_STATEMENT };
+	vd_core_output out;
+	vd_signed_stmt ss;
+	const char *ids[] = { vd_key_id(keys[0]), vd_key_id(keys[1]) };
+
+	(void)state;
+	stmt_at(&ss, 1, VD_STMT_ROUNDCLOSE, "r", ids[0]);
+	ss.st.schema_version = 2;
+	ss.st.round_index = 0;
+	snprintf(ss.st.hash, sizeof(ss.st.hash), "%s", H(1));
+	in.u.statement.st = &ss.st;
+	in.u.statement.run = ss.run;
+	in.u.statement.key_ids = ids;
+	in.u.statement.n_keys = 2;
+	in.u.statement.where = ss.where;
+	e->db.fail_from = 2;
+	step(e, &in, &out);
+	assert_int_equal(out.result, -EIO);
+	assert_int_equal(vd_core_memory(&e->f->core)->n_stmts, 1);
+	e->db.fail_from = 0;
+	step(e, &in, &out);
+	assert_int_equal(out.result, 1);          /* the second key only */
+	assert_int_equal(vd_core_memory(&e->f->core)->n_stmts, 2);
+	step(e, &in, &out);
+	assert_int_equal(out.result, 0);
+	env_free(e);
+}
+
+/* A whole pass lists what it finds committed and remembers it a slice at
+ * a time; what is left is remembered before a post. */
+static void test_retention_slices(void **state)
+{
+	env *e = env_new();
+	vd_core_input in = { .kind = VD_CORE_RETAIN, .u.budget = 1 };
+	vd_core_output out;
+	int i;
+
+	(void)state;
+	pin(e->f, "genesis_hash", "r", -1, H(0));
+	chain(e->f, "r", 0, VD_RETAIN_SLICE + 2, V_OK);
+	for (i = 0; i < VD_RETAIN_SLICE + 2; i++)
+		ledger(e->f, "r", i, H((unsigned)i + 1));
+	core_refresh(e, VD_REFRESH_WHOLE);
+	assert_int_equal(vd_core_retain_left(&e->f->core), 3);
+	assert_int_equal(e->db.kept, VD_RETAIN_SLICE);
+	step(e, &in, &out);
+	assert_int_equal(out.retain_left, 2);
+	assert_int_equal(post_token(e, "r", VD_RETAIN_SLICE + 2, hx(FX_SPARE_HASH), &out),
+	    VD_POST_NEW);
+	assert_int_equal(out.retain_left, 0);
+	assert_true(vd_core_is_retained(&e->f->core, H(VD_RETAIN_SLICE + 2)));
+	env_free(e);
+}
+
+/* A restart's memory replaces the memory, and lineage starts again from
+ * nothing until the next (whole) refresh. */
+static void test_restore(void **state)
+{
+	env *e = env_new();
+	vd_core_input in = { .kind = VD_CORE_RESTORE };
+	vd_core_output out;
+	vd_memory loaded;
+	vd_mem_record rec;
+
+	(void)state;
+	pin(e->f, "genesis_hash", "r", -1, H(0));
+	chain(e->f, "r", 0, 1, V_OK);
+	assert_int_equal(post_token(e, "r", 0, H(1), &out), VD_POST_NEW);
+	assert_true(vd_lineage_slot_count(vd_core_lineage(&e->f->core)) > 0);
+	vd_memory_init(&loaded);
+	vd_mem_record_init(&rec, VD_MEM_POST);
+	fill_commitment(&rec.c, "r", 0, H(1), NULL);
+	assert_int_equal(vd_memory_restore(&loaded, &rec), VD_RESTORE_APPLIED);
+	in.u.restore = &loaded;
+	step(e, &in, &out);
+	assert_int_equal(vd_lineage_slot_count(vd_core_lineage(&e->f->core)), 0);
+	assert_true(vd_core_dirty(&e->f->core));
+	assert_int_equal(loaded.n_posted, 0);       /* taken over */
+	core_refresh(e, VD_REFRESH_MODEL);
+	assert_true(vd_group_trusted(group(e, 1)));
+	vd_memory_free(&loaded);
+	env_free(e);
+}
+
+static vd_core_output job(env *e, vd_copy *c, const vd_job *j, vd_code code,
+    vd_abandon abandoned, int changed_under)
+{
+	vd_core_input in = { .kind = VD_CORE_JOB_DONE };
+	vd_core_output out;
+	vd_job_result r;
+	vd_verdict v;
+
+	memset(&v, 0, sizeof(v));
+	v.code = code;
+	memset(&r, 0, sizeof(r));
+	r.job = j;
+	r.relpath = c->relpath;
+	r.kind = VD_JOB_BACKGROUND;
+	r.gen = 7;
+	r.abandoned = abandoned;
+	r.verdict = &v;
+	r.fp_before = r.fp_after = c->fp;
+	r.fp_after.digest[1] ^= (uint8_t)changed_under;
+	r.changed = "";
+	in.u.job = &r;
+	step(e, &in, &out);
+	return out;
+}
+
+/* Each outcome of a job, and what it leaves in its copy. */
+static void test_job_outcomes(void **state)
+{
+	env *e = env_new();
+	vd_copy *c;
+
+	(void)state;
+	chain(e->f, "r", 0, 0, V_BUSY);
+	c = vd_model_copy(&e->f->model, "r/round-00000");
+	assert_non_null(c);
+	assert_int_equal(job(e, c, NULL, VD_OK, VD_ABANDON_NONE, 0).result, VD_JOB_DROPPED);
+	assert_ptr_equal(c->inflight, &busy_job);
+
+	assert_int_equal(job(e, c, &busy_job, VD_OK, VD_ABANDON_NONE, 0).result, VD_JOB_JUDGED);
+	assert_null(c->inflight);
+	assert_int_equal(c->done_gen, 7);
+	assert_int_equal(vd_copy_settled(c), VD_AS_VERIFIED);
+
+	c->inflight = &busy_job;
+	assert_int_equal(job(e, c, &busy_job, VD_IO_ERROR, VD_ABANDON_TIME, 0).result,
+	    VD_JOB_TIMED_OUT);
+	assert_int_equal(c->timeouts, 1);
+
+	c->inflight = &busy_job;
+	assert_int_equal(job(e, c, &busy_job, VD_OK, VD_ABANDON_NONE, 1).result, VD_JOB_CHANGED);
+	assert_int_equal(c->timeouts, 0);
+	assert_false(vd_fingerprint_eq(&c->fp, &c->verdict_fp));  /* describes other bytes */
+
+	c->inflight = &busy_job;
+	assert_int_equal(job(e, c, &busy_job, VD_IO_ERROR, VD_ABANDON_GONE, 0).result, VD_JOB_GONE);
+	assert_false(c->fp.ok);
+	env_free(e);
+}
+
+/* Forgetting a ledger nothing remembers is -ENOENT; one remembered is
+ * forgotten durably, said with its count, and lineage refreshed. */
+static void test_forget_ledger(void **state)
+{
+	env *e = env_new();
+	vd_core_input in = { .kind = VD_CORE_LEDGER_FORGET, .u.relpath = "r/ledger.jsonl" };
+	vd_core_output out;
+
+	(void)state;
+	step(e, &in, &out);
+	assert_int_equal(out.result, -ENOENT);
+	ledger(e->f, "r", 0, H(1));
+	ledger(e->f, "r", 1, H(2));
+	step(e, &in, &out);
+	assert_int_equal(out.result, 0);
+	assert_int_equal(out.note, VD_CORE_NOTE_FORGOTTEN);
+	assert_int_equal(out.seen, 2);
+	assert_non_null(out.delta);
+	env_free(e);
+}
+
+static int set_up(void **state)
+{
+	int i;
+
+	(void)state;
+	for (i = 0; i < N_KEYS; i++)
+		if (vd_key_generate(&keys[i]) != 0)
+			return -1;
+	return 0;
+}
+
+static int tear_down(void **state)
+{
+	int i;
+
+	(void)state;
+	for (i = 0; i < N_KEYS; i++)
+		vd_key_free(keys[i]);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_post_durable_then_visible),
+		cmocka_unit_test(test_post_conflict),
+		cmocka_unit_test(test_statement_signers),
+		cmocka_unit_test(test_retention_slices),
+		cmocka_unit_test(test_restore),
+		cmocka_unit_test(test_job_outcomes),
+		cmocka_unit_test(test_forget_ledger),
+	};
+
+	return cmocka_run_group_tests(tests, set_up, tear_down);
+}
