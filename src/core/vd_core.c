@@ -469,6 +469,131 @@ static void job_done(vd_core *c, const vd_job_result *r, vd_core_output *out)
 	out->result = r->abandoned == VD_ABANDON_TIME ? VD_JOB_TIMED_OUT : VD_JOB_JUDGED;
 }
 
+/* ---- what scans find ------------------------------------------------------ */
+
+/* After a restart: a copy whose files have the identities a kept verdict
+ * was reached on gets that verdict without being hashed again; when those
+ * moved, it is pending until verified again (a re-check when the kept
+ * digests describe its bytes). */
+static void adopt_kept(vd_copy *cp, const vd_kept_verdict *k)
+{
+	if (!cp->has_verdict) {
+		cp->has_verdict = 1;
+		cp->code = k->code;
+		vd_copy_text(&cp->detail, k->detail);
+		snprintf(cp->recomputed, sizeof(cp->recomputed), "%s", k->content_hash);
+		cp->tensors = k->tensors;
+		cp->bytes = k->bytes;
+		cp->verified_at = k->verified_at;
+		cp->duration_ms = k->duration_ms;
+		vd_copy_facts(cp, k->facts);
+		vd_copy_oms(cp, k->oms);
+		memcpy(cp->verdict_fp.digest, k->fingerprint, sizeof(cp->verdict_fp.digest));
+		cp->verdict_fp.ok = 1;
+	}
+	if (cp->chunks == NULL && k->code == VD_OK && k->chunks != NULL) {
+		cp->chunks = *k->chunks;
+		*k->chunks = NULL;
+	}
+}
+
+static void scanned(vd_core *c, vd_scan_artifact *a, const vd_kept_verdict *kept,
+    vd_core_output *out)
+{
+	vd_model *m = c->src.model;
+	vd_copy *cp = vd_model_copy(m, a->relpath);
+
+	out->result = VD_SCAN_CHANGED;
+	if (cp == NULL) {
+		if ((cp = vd_model_add_copy(m, a->relpath, a->run)) == NULL) {
+			out->result = -ENOMEM;
+			return;
+		}
+		out->result = VD_SCAN_NEW;
+	} else if (vd_fingerprint_eq(&cp->fp, &a->fp) && cp->hdr.code == a->hdr.code &&
+	    cp->kind == a->kind) {
+		cp->seen = 1;
+		out->result = VD_SCAN_SAME;
+		return;
+	}
+	cp->seen = 1;
+	/* A path that changed kind (a directory replaced by a tar of it, or
+	 * the reverse) has a fingerprint of the other kind: it is verified
+	 * again like any change. */
+	cp->kind = a->kind;
+	out->linked_now = a->fp.linked > 0 && cp->fp.linked == 0;
+	vd_model_unindex(m, cp);
+	vd_hdrinfo_free(&cp->hdr);
+	cp->hdr = a->hdr;
+	memset(&a->hdr, 0, sizeof(a->hdr));
+	cp->fp = a->fp;
+	vd_model_index(m, cp);
+	if (kept != NULL)
+		adopt_kept(cp, kept);
+	out->verify = !cp->has_verdict || !vd_fingerprint_eq(&cp->verdict_fp, &cp->fp) ||
+	    vd_oms_stale(cp, c->src.oms_keys);
+}
+
+/* The last copy of a remembered artifact going makes it a pruned link
+ * (an operator's choice, counted and logged, never an alert). */
+static void copy_gone(vd_core *c, const char *relpath, vd_core_output *out)
+{
+	vd_model *m = c->src.model;
+	vd_copy *cp = vd_model_copy(m, relpath);
+	int indexed;
+
+	if (cp == NULL) {
+		out->result = -ENOENT;
+		return;
+	}
+	/* Its descendants' chains need it remembered before it goes. */
+	catch_up(c, out);
+	indexed = cp->hdr.code == VD_OK;
+	snprintf(out->hash, sizeof(out->hash), "%s", cp->hdr.content_hash);
+	out->round = cp->hdr.round_index;
+	if (vd_oms_commits(cp, c->src.oms_keys))
+		c->model_dirty = c->commits_dirty = 1;
+	/* An in-flight job finds no copy on return and is dropped. */
+	vd_model_remove_copy(m, cp);
+	out->pruned = indexed && vd_model_group(m, out->hash) == NULL &&
+	    vd_core_is_retained(c, out->hash);
+}
+
+/* An unreadable copy was not judged: the remediation says so. */
+static void unreadable_facts(vd_copy *cp)
+{
+	vd_verdict v;
+
+	memset(&v, 0, sizeof(v));
+	v.code = VD_IO_ERROR;
+	vd_verdict_remediate(&v);
+	vd_copy_facts(cp, &v.facts);
+}
+
+/* A copy at an unreadable path is failed with io_error until it can be
+ * read again (and is verified again then, changed or not). */
+static void copy_unreadable(vd_core *c, const char *relpath, const char *reason,
+    vd_core_output *out)
+{
+	char why[VD_DETAIL_MAX];
+	vd_copy *cp = vd_model_copy(c->src.model, relpath);
+
+	if (cp == NULL) {
+		out->result = -ENOENT;
+		return;
+	}
+	cp->seen = 1;
+	vd_model_touch(c->src.model, cp);
+	cp->has_verdict = 1;
+	cp->code = VD_IO_ERROR;
+	snprintf(why, sizeof(why), "cannot read the %s: %s",
+	    cp->kind == VD_KIND_TAR ? "archive" : "artifact directory", reason);
+	vd_copy_text(&cp->detail, why);
+	unreadable_facts(cp);
+	cp->fp.ok = 0;
+	cp->verdict_fp.ok = 0;
+}
+
 /* ---- the machine -------------------------------------------------------- */
 
 static void sources(vd_core *c, const vd_core_input *in)
@@ -538,6 +663,15 @@ void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 		break;
 	case VD_CORE_JOB_DONE:
 		job_done(c, in->u.job, out);
+		break;
+	case VD_CORE_SCANNED:
+		scanned(c, in->u.scanned.a, in->u.scanned.kept, out);
+		break;
+	case VD_CORE_COPY_GONE:
+		copy_gone(c, in->u.relpath, out);
+		break;
+	case VD_CORE_UNREADABLE:
+		copy_unreadable(c, in->u.unreadable.relpath, in->u.unreadable.reason, out);
 		break;
 	}
 	out->retain_left = c->n_retain_q - c->retain_next;

@@ -49,8 +49,32 @@ typedef enum vd_core_in_kind {
 	VD_CORE_LEDGER_FORGET,  /* relpath: the operator forgets it, then a refresh */
 	VD_CORE_RETAIN,         /* budget: more of the groups a whole pass left to remember */
 	VD_CORE_RESTORE,        /* restore: the memory rebuilt from the database at start */
-	VD_CORE_JOB_DONE        /* job: a verification came back (judged, gone, timed out) */
+	VD_CORE_JOB_DONE,       /* job: a verification came back (judged, gone, timed out) */
+	VD_CORE_SCANNED,        /* scanned: an artifact as a scan found it */
+	VD_CORE_COPY_GONE,      /* relpath: an artifact a scan no longer finds */
+	VD_CORE_UNREADABLE      /* unreadable: an artifact a scan could not read */
 } vd_core_in_kind;
+
+/* A verdict kept from the last run, for a copy found again: it holds for
+ * the files whose identities it was reached on. */
+typedef struct vd_kept_verdict {
+	uint8_t fingerprint[32];
+	vd_code code;
+	const char *detail;
+	const char *content_hash;
+	uint64_t tensors, bytes;
+	double verified_at, duration_ms;
+	const vd_facts *facts;                /* may be NULL */
+	const struct vd_oms_status *oms;      /* may be NULL */
+	struct vd_chunkmap **chunks;          /* a passing verdict's digests: taken */
+} vd_kept_verdict;
+
+/* What a scanned artifact comes to. */
+typedef enum vd_scan_outcome {
+	VD_SCAN_SAME,        /* as it was: nothing to do */
+	VD_SCAN_NEW,         /* a copy not known before */
+	VD_SCAN_CHANGED      /* its files, header or kind changed */
+} vd_scan_outcome;
 
 /* What a verification job found, as the core takes it. */
 typedef struct vd_job_result {
@@ -118,6 +142,14 @@ typedef struct vd_core_input {
 		size_t budget;                  /* VD_CORE_RETAIN */
 		vd_memory *restore;             /* taken over: left empty */
 		const vd_job_result *job;       /* VD_CORE_JOB_DONE */
+		struct {
+			vd_scan_artifact *a;        /* its header taken unless SAME */
+			const vd_kept_verdict *kept;  /* its verdict of the last run, or NULL */
+		} scanned;
+		struct {
+			const char *relpath;
+			const char *reason;
+		} unreadable;
 	} u;
 	/* Persisted beside the input's records (posts, checkpoints, statements). */
 	const uint8_t *env;
@@ -136,7 +168,8 @@ typedef enum vd_core_note {
 typedef struct vd_core_output {
 	/* The input's outcome: 0, a vd_post_result (posts, checkpoints,
 	 * withdrawals), the signatures added (statements), the new records
-	 * taken (ledgers), a vd_job_outcome (jobs), or a negative errno: -EIO nothing could be made
+	 * taken (ledgers), a vd_job_outcome (jobs), a vd_scan_outcome (scanned
+	 * artifacts), or a negative errno: -EIO nothing could be made
 	 * durable (the machine is as it was), -ENOENT nothing to withdraw or
 	 * forget, -EINVAL a checkpoint without signers, -ENOMEM. */
 	int result;
@@ -149,6 +182,13 @@ typedef struct vd_core_output {
 	vd_core_note note;
 	size_t seen;                    /* records remembered before */
 	int oms_commits_now;            /* JOB_DONE: its copy's bundle commits anew */
+	int verify;                     /* SCANNED: its verdict is missing or holds for
+	                                 * other files or other keys: verify it */
+	int linked_now;                 /* SCANNED: files with other hard links appeared */
+	int pruned;                     /* COPY_GONE: the last copy of a remembered
+	                                 * artifact: a pruned link now (hash, round) */
+	char hash[VD_HASH_HEX_LEN + 1];
+	int64_t round;
 	char detail[VD_DETAIL_MAX];
 } vd_core_output;
 

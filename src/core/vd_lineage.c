@@ -425,6 +425,11 @@ static const char *where_copy(vd_lineage *l, const char *relpath)
 	return w;
 }
 
+int vd_oms_stale(const vd_copy *c, const vd_omskeys *keys)
+{
+	return c->oms != NULL && strcmp(c->oms->trust, vd_omskeys_digest(keys, c->run)) != 0;
+}
+
 int vd_oms_commits(const vd_copy *c, const vd_omskeys *keys)
 {
 	return c->oms != NULL && c->oms->verified && c->has_verdict && c->code == VD_OK &&

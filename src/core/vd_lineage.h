@@ -250,6 +250,8 @@ int vd_round_mismatch(const vd_model *m, const vd_map *retained, const char *run
  * round in its run: verified under the keys run_oms_keys gives the run
  * now, on a copy verified itself. */
 int vd_oms_commits(const vd_copy *c, const struct vd_omskeys *keys);
+/* Whether c's bundle was checked under other keys than its run's now. */
+int vd_oms_stale(const vd_copy *c, const struct vd_omskeys *keys);
 
 /* The schema_version a legacy hash's header.json was read through the
  * migration from (older than the newest the verifier reads), as its

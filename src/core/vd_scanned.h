@@ -48,6 +48,15 @@ typedef struct vd_fingerprint {
 
 int vd_fingerprint_eq(const vd_fingerprint *a, const vd_fingerprint *b);
 
+/* An artifact as a scan found it. */
+typedef struct vd_scan_artifact {
+	char *relpath;       /* relative to the store root */
+	char *run;           /* its parent directory, "" for the root */
+	vd_artifact_kind kind;
+	vd_fingerprint fp;
+	vd_hdrinfo hdr;
+} vd_scan_artifact;
+
 typedef struct vd_ledger_entry {
 	int64_t round_index;
 	char global_model_hash[VD_HASH_HEX_LEN + 1];

@@ -43,14 +43,6 @@ void vd_fingerprint_file(const struct stat *st, const struct stat *sig, vd_finge
  * when there is none. */
 const struct stat *vd_tar_sig_stat(int parent, const char *tar_name, struct stat *st);
 
-typedef struct vd_scan_artifact {
-	char *relpath;       /* relative to the store root */
-	char *run;           /* its parent directory, "" for the root */
-	vd_artifact_kind kind;
-	vd_fingerprint fp;
-	vd_hdrinfo hdr;
-} vd_scan_artifact;
-
 /* Read and verify one ledger file (opened beneath dirfd). */
 void vd_scan_read_ledger(int dirfd, vd_scan_ledger *l);
 

@@ -103,12 +103,6 @@ static void oms_audit(vd_store *s, const vd_copy *c)
 	(void)vd_state_audit_file(s->state, &a);     /* a failure is logged there */
 }
 
-/* Checked under other keys than its run's now. */
-static int oms_stale(const vd_store *s, const vd_copy *c)
-{
-	return c->oms != NULL && strcmp(c->oms->trust, vd_omskeys_digest(s->oms_keys, c->run)) != 0;
-}
-
 static void core_step(vd_store *s, const vd_core_input *in, vd_core_output *out);
 
 /* What the shell says of a job before its copy takes it. */
@@ -315,24 +309,23 @@ static void note_removed(vd_store *s, const char *hash, int64_t round, const cha
 
 static void remove_copy(vd_store *s, vd_copy *c)
 {
-	char hash[VD_HASH_HEX_LEN + 1], rel[VD_RUN_MAX];
-	int64_t round = c->hdr.round_index;
-	int indexed = c->hdr.code == VD_OK;
+	vd_core_input in = { .kind = VD_CORE_COPY_GONE };
+	vd_core_output out;
+	char rel[VD_RUN_MAX];
 
-	retain_catch_up(s);
 	log_info("%s %s is gone", c->kind == VD_KIND_TAR ? "tar artifact" : "artifact directory",
 	    c->relpath);
 	if (s->state)
 		vd_state_forget_verdict(s->state, c->relpath);
 	vd_sched_forget(&s->sched, c);
-	memcpy(hash, c->hdr.content_hash, sizeof(hash));
 	snprintf(rel, sizeof(rel), "%s", c->relpath);
-	if (vd_oms_commits(c, s->oms_keys))
-		touch(s, 1);
-	/* An in-flight job finds no copy on return and is dropped. */
-	vd_model_remove_copy(&s->model, c);
-	if (indexed)
-		note_removed(s, hash, round, rel);
+	in.u.relpath = rel;
+	core_step(s, &in, &out);
+	if (out.pruned) {
+		s->metrics->artifacts_pruned_total++;
+		log_info("round %lld (%s, %s) was removed; it stays in its descendants' chains as a pruned link",
+		    (long long)out.round, rel, out.hash);
+	}
 }
 
 typedef struct stored {
@@ -354,85 +347,48 @@ static void free_stored(void *p)
 	}
 }
 
-/* After a restart: a directory whose files have the identities a stored
- * verdict was reached on gets that verdict without being hashed again. */
-static void adopt_stored(vd_store *s, vd_copy *c)
+/* A stored verdict as the core keeps it. */
+static const vd_kept_verdict *kept_of(stored *st, vd_kept_verdict *k)
 {
-	stored *st = vd_map_get(&s->stored, c->relpath);
-	vd_stored_verdict *v = st ? &st->v : NULL;
-
-	if (v == NULL)
-		return;
-	/* The verdict holds for the identities it was reached on: when those
-	 * moved, the copy is pending until re-verified (a re-check when the
-	 * stored digests describe its bytes). */
-	if (!c->has_verdict) {
-		c->has_verdict = 1;
-		c->code = v->code;
-		vd_copy_text(&c->detail, v->detail);
-		memcpy(c->recomputed, v->content_hash, sizeof(c->recomputed));
-		c->tensors = v->tensors;
-		c->bytes = v->bytes;
-		c->verified_at = v->verified_at;
-		c->duration_ms = v->duration_ms;
-		vd_copy_facts(c, st->facts);
-		vd_copy_oms(c, st->oms);
-		memcpy(c->verdict_fp.digest, v->fingerprint, sizeof(c->verdict_fp.digest));
-		c->verdict_fp.ok = 1;
-		if (vd_fingerprint_eq(&c->verdict_fp, &c->fp))
-			log_debug("%s unchanged since its stored verdict: not hashed again", c->relpath);
-	}
-	if (c->chunks == NULL && v->code == VD_OK) {
-		c->chunks = st->chunks;
-		st->chunks = NULL;
-	}
-	free_stored(vd_map_del(&s->stored, c->relpath));
+	if (st == NULL)
+		return NULL;
+	*k = (vd_kept_verdict){ .code = st->v.code, .detail = st->v.detail,
+		.content_hash = st->v.content_hash, .tensors = st->v.tensors, .bytes = st->v.bytes,
+		.verified_at = st->v.verified_at, .duration_ms = st->v.duration_ms,
+		.facts = st->facts, .oms = st->oms, .chunks = &st->chunks };
+	memcpy(k->fingerprint, st->v.fingerprint, sizeof(k->fingerprint));
+	return k;
 }
 
 static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 {
-	vd_copy *c = vd_model_copy(&s->model, a->relpath);
+	stored *st = vd_map_get(&s->stored, a->relpath);
+	vd_core_input in = { .kind = VD_CORE_SCANNED };
+	vd_kept_verdict kept;
+	vd_core_output out;
+	vd_copy *c;
 
-	if (c == NULL) {
-		if ((c = vd_model_add_copy(&s->model, a->relpath, a->run)) == NULL)
-			return;
-		log_debug("found %s %s", a->kind == VD_KIND_TAR ? "tar artifact" : "artifact directory",
-		    a->relpath);
-	} else if (vd_fingerprint_eq(&c->fp, &a->fp) && c->hdr.code == a->hdr.code &&
-	    c->kind == a->kind) {
-		c->seen = 1;
+	in.u.scanned.a = a;
+	in.u.scanned.kept = kept_of(st, &kept);
+	core_step(s, &in, &out);
+	if (out.result < 0 || out.result == VD_SCAN_SAME)
 		return;
-	}
-	c->seen = 1;
-	/* A path that changed kind (a directory replaced by a tar of it, or
-	 * the reverse) has a fingerprint of the other kind: it is verified
-	 * again like any change. */
-	c->kind = a->kind;
+	c = vd_model_copy(&s->model, a->relpath);
+	if (out.result == VD_SCAN_NEW)
+		log_debug("found %s %s", c->kind == VD_KIND_TAR ? "tar artifact" : "artifact directory",
+		    c->relpath);
 	/* Written through another link, a file changes without an event in
 	 * this directory: only the periodic rescan (ctime) sees it. */
-	if (a->fp.linked > 0 && c->fp.linked == 0)
+	if (out.linked_now)
 		log_warn("%s: %zu file(s) have other hard links; changes made through them are seen at the next rescan (rescan_interval)",
-		    a->relpath, a->fp.linked);
-	vd_model_unindex(&s->model, c);
-	vd_hdrinfo_free(&c->hdr);
-	c->hdr = a->hdr;            /* moved out of the scan result */
-	memset(&a->hdr, 0, sizeof(a->hdr));
-	c->fp = a->fp;
-	vd_model_index(&s->model, c);
-	adopt_stored(s, c);
-	if (!c->has_verdict || !vd_fingerprint_eq(&c->verdict_fp, &c->fp) || oms_stale(s, c))
+		    c->relpath, c->fp.linked);
+	if (st != NULL) {
+		if (vd_fingerprint_eq(&c->verdict_fp, &c->fp))
+			log_debug("%s unchanged since its stored verdict: not hashed again", c->relpath);
+		free_stored(vd_map_del(&s->stored, c->relpath));
+	}
+	if (out.verify)
 		vd_sched_schedule(&s->sched, c, VD_JOB_BACKGROUND, NULL);
-}
-
-/* An unreadable copy was not judged: the remediation says so. */
-static void unreadable_facts(vd_copy *c)
-{
-	vd_verdict v;
-
-	memset(&v, 0, sizeof(v));
-	v.code = VD_IO_ERROR;
-	vd_verdict_remediate(&v);
-	vd_copy_facts(c, &v.facts);
 }
 
 /* Whether relpath lies in a directory the last scan could not read (or
@@ -459,21 +415,13 @@ static int unreadable_covers(const vd_store *s, const char *relpath, int self)
 }
 
 /* A copy at an unreadable path is failed with io_error until it can be
- * read again (and is verified again then, changed or not). */
-static void copy_unreadable(vd_store *s, vd_copy *c, const char *reason)
+ * read again. */
+static void copy_unreadable(vd_store *s, const char *relpath, const char *reason)
 {
-	char why[VD_DETAIL_MAX];
+	vd_core_input in = { .kind = VD_CORE_UNREADABLE, .u.unreadable = { relpath, reason } };
+	vd_core_output out;
 
-	c->seen = 1;
-	vd_model_touch(&s->model, c);
-	c->has_verdict = 1;
-	c->code = VD_IO_ERROR;
-	snprintf(why, sizeof(why), "cannot read the %s: %s",
-	    c->kind == VD_KIND_TAR ? "archive" : "artifact directory", reason);
-	vd_copy_text(&c->detail, why);
-	unreadable_facts(c);
-	c->fp.ok = 0;
-	c->verdict_fp.ok = 0;
+	core_step(s, &in, &out);
 }
 
 /* Copies the scan did not reach because a directory above them is
@@ -503,7 +451,6 @@ static void merge_unreadable(vd_store *s, vd_scan_result *r)
 	for (i = 0; i < r->n_unreadable; i++) {
 		const char *nl = strchr(r->unreadable[i], '\n');
 		char *rel = nl ? strndup(r->unreadable[i], (size_t)(nl - r->unreadable[i])) : NULL;
-		vd_copy *c;
 		if (rel == NULL || vd_map_put(&now, rel, (void *)1) < 0) {
 			/* Not remembered as unreadable, what is under it would be
 			 * swept: nothing is, this time. */
@@ -515,8 +462,7 @@ static void merge_unreadable(vd_store *s, vd_scan_result *r)
 		}
 		if (vd_map_get(&s->unreadable, rel) == NULL)
 			log_warn("cannot read %s: %s", rel[0] ? rel : ".", nl + 1);
-		if ((c = vd_model_copy(&s->model, rel)) != NULL)
-			copy_unreadable(s, c, nl + 1);
+		copy_unreadable(s, rel, nl + 1);
 		free(rel);
 	}
 	/* What the scan did not look at stays as it was. */
@@ -887,7 +833,7 @@ void vd_store_set_oms_keys(vd_store *s, vd_omskeys *keys)
 	vd_omskeys_unref(s->oms_keys);
 	s->oms_keys = vd_omskeys_ref(keys);
 	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
-		if (oms_stale(s, c))
+		if (vd_oms_stale(c, s->oms_keys))
 			vd_sched_schedule(&s->sched, c, VD_JOB_BACKGROUND, NULL);
 	/* A bundle checked under the old keys commits nothing meanwhile. */
 	vd_store_refresh(s);

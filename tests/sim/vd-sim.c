@@ -234,13 +234,80 @@ static vd_copy *slot_copy(world *w, int i)
 
 /* ---- changes: each returns whether the refresh is a whole pass -------- */
 
+static void sim_input_raw(world *w, const vd_core_input *in, vd_core_output *out);
+static void job_back(world *w, vd_copy *c, int v);
+
+/* Slot i's header as a scan reads it. */
+static void slot_hdr(const world *w, const p_slot *s, vd_hdrinfo *h)
+{
+	const p_id *d = &w->ids[s->id];
+
+	memset(h, 0, sizeof(*h));
+	if (s->bad_header) {
+		h->code = VD_ARTIFACT_INVALID;
+		return;
+	}
+	h->code = VD_OK;
+	snprintf(h->content_hash, sizeof(h->content_hash), "%s", id_hash(s->id));
+	h->round_index = d->round + s->forged;
+	h->has_parent = d->parent >= 0;
+	snprintf(h->parent_hash, sizeof(h->parent_hash), "%s", d->parent >= 0 ? id_hash(d->parent) : "");
+}
+
+/* A scan finds slot i's copy: new to the core, pending until verified,
+ * or given the verdict it had before a restart when its files are the
+ * ones that verdict was reached on. Then it reaches the slot's state. */
+static void slot_scanned(world *w, int i)
+{
+	char rel[PATH_MAX_LEN];
+	const p_slot *s = &w->slots[i];
+	vd_core_input in = { .kind = VD_CORE_SCANNED };
+	vd_kept_verdict kept;
+	vd_scan_artifact a;
+	vd_core_output out;
+	vd_copy *c;
+	int v = s->verdict, from_kept = (v == V_OK || v == V_FAIL) && rnd(w, 3) == 0;
+
+	slot_relpath(i, rel, sizeof(rel));
+	memset(&a, 0, sizeof(a));
+	a.relpath = rel;
+	a.run = (char *)slot_run(i);
+	a.kind = VD_KIND_DIR;
+	a.fp.ok = 1;
+	slot_hdr(w, s, &a.hdr);
+	memset(&kept, 0, sizeof(kept));
+	kept.code = v == V_FAIL ? VD_CHECKPOINT_INTEGRITY : VD_OK;
+	kept.detail = v == V_FAIL ? "weights.safetensors differs" : "";
+	kept.content_hash = "";
+	in.u.scanned.a = &a;
+	in.u.scanned.kept = from_kept ? &kept : NULL;
+	sim_input_raw(w, &in, &out);
+	vd_hdrinfo_free(&a.hdr);
+	FX_REQUIRE(c = slot_copy(w, i));
+	if (out.result != VD_SCAN_NEW || out.verify != !from_kept)
+		violation(w, "%s scanned: outcome %d, verify %d (a kept verdict: %d)", rel, out.result,
+		    out.verify, from_kept);
+	if (from_kept)
+		return;
+	if (v == V_OK || v == V_FAIL)
+		job_back(w, c, v);
+	else if (v != V_NONE)
+		verdict(&w->f->model, c, v);
+}
+
 static int ch_presence(world *w)
 {
+	char rel[PATH_MAX_LEN];
 	int i = (int)rnd(w, P_SLOTS);
 	p_slot *s = &w->slots[i];
+	vd_core_input in = { .kind = VD_CORE_COPY_GONE, .u.relpath = rel };
+	vd_core_output out;
 
 	if (s->present) {
-		vd_model_remove_copy(&w->f->model, slot_copy(w, i));
+		slot_relpath(i, rel, sizeof(rel));
+		sim_input_raw(w, &in, &out);
+		if (out.result != 0)
+			violation(w, "%s gone: %d", rel, out.result);
 		s->present = 0;
 		return 0;
 	}
@@ -249,11 +316,9 @@ static int ch_presence(world *w)
 	s->id = pick_id(w);
 	s->verdict = pick_verdict(w);
 	s->forged = rnd(w, 10) == 0;
-	slot_add(w, &w->f->model, i);
+	slot_scanned(w, i);
 	return 0;
 }
-
-static void sim_input_raw(world *w, const vd_core_input *in, vd_core_output *out);
 
 /* A verification of the copy as it is comes back to the core, which takes
  * its verdict as the daemon's store does. */
