@@ -851,7 +851,7 @@ typedef struct span {
 } span;
 
 /* The positions of o holding dir's entry name alone, or (tree) the
- * paths that start with it; dir "" is the root. */
+ * paths that start with it; dir "" is the root. 0, or -ENOMEM. */
 static int entry_span(const vd_order *o, const char *(*path_of)(const void *), const char *dir,
     const char *name, int tree, span *out)
 {
@@ -859,7 +859,7 @@ static int entry_span(const vd_order *o, const char *(*path_of)(const void *), c
 	size_t n;
 
 	if (key == NULL)
-		return -1;
+		return -ENOMEM;
 	n = strlen(key);
 	out->lo = out->hi = path_lower(o, path_of, key);
 	while (out->hi < o->n && strncmp(path_of(o->v[out->hi]), key, n) == 0 &&
@@ -869,7 +869,8 @@ static int entry_span(const vd_order *o, const char *(*path_of)(const void *), c
 	return 0;
 }
 
-/* Where what sc covers lies in o: at most two spans, a superset. */
+/* Where what sc covers lies in o: at most two spans, a superset; how
+ * many, or -ENOMEM. */
 static int scope_spans(const vd_order *o, const char *(*path_of)(const void *), const vd_scope *sc,
     span *out)
 {
@@ -884,13 +885,13 @@ static int scope_spans(const vd_order *o, const char *(*path_of)(const void *), 
 		}
 		out[0].lo = path_lower(o, path_of, p);
 		out[0].hi = out[0].lo + (out[0].lo < o->n && strcmp(path_of(o->v[out[0].lo]), p) == 0);
-		return entry_span(o, path_of, p, "", 1, &out[1]) < 0 ? -1 : 2;
+		return entry_span(o, path_of, p, "", 1, &out[1]) < 0 ? -ENOMEM : 2;
 	case VD_SCOPE_DIR:
 		out[0].lo = path_lower(o, path_of, p);
 		out[0].hi = out[0].lo + (out[0].lo < o->n && strcmp(path_of(o->v[out[0].lo]), p) == 0);
-		return entry_span(o, path_of, p, VD_LEDGER_FILE, 0, &out[1]) < 0 ? -1 : 2;
+		return entry_span(o, path_of, p, VD_LEDGER_FILE, 0, &out[1]) < 0 ? -ENOMEM : 2;
 	case VD_SCOPE_STMTS:
-		return entry_span(o, path_of, p, VD_COMMITMENTS_DIR, 1, &out[0]) < 0 ? -1 : 1;
+		return entry_span(o, path_of, p, VD_COMMITMENTS_DIR, 1, &out[0]) < 0 ? -ENOMEM : 1;
 	case VD_SCOPE_FILE:
 		out[0].lo = path_lower(o, path_of, p);
 		out[0].hi = out[0].lo + (out[0].lo < o->n && strcmp(path_of(o->v[out[0].lo]), p) == 0);
@@ -916,13 +917,13 @@ int vd_scan_each_covered(const vd_scan_result *r, const vd_order *o,
 	if (r->incomplete)
 		return 0;
 	if ((spans = calloc(r->targeted ? 2 * r->n_scopes + 1 : 1, sizeof(*spans))) == NULL)
-		return -1;
+		return -ENOMEM;
 	if (!r->targeted)
 		spans[n++] = (span){ 0, o->n };
 	for (i = 0; r->targeted && i < r->n_scopes; i++) {
 		if ((k = scope_spans(o, path_of, &r->scopes[i], &spans[n])) < 0) {
 			free(spans);
-			return -1;
+			return k;
 		}
 		n += (size_t)k;
 	}

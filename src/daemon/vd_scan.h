@@ -111,7 +111,7 @@ int vd_scan_covers(const vd_scan_result *r, const char *relpath);
 /* Each element of o (settled, in strcmp order of path_of's strings) that
  * the scan covers, once, to fn: a scan of changes finds those under its
  * scopes by binary search, at the cost of what it covers. fn must not
- * change o. -1 out of memory (nothing passed). */
+ * change o. 0, or -ENOMEM (nothing passed). */
 int vd_scan_each_covered(const vd_scan_result *r, const vd_order *o,
     const char *(*path_of)(const void *elem), void (*fn)(void *arg, void *elem), void *arg);
 void vd_scan_result_free(vd_scan_result *r);

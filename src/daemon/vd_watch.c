@@ -303,19 +303,22 @@ static void stale_free(stale_list *l)
 	free(l->v);
 }
 
-/* The stale watches the scope covers, found in the index: 0, or -1 when
- * they must be looked for one by one. */
+/* The stale watches the scope covers, found in the index: 0; -ENOTSUP
+ * without a scope that has one, -ENOMEM: they must be looked for one by
+ * one. */
 static int drop_indexed(vd_watch *w, const vd_map *keep, const vd_watch_scope *scope)
 {
 	const vd_order *o;
 	stale_list l = { keep, NULL, 0, 0, 0 };
 	size_t i;
 
-	if (scope == NULL || scope->each_covered == NULL || (o = dirs_settled(w)) == NULL)
-		return -1;
+	if (scope == NULL || scope->each_covered == NULL)
+		return -ENOTSUP;
+	if ((o = dirs_settled(w)) == NULL)
+		return -ENOMEM;
 	if (scope->each_covered(scope->arg, o, note_stale, &l) < 0 || l.failed) {
 		stale_free(&l);
-		return -1;
+		return -ENOMEM;
 	}
 	for (i = 0; i < l.n; i++)
 		drop_dir(w, l.v[i]);

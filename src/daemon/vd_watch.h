@@ -39,7 +39,7 @@ int vd_watch_init(vd_watch *w, uv_loop_t *loop, const char *root,
 typedef struct vd_watch_scope {
 	int (*covers)(void *arg, const char *dir);
 	/* The directories of dirs (settled, strings in strcmp order) covered,
-	 * each once to fn; -1 out of memory. NULL: covers is asked of each. */
+	 * each once to fn: 0, or -ENOMEM. NULL: covers is asked of each. */
 	int (*each_covered)(void *arg, const vd_order *dirs, void (*fn)(void *fnarg, void *dir),
 	    void *fnarg);
 	void (*added)(void *arg, const char *dir);
