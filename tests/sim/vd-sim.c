@@ -1,7 +1,9 @@
 /*
  * vd-sim: the commitments and lineage core driven through histories no
  * one wrote by hand. A seeded history changes the inputs one at a time --
- * copies written, removed, re-headed and given verdicts, ledger files
+ * copies found by scans (some with the verdict kept from before a
+ * restart), rescanned as they were or with their files replaced, removed,
+ * re-headed, and given verdicts by jobs that come back, ledger files
  * appended, rewritten, deleted and forgotten, RoundClose posts (new, again,
  * conflicting), signed statements written, posted and signed again,
  * checkpoints, keys revoked and restored, artifacts pruned, withdrawals,
@@ -293,6 +295,45 @@ static void slot_scanned(world *w, int i)
 		job_back(w, c, v);
 	else if (v != V_NONE)
 		verdict(&w->f->model, c, v);
+}
+
+/* A scan looks at a present copy again: as it was (nothing to do), or
+ * with its files replaced (verified again, and the job comes back). */
+static int ch_rescan(world *w)
+{
+	char rel[PATH_MAX_LEN];
+	int i = (int)rnd(w, P_SLOTS), replaced = (int)rnd(w, 2);
+	p_slot *s = &w->slots[i];
+	vd_core_input in = { .kind = VD_CORE_SCANNED };
+	vd_scan_artifact a;
+	vd_core_output out;
+	vd_copy *c;
+
+	if (!s->present || (c = slot_copy(w, i)) == NULL || c->inflight != NULL)
+		return 0;
+	slot_relpath(i, rel, sizeof(rel));
+	memset(&a, 0, sizeof(a));
+	a.relpath = rel;
+	a.run = (char *)slot_run(i);
+	a.kind = c->kind;
+	a.fp = c->fp;
+	a.fp.ok = 1;
+	a.fp.digest[2] ^= (uint8_t)replaced;
+	slot_hdr(w, s, &a.hdr);
+	in.u.scanned.a = &a;
+	sim_input_raw(w, &in, &out);
+	vd_hdrinfo_free(&a.hdr);
+	if (!replaced) {
+		if (out.result != VD_SCAN_SAME && c->fp.ok)
+			violation(w, "%s rescanned unchanged: outcome %d", rel, out.result);
+		return 0;
+	}
+	if (out.result != VD_SCAN_CHANGED || !out.verify)
+		violation(w, "%s with its files replaced: outcome %d, verify %d", rel, out.result,
+		    out.verify);
+	s->verdict = rnd(w, 4) ? V_OK : V_FAIL;
+	job_back(w, c, s->verdict);
+	return 0;
 }
 
 static int ch_presence(world *w)
@@ -831,7 +872,7 @@ static const struct change {
 	change_fn fn;
 	const char *name;
 } changes[] = {
-	{ ch_presence, "a copy written or removed" }, { ch_presence, "a copy written or removed" },
+	{ ch_presence, "a copy written or removed" }, { ch_rescan, "a copy rescanned or replaced" },
 	{ ch_presence, "a copy written or removed" }, { ch_verdict, "a verdict" },
 	{ ch_verdict, "a verdict" }, { ch_verdict, "a verdict" },
 	{ ch_header, "a header rewritten" }, { ch_ledger, "a ledger appended, rewritten or forgotten" },
