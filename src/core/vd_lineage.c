@@ -1561,6 +1561,25 @@ static void group_alerts(vd_lineage *l, const vd_lineage_input *in, const char *
 		fork_alert(l, in, g->parent);
 }
 
+/* A whole pass only raises (what it does not raise again is cleared at
+ * its end): a group's own alerts from what it holds, without a lookup.
+ * A fork has at least two children, so one of them has a sibling after
+ * it: the first of the parent's list, which is the one that asks. */
+static void group_alerts_whole(vd_lineage *l, const vd_lineage_input *in, const vd_group *g)
+{
+	if (own_mismatch(g))
+		alert_put(l, VD_ALERT_COMMITMENT_MISMATCH, g->hash, 1,
+		    "%s (round %lld, %s) is not the hash committed for its round", g->hash,
+		    (long long)g->round_index, g->copies[0]->relpath);
+	if (g->chain == VD_CHAIN_BROKEN && g->n_breaks > 0 && vd_group_settled(g) == VD_AS_VERIFIED)
+		alert_put(l, VD_ALERT_CHAIN_BROKEN, g->hash, 1, "%s (round %lld, %s): %s at %s",
+		    g->hash, (long long)g->round_index, g->copies[0]->relpath,
+		    vd_break_name(g->breaks[0].reason), g->breaks[0].hash);
+	if (g->has_parent && g->next_child != NULL &&
+	    vd_model_first_child(in->model, g->parent) == g)
+		fork_alert(l, in, g->parent);
+}
+
 static void ledger_alerts(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
@@ -1665,7 +1684,7 @@ static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
 			copy_alert(l, in, c->relpath);
 	it = 0;
 	while ((g = vd_model_next_group(in->model, &it)) != NULL)
-		group_alerts(l, in, g->hash);
+		group_alerts_whole(l, in, g);
 	ledger_alerts(l, in);
 	equivocation_alerts(l);
 	clear_unseen(l);

@@ -955,6 +955,38 @@ static void test_noted_only_slot(void **state)
 
 /* ---- alerts ----------------------------------------------------------- */
 
+/* A whole pass finds a fork from its children's side: raised while two
+ * of them are verified, whatever the order of the groups, and never for
+ * a parent that is not there. */
+static void test_fork_whole(void **state)
+{
+	fx *f = committed_chain(2);
+
+	copy(f, "r", "round-00002-other", X(2), 2, H(1), V_OK);
+	copy(f, "r", "round-00002-third", X(3), 2, H(1), V_FAIL);
+	copy(f, "r", "round-00009", X(9), 9, X(8), V_OK);
+	copy(f, "r", "round-00009-other", X(10), 9, X(8), V_OK);
+	f->whole = 1;
+	refresh(f, 1);
+	assert_true(has_alert(f, VD_ALERT_FORK, H(1)));
+	assert_false(has_alert(f, VD_ALERT_FORK, X(8)));
+	assert_int_equal(f->l.alert_counts[VD_ALERT_FORK], 1);
+
+	reverdict(f, "r/round-00002-third", V_OK);
+	reverdict(f, "r/round-00002-other", V_FAIL);
+	f->whole = 1;
+	refresh(f, 1);
+	assert_true(has_alert(f, VD_ALERT_FORK, H(1)));
+
+	reverdict(f, "r/round-00002-third", V_FAIL);
+	f->whole = 1;
+	refresh(f, 1);
+	assert_false(has_alert(f, VD_ALERT_FORK, H(1)));
+	assert_int_equal(f->l.alert_counts[VD_ALERT_FORK], 0);
+	assert_false(f->delta_bad);
+	fx_free(f);
+}
+
 static void test_fork(void **state)
 {
 	fx *f = committed_chain(2);
@@ -1197,6 +1229,7 @@ int main(void)
 		cmocka_unit_test(test_round_mismatch),
 		cmocka_unit_test(test_noted_only_slot),
 		cmocka_unit_test(test_fork),
+		cmocka_unit_test(test_fork_whole),
 		cmocka_unit_test(test_alerts_cleared),
 		cmocka_unit_test(test_alert_detail_follows_cause),
 		cmocka_unit_test(test_busy_keeps_alerts),
