@@ -319,10 +319,14 @@ static void retain_group(vd_store *s, const vd_group *g)
 		(void)commit_record(s, &rec);     /* not durable: tried at its next refresh */
 }
 
+static void retain_list(vd_store *s);
+
 static void retain_more(vd_store *s, size_t budget)
 {
 	const vd_group *g;
 
+	if (s->retain_unlisted)
+		retain_list(s);
 	while (s->retain_next < s->n_retain_q && budget-- > 0)
 		if ((g = vd_model_group(&s->model, s->retain_q[s->retain_next++])) != NULL)
 			retain_group(s, g);
@@ -350,21 +354,22 @@ static void on_retain_idle(uv_idle_t *h)
  * failed meanwhile is not remembered, as a pass after it would not. */
 static void retain_catch_up(vd_store *s)
 {
-	if (s->retain_next < s->n_retain_q)
+	if (s->retain_unlisted || s->retain_next < s->n_retain_q)
 		retain_more(s, SIZE_MAX);
 }
 
-/* A whole pass: every committed group not yet remembered is listed, and
- * remembered VD_RETAIN_SLICE a turn (the first pass over a store of
- * 16,000 rounds commits them all in one refresh: 16,000 durable rows, some
- * 80 ms). Out of memory for the list, a group is remembered at once. */
-static void retain_all(vd_store *s)
+/* Every committed group not yet remembered, listed. Only a refresh
+ * changes which groups are committed, and only what catches up first
+ * changes the memory or removes a group: listed a turn after the pass,
+ * the list is the pass's. Out of memory for it, a group is remembered at
+ * once. */
+static void retain_list(vd_store *s)
 {
 	vd_group *g;
 	void *grown;
 	size_t it = 0;
 
-	retain_catch_up(s);
+	s->retain_unlisted = 0;
 	while ((g = vd_model_next_group(&s->model, &it)) != NULL) {
 		if (!g->committed || vd_map_get(&s->memory.retained, g->hash) != NULL)
 			continue;
@@ -376,8 +381,20 @@ static void retain_all(vd_store *s)
 		s->retain_q = grown;
 		memcpy(s->retain_q[s->n_retain_q++], g->hash, sizeof(*s->retain_q));
 	}
-	retain_more(s, VD_RETAIN_SLICE);
-	if (s->n_retain_q > 0 && !s->closing)
+}
+
+/* A whole pass: every committed group not yet remembered is listed, and
+ * remembered VD_RETAIN_SLICE a turn (the first pass over a store of
+ * 16,000 rounds commits them all in one refresh: 16,000 durable rows, some
+ * 80 ms), from the turn after the pass (whose own turn, the first pass's
+ * last merge turn, is long enough). */
+static void retain_all(vd_store *s)
+{
+	retain_catch_up(s);
+	s->retain_unlisted = 1;
+	if (s->closing)
+		retain_catch_up(s);
+	else
 		uv_idle_start(&s->retain_idle, on_retain_idle);
 }
 

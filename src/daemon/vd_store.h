@@ -77,6 +77,7 @@ typedef struct vd_store {
 	/* The groups a whole pass left to remember, VD_RETAIN_SLICE a turn. */
 	char (*retain_q)[VD_HASH_HEX_LEN + 1];
 	size_t n_retain_q, retain_next, cap_retain_q;
+	int retain_unlisted;           /* a whole pass's groups are still to be listed */
 	uv_idle_t retain_idle;      /* active: more of them next loop turn */
 	vd_lineage_delta delta;        /* what the last refresh changed */
 	/* The alert history's writes not yet known committed, in order (kind
