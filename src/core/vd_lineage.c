@@ -1221,13 +1221,58 @@ static void compute_chain(vd_lineage *l, const vd_lineage_input *in, vd_group *s
 	free(path);
 }
 
+/* A group's place in a whole pass: by round, then by hash (its first
+ * bytes, then all of it), an order of the content alone. */
+typedef struct pass_ent {
+	int64_t round;
+	uint64_t prefix;
+	vd_group *g;
+} pass_ent;
+
+static int pass_cmp(const void *a, const void *b)
+{
+	const pass_ent *x = a, *y = b;
+
+	if (x->round != y->round)
+		return x->round < y->round ? -1 : 1;
+	if (x->prefix != y->prefix)
+		return x->prefix < y->prefix ? -1 : 1;
+	return strcmp(x->g->hash, y->g->hash);
+}
+
+static uint64_t hash_prefix(const char *hash)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | (unsigned char)hash[i];
+	return v;
+}
+
+/* Walked by round: a parent is most often the group just computed,
+ * still in the cache, where the map's order is the order of no memory
+ * (a whole pass over 16,000 rounds waits on the memory more than it
+ * computes). Out of memory for the order, the map's. */
 static void compute_chains(vd_lineage *l, const vd_lineage_input *in)
 {
+	pass_ent *order = malloc((vd_model_group_count(in->model) + 1) * sizeof(*order));
 	vd_group *g;
-	size_t it = 0;
+	size_t it = 0, n = 0, i;
 
-	while ((g = vd_model_next_group(in->model, &it)) != NULL)
+	while ((g = vd_model_next_group(in->model, &it)) != NULL) {
 		g->mark = 0;
+		if (order != NULL)
+			order[n++] = (pass_ent){ g->round_index, hash_prefix(g->hash), g };
+	}
+	if (order != NULL) {
+		qsort(order, n, sizeof(*order), pass_cmp);
+		for (i = 0; i < n; i++)
+			if (order[i].g->mark == 0)
+				compute_chain(l, in, order[i].g);
+		free(order);
+		return;
+	}
 	it = 0;
 	while ((g = vd_model_next_group(in->model, &it)) != NULL)
 		if (g->mark == 0)

@@ -24,13 +24,6 @@
 
 #include "lineage_fx.h"
 
-/* Checks of known defects in lineage run only when asked for, with
- * VD_TEST_KNOWN_DEFECTS=1: each is described where it is skipped. */
-static int known_defects(void)
-{
-	return getenv("VD_TEST_KNOWN_DEFECTS") != NULL;
-}
-
 /* ---- checks ----------------------------------------------------------- */
 
 static vd_group *G(fx *f, const char *hash)
@@ -1140,14 +1133,12 @@ static void same_cycle_group(const vd_model *a, const vd_model *b, const char *h
 }
 
 /*
- * KNOWN DEFECT in vd_lineage.c, skipped: in a cycle of parents, which
- * group's link is reported broken (and so chain.length, the breaks and
- * the chain_broken alert's detail) depends on which group of the cycle
- * compute_chains() reaches first, that is on the order of the groups
- * table, which depends on its history (its capacity, deleted slots). The
- * same store then answers one way before a restart and another after,
- * and a lineage refreshed in place can disagree with one computed from
- * scratch. Run with VD_TEST_KNOWN_DEFECTS=1 to see it fail.
+ * In a cycle of parents, which group's link is reported broken (and so
+ * chain.length, the breaks and the chain_broken alert's detail) depends
+ * on which group of the cycle a whole pass reaches first: by round and
+ * hash, not by the order of the groups table, which depends on its
+ * history (its capacity, deleted slots), or the same store would answer
+ * one way before a restart and another after.
  */
 static void test_cycle_order_independent(void **state)
 {
@@ -1156,8 +1147,6 @@ static void test_cycle_order_independent(void **state)
 	fx *f;
 	int i;
 
-	if (!known_defects())
-		skip();
 	f = fx_new();
 	for (i = 0; i < CYCLE_PAIRS; i++) {
 		const char *x = hx(CYCLE_HASH + 2 * (unsigned)i), *y = hx(CYCLE_HASH + 2 * (unsigned)i + 1);
