@@ -452,12 +452,28 @@ static void oms_commits(vd_lineage *l, const vd_lineage_input *in)
 
 static void add_sources(vd_lineage *l, const vd_lineage_input *in, int oms);
 
+/* About how many slots the sources fill: a ledger's record, a post or a
+ * statement each (a slot per round of a run's ledger). */
+static size_t sources_size(const vd_lineage_input *in)
+{
+	const char *k;
+	void *v;
+	size_t it = 0, n = in->n_posted + in->n_stmts;
+
+	while (vd_map_next(in->mems, &it, &k, &v))
+		n += ((const vd_ledger_mem *)v)->n;
+	return n;
+}
+
 static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 {
 	clear_commits(l);
 	clear_named(l);
 	l->named_failed = 0;
 	l->n_only = 0;
+	/* Room at once for the 16,000 slots of as many rounds, not a table
+	 * grown and rehashed a step at a time; out of memory, it grows. */
+	(void)vd_map_reserve(&l->commits, sources_size(in));
 	add_sources(l, in, 1);
 }
 

@@ -711,14 +711,17 @@ static commit_seen *commit_new(vd_events *ev, const char *key)
 
 /* Whether (slot, source) counts now and did not at the last refresh, or
  * named another hash; remembered either way. key holds the slot's key,
- * len long (commit_key). */
-static int commit_is_new(vd_events *ev, const vd_commit_slot *sl, int src, char *key, size_t len)
+ * len long (commit_key). Into an empty map (the first refresh), each key
+ * is new: one a slot and source, and the slots' keys are distinct. */
+static int commit_is_new(vd_events *ev, const vd_commit_slot *sl, int src, char *key, size_t len,
+    int empty)
 {
-	commit_seen *c;
+	commit_seen *c = NULL;
 	int fresh;
 
 	commit_key_src(key, len, src);
-	if ((c = vd_map_get(&ev->commits, key)) == NULL && (c = commit_new(ev, key)) == NULL)
+	if ((empty || (c = vd_map_get(&ev->commits, key)) == NULL) &&
+	    (c = commit_new(ev, key)) == NULL)
 		return 0;
 	fresh = c->gen + 1 != ev->commit_gen || strcmp(c->hash, sl->src[src].hash) != 0;
 	c->gen = ev->commit_gen;
@@ -795,8 +798,12 @@ static void commits_update(vd_events *ev, const vd_lineage *l, const vd_config *
 	size_t it = 0, n = 0, cap = 0, i, len;
 	const char *k;
 	void *v;
+	int empty = ev->commits.count == 0;
 
 	ev->commit_gen++;
+	/* Out of memory, the map grows as it goes. */
+	if (empty)
+		(void)vd_map_reserve(&ev->commits, vd_lineage_slot_count(l));
 	while ((sl = vd_lineage_next_slot(l, &it)) != NULL) {
 		len = 0;
 		for (src = 0; src < VD_SRC_COUNT; src++) {
@@ -804,7 +811,7 @@ static void commits_update(vd_events *ev, const vd_lineage *l, const vd_config *
 				continue;
 			if (len == 0)
 				len = commit_key(key, sizeof(key), sl->run, sl->round_index);
-			if (!commit_is_new(ev, sl, src, key, len) || !announce)
+			if (!commit_is_new(ev, sl, src, key, len, empty) || !announce)
 				continue;
 			if ((grown = vd_grow(fresh, &cap, n, sizeof(*fresh))) == NULL)
 				continue;
