@@ -1754,9 +1754,12 @@ static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
 	l->out->settled = in->scanned;
 }
 
-/* The alerts of what changed: the copies marked, the hashes queued and
- * the groups recomputed (ledger and equivocation alerts change only with
- * commitment sources, in whole passes). */
+/* The alerts of what changed: the copies marked and the hashes queued
+ * (ledger and equivocation alerts change only with commitment sources,
+ * in whole passes). The groups recomputed are among the hashes queued: a
+ * walk goes on only into a group marked to compute, and only a group
+ * queued (or new, and so dirty, and so queued) is; looked at once, not
+ * again (a refresh after a burst of verdicts queues thousands). */
 static void update_alerts(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
@@ -1766,8 +1769,6 @@ static void update_alerts(vd_lineage *l, const vd_lineage_input *in)
 		copy_alert(l, in, k);
 	for (i = 0; i < l->n_queue; i++)
 		group_alerts(l, in, l->queue[i]);
-	for (i = 0; i < l->n_touched; i++)
-		group_alerts(l, in, l->touched[i]->hash);
 }
 
 /* ---- refresh ---------------------------------------------------------- */
