@@ -1519,7 +1519,9 @@ static void alert_put(vd_lineage *l, int kind, const char *subject, int on,
 	vd_alert *a;
 	va_list ap;
 
-	if (!on && l->whole)
+	/* Nothing raised, nothing to clear: most refreshes of a sound store
+	 * clear four alerts a hash they look at, none of them raised. */
+	if (!on && (l->whole || l->alerts.count == 0))
 		return;
 	alert_key(key, sizeof(key), kind, subject);
 	a = vd_map_get(&l->alerts, key);
