@@ -74,10 +74,14 @@ static void retain_group(vd_core *c, const vd_group *g, vd_core_output *out)
 /* A group is looked at as it is when its turn comes: only verdicts and
  * new copies change in between, and one whose verified copy failed
  * meanwhile is not remembered, as a pass after the failure would not. */
+static void retain_list(vd_core *c, vd_core_output *out);
+
 static void retain_more(vd_core *c, size_t budget, vd_core_output *out)
 {
 	const vd_group *g;
 
+	if (c->retain_unlisted)
+		retain_list(c, out);
 	while (c->retain_next < c->n_retain_q && budget-- > 0)
 		if ((g = vd_model_group(c->src.model, c->retain_q[c->retain_next++])) != NULL)
 			retain_group(c, g, out);
@@ -89,21 +93,22 @@ static void retain_more(vd_core *c, size_t budget, vd_core_output *out)
  * of retained artifacts or may change what it is taken from. */
 static void catch_up(vd_core *c, vd_core_output *out)
 {
-	if (c->retain_next < c->n_retain_q)
+	if (c->retain_unlisted || c->retain_next < c->n_retain_q)
 		retain_more(c, SIZE_MAX, out);
 }
 
-/* A whole pass lists every committed group not yet remembered, to be
- * remembered VD_RETAIN_SLICE an input (the first pass over a store of
- * 16,000 rounds commits them all at once). Out of memory for the list, a
- * group is remembered at once. */
-static void retain_all(vd_core *c, vd_core_output *out)
+/* Every committed group not yet remembered, listed. Only a refresh
+ * changes which groups are committed, and every input that changes the
+ * memory or removes a group catches up first: listed at the next
+ * VD_CORE_RETAIN, the list is the pass's. Out of memory for it, a group
+ * is remembered at once. */
+static void retain_list(vd_core *c, vd_core_output *out)
 {
 	vd_group *g;
 	void *grown;
 	size_t it = 0;
 
-	catch_up(c, out);
+	c->retain_unlisted = 0;
 	while ((g = vd_model_next_group(c->src.model, &it)) != NULL) {
 		if (!g->committed || vd_map_get(&c->mem.retained, g->hash) != NULL)
 			continue;
@@ -115,7 +120,16 @@ static void retain_all(vd_core *c, vd_core_output *out)
 		c->retain_q = grown;
 		memcpy(c->retain_q[c->n_retain_q++], g->hash, sizeof(*c->retain_q));
 	}
-	retain_more(c, VD_RETAIN_SLICE, out);
+}
+
+/* A whole pass: every committed group not yet remembered is remembered
+ * VD_RETAIN_SLICE an input from the next VD_CORE_RETAIN on (the first pass
+ * over a store of 16,000 rounds commits them all at once, and its turn is
+ * long enough without the list). */
+static void retain_all(vd_core *c, vd_core_output *out)
+{
+	catch_up(c, out);
+	c->retain_unlisted = 1;
 }
 
 static void retain_committed(vd_core *c, const vd_lineage_delta *d, vd_core_output *out)
@@ -617,6 +631,7 @@ static void restore(vd_core *c, vd_memory *loaded)
 	vd_lineage_free(&c->lineage);
 	vd_lineage_init(&c->lineage);
 	c->n_retain_q = c->retain_next = 0;
+	c->retain_unlisted = 0;
 	c->whole_dirty = 1;
 }
 
@@ -674,7 +689,7 @@ void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 		copy_unreadable(c, in->u.unreadable.relpath, in->u.unreadable.reason, out);
 		break;
 	}
-	out->retain_left = c->n_retain_q - c->retain_next;
+	out->retaining = vd_core_retaining(c);
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -694,9 +709,9 @@ int vd_core_dirty(const vd_core *c)
 	return c->model_dirty || c->commits_dirty || c->whole_dirty;
 }
 
-size_t vd_core_retain_left(const vd_core *c)
+int vd_core_retaining(const vd_core *c)
 {
-	return c->n_retain_q - c->retain_next;
+	return c->retain_unlisted || c->retain_next < c->n_retain_q;
 }
 
 const vd_order *vd_core_retained_order(vd_core *c)

@@ -178,7 +178,8 @@ typedef struct vd_core_output {
 	int oom;                        /* a durable record not applied: counts after a restart */
 	const vd_lineage_delta *delta;  /* lineage was refreshed: what changed; else NULL */
 	vd_refresh refreshed;           /* and how far */
-	size_t retain_left;             /* groups a whole pass still has to remember */
+	int retaining;                  /* a whole pass still has groups to remember:
+	                                 * VD_CORE_RETAIN them, a slice a turn */
 	vd_core_note note;
 	size_t seen;                    /* records remembered before */
 	int oms_commits_now;            /* JOB_DONE: its copy's bundle commits anew */
@@ -202,6 +203,7 @@ typedef struct vd_core {
 	int model_dirty, commits_dirty, whole_dirty;
 	char (*retain_q)[VD_HASH_HEX_LEN + 1];
 	size_t n_retain_q, retain_next, cap_retain_q;
+	int retain_unlisted;        /* a whole pass's groups are still to be listed */
 } vd_core;
 
 /* persist makes a record durable (0) or says it could not (< 0). */
@@ -216,10 +218,10 @@ const vd_memory *vd_core_memory(const vd_core *c);
 const vd_lineage *vd_core_lineage(const vd_core *c);
 /* Whether lineage is behind the model or the commitment sources. */
 int vd_core_dirty(const vd_core *c);
-/* Groups a whole pass left to remember: while there are, a view of the
- * retained artifacts, a removal of a copy or a round check is preceded by
- * a VD_CORE_RETAIN of them all. */
-size_t vd_core_retain_left(const vd_core *c);
+/* Whether a whole pass left groups to remember: while it did, a view of
+ * the retained artifacts or a round check is preceded by a VD_CORE_RETAIN
+ * of them all. */
+int vd_core_retaining(const vd_core *c);
 /* The retained artifacts in (run, round, hash) order; NULL out of memory. */
 const vd_order *vd_core_retained_order(vd_core *c);
 int vd_core_is_retained(const vd_core *c, const char *hash);

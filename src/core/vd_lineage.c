@@ -458,12 +458,28 @@ static void oms_commits(vd_lineage *l, const vd_lineage_input *in)
 
 static void add_sources(vd_lineage *l, const vd_lineage_input *in, int oms);
 
+/* About how many slots the sources fill: a ledger's record, a post or a
+ * statement each (a slot per round of a run's ledger). */
+static size_t sources_size(const vd_lineage_input *in)
+{
+	const char *k;
+	void *v;
+	size_t it = 0, n = in->n_posted + in->n_stmts;
+
+	while (vd_map_next(in->mems, &it, &k, &v))
+		n += ((const vd_ledger_mem *)v)->n;
+	return n;
+}
+
 static void build_commits(vd_lineage *l, const vd_lineage_input *in)
 {
 	clear_commits(l);
 	clear_named(l);
 	l->named_failed = 0;
 	l->n_only = 0;
+	/* Room at once for the 16,000 slots of as many rounds, not a table
+	 * grown and rehashed a step at a time; out of memory, it grows. */
+	(void)vd_map_reserve(&l->commits, sources_size(in));
 	add_sources(l, in, 1);
 }
 
@@ -1237,13 +1253,58 @@ static void compute_chain(vd_lineage *l, const vd_lineage_input *in, vd_group *s
 	free(path);
 }
 
+/* A group's place in a whole pass: by round, then by hash (its first
+ * bytes, then all of it), an order of the content alone. */
+typedef struct pass_ent {
+	int64_t round;
+	uint64_t prefix;
+	vd_group *g;
+} pass_ent;
+
+static int pass_cmp(const void *a, const void *b)
+{
+	const pass_ent *x = a, *y = b;
+
+	if (x->round != y->round)
+		return x->round < y->round ? -1 : 1;
+	if (x->prefix != y->prefix)
+		return x->prefix < y->prefix ? -1 : 1;
+	return strcmp(x->g->hash, y->g->hash);
+}
+
+static uint64_t hash_prefix(const char *hash)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | (unsigned char)hash[i];
+	return v;
+}
+
+/* Walked by round: a parent is most often the group just computed,
+ * still in the cache, where the map's order is the order of no memory
+ * (a whole pass over 16,000 rounds waits on the memory more than it
+ * computes). Out of memory for the order, the map's. */
 static void compute_chains(vd_lineage *l, const vd_lineage_input *in)
 {
+	pass_ent *order = malloc((vd_model_group_count(in->model) + 1) * sizeof(*order));
 	vd_group *g;
-	size_t it = 0;
+	size_t it = 0, n = 0, i;
 
-	while ((g = vd_model_next_group(in->model, &it)) != NULL)
+	while ((g = vd_model_next_group(in->model, &it)) != NULL) {
 		g->mark = 0;
+		if (order != NULL)
+			order[n++] = (pass_ent){ g->round_index, hash_prefix(g->hash), g };
+	}
+	if (order != NULL) {
+		qsort(order, n, sizeof(*order), pass_cmp);
+		for (i = 0; i < n; i++)
+			if (order[i].g->mark == 0)
+				compute_chain(l, in, order[i].g);
+		free(order);
+		return;
+	}
 	it = 0;
 	while ((g = vd_model_next_group(in->model, &it)) != NULL)
 		if (g->mark == 0)
@@ -1474,7 +1535,9 @@ static void alert_put(vd_lineage *l, int kind, const char *subject, int on,
 	vd_alert *a;
 	va_list ap;
 
-	if (!on && l->whole)
+	/* Nothing raised, nothing to clear: most refreshes of a sound store
+	 * clear four alerts a hash they look at, none of them raised. */
+	if (!on && (l->whole || l->alerts.count == 0))
 		return;
 	alert_key(key, sizeof(key), kind, subject);
 	a = vd_map_get(&l->alerts, key);
@@ -1574,6 +1637,25 @@ static void group_alerts(vd_lineage *l, const vd_lineage_input *in, const char *
 	    broken ? vd_break_name(g->breaks[0].reason) : "", broken ? g->breaks[0].hash : "");
 	fork_alert(l, in, hash);
 	if (g != NULL && g->has_parent)
+		fork_alert(l, in, g->parent);
+}
+
+/* A whole pass only raises (what it does not raise again is cleared at
+ * its end): a group's own alerts from what it holds, without a lookup.
+ * A fork has at least two children, so one of them has a sibling after
+ * it: the first of the parent's list, which is the one that asks. */
+static void group_alerts_whole(vd_lineage *l, const vd_lineage_input *in, const vd_group *g)
+{
+	if (own_mismatch(g))
+		alert_put(l, VD_ALERT_COMMITMENT_MISMATCH, g->hash, 1,
+		    "%s (round %lld, %s) is not the hash committed for its round", g->hash,
+		    (long long)g->round_index, g->copies[0]->relpath);
+	if (g->chain == VD_CHAIN_BROKEN && g->n_breaks > 0 && vd_group_settled(g) == VD_AS_VERIFIED)
+		alert_put(l, VD_ALERT_CHAIN_BROKEN, g->hash, 1, "%s (round %lld, %s): %s at %s",
+		    g->hash, (long long)g->round_index, g->copies[0]->relpath,
+		    vd_break_name(g->breaks[0].reason), g->breaks[0].hash);
+	if (g->has_parent && g->next_child != NULL &&
+	    vd_model_first_child(in->model, g->parent) == g)
 		fork_alert(l, in, g->parent);
 }
 
@@ -1681,7 +1763,7 @@ static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
 			copy_alert(l, in, c->relpath);
 	it = 0;
 	while ((g = vd_model_next_group(in->model, &it)) != NULL)
-		group_alerts(l, in, g->hash);
+		group_alerts_whole(l, in, g);
 	ledger_alerts(l, in);
 	equivocation_alerts(l);
 	clear_unseen(l);
@@ -1690,9 +1772,12 @@ static void whole_alerts(vd_lineage *l, const vd_lineage_input *in)
 	l->out->settled = in->scanned;
 }
 
-/* The alerts of what changed: the copies marked, the hashes queued and
- * the groups recomputed (ledger and equivocation alerts change only with
- * commitment sources, in whole passes). */
+/* The alerts of what changed: the copies marked and the hashes queued
+ * (ledger and equivocation alerts change only with commitment sources,
+ * in whole passes). The groups recomputed are among the hashes queued: a
+ * walk goes on only into a group marked to compute, and only a group
+ * queued (or new, and so dirty, and so queued) is; looked at once, not
+ * again (a refresh after a burst of verdicts queues thousands). */
 static void update_alerts(vd_lineage *l, const vd_lineage_input *in)
 {
 	const char *k;
@@ -1702,8 +1787,6 @@ static void update_alerts(vd_lineage *l, const vd_lineage_input *in)
 		copy_alert(l, in, k);
 	for (i = 0; i < l->n_queue; i++)
 		group_alerts(l, in, l->queue[i]);
-	for (i = 0; i < l->n_touched; i++)
-		group_alerts(l, in, l->touched[i]->hash);
 }
 
 /* ---- refresh ---------------------------------------------------------- */

@@ -66,14 +66,13 @@ void *vd_map_get(const vd_map *m, const char *key)
 	return s ? s->value : NULL;
 }
 
-static int grow(vd_map *m)
+/* Every entry into a table of cap slots (a power of 2), deleted slots
+ * dropped. */
+static int rehash(vd_map *m, size_t cap)
 {
 	vd_map old = *m;
-	size_t i, cap = m->cap ? m->cap * 2 : 16;
+	size_t i;
 
-	/* Rehash in place of the same size when most used slots are deleted. */
-	if (m->cap && m->count < m->cap / 4)
-		cap = m->cap;
 	m->slots = calloc(cap, sizeof(*m->slots));
 	if (m->slots == NULL) {
 		*m = old;
@@ -94,6 +93,26 @@ static int grow(vd_map *m)
 		m->used++;
 	}
 	free(old.slots);
+	return 0;
+}
+
+static int grow(vd_map *m)
+{
+	/* Rehash in place of the same size when most used slots are deleted. */
+	if (m->cap && m->count < m->cap / 4)
+		return rehash(m, m->cap);
+	return rehash(m, m->cap ? m->cap * 2 : 16);
+}
+
+int vd_map_reserve(vd_map *m, size_t n)
+{
+	size_t cap = m->cap ? m->cap : 16;
+
+	while ((m->count + n + 1) * 4 > cap * 3)
+		cap *= 2;
+	/* Deleted slots count against the room until a rehash drops them. */
+	if (cap > m->cap || (m->used + n + 1) * 4 > m->cap * 3)
+		return rehash(m, cap);
 	return 0;
 }
 

@@ -28,6 +28,10 @@ void vd_map_free(vd_map *m);           /* frees keys, not values */
 void *vd_map_get(const vd_map *m, const char *key);
 int vd_map_put(vd_map *m, const char *key, void *value);   /* 0 or -ENOMEM */
 void *vd_map_del(vd_map *m, const char *key);              /* the old value */
+/* Room for n more entries without growing the table a step at a time (a
+ * map filled with thousands at once): 0 or -ENOMEM (the map unchanged,
+ * and it grows as it goes). */
+int vd_map_reserve(vd_map *m, size_t n);
 
 /* Iterate: for (i = 0; vd_map_next(m, &i, &k, &v); ) */
 int vd_map_next(const vd_map *m, size_t *i, const char **key, void **value);

@@ -56,10 +56,13 @@ typedef struct head_seen {
 	unsigned gen;
 } head_seen;
 
-/* A commitment that counted at the refresh numbered gen. */
+/* A commitment that counted at the refresh numbered gen; its map key
+ * follows it in the same allocation (the first refresh after a scan
+ * records one per slot and source: 16,000 and more). */
 typedef struct commit_seen {
 	char hash[VD_HASH_HEX_LEN + 1];
 	unsigned gen;
+	char key[];
 } commit_seen;
 
 struct vd_events {
@@ -75,7 +78,7 @@ struct vd_events {
 	stream *streams;
 	unsigned n_streams;
 	vd_map heads;                /* run -> head_seen */
-	vd_map commits;              /* "run\nround\nsource" -> commit_seen */
+	vd_map commits;              /* "run\nround\nsource" -> commit_seen (its key) */
 	unsigned head_gen, commit_gen;
 	int primed;                  /* the first lineage after the first scan was seen */
 	int closed, timer_open;
@@ -654,21 +657,72 @@ static int new_commit_cmp(const void *a, const void *b)
 	return x->src - y->src;
 }
 
-/* Whether (slot, source) counts now and did not at the last refresh, or
- * named another hash; remembered either way. */
-static int commit_is_new(vd_events *ev, const vd_commit_slot *sl, int src)
+/* "run\nround\n": a slot's key, written without snprintf (one per slot
+ * at every refresh of the commitments); its length, to which each
+ * source appends its digit and NUL (commit_key_src). Truncated like
+ * snprintf. */
+static size_t commit_key(char *key, size_t max, const char *run, int64_t round)
 {
-	char key[COMMIT_KEY_MAX];
-	commit_seen *c;
+	char digits[24];
+	size_t len = strlen(run), d = 0;
+	uint64_t v = round < 0 ? (uint64_t)0 - (uint64_t)round : (uint64_t)round;
+
+	do {
+		digits[d++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	if (round < 0)
+		digits[d++] = '-';
+	if (len + d + 4 > max) {
+		snprintf(key, max - 2, "%s\n%" PRId64 "\n", run, round);
+		return strlen(key);
+	}
+	memcpy(key, run, len);
+	key[len++] = '\n';
+	while (d > 0)
+		key[len++] = digits[--d];
+	key[len++] = '\n';
+	key[len] = '\0';
+	return len;
+}
+
+/* The slot's key with the source's: src is below VD_SRC_COUNT (< 10). */
+static const char *commit_key_src(char *key, size_t len, int src)
+{
+	key[len] = (char)('0' + src);
+	key[len + 1] = '\0';
+	return key;
+}
+
+static commit_seen *commit_new(vd_events *ev, const char *key)
+{
+	size_t n = strlen(key) + 1;
+	commit_seen *c = calloc(1, sizeof(*c) + n);
+
+	if (c == NULL)
+		return NULL;
+	memcpy(c->key, key, n);
+	if (vd_map_put(&ev->commits, c->key, c) < 0) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Whether (slot, source) counts now and did not at the last refresh, or
+ * named another hash; remembered either way. key holds the slot's key,
+ * len long (commit_key). Into an empty map (the first refresh), each key
+ * is new: one a slot and source, and the slots' keys are distinct. */
+static int commit_is_new(vd_events *ev, const vd_commit_slot *sl, int src, char *key, size_t len,
+    int empty)
+{
+	commit_seen *c = NULL;
 	int fresh;
 
-	snprintf(key, sizeof(key), "%s\n%" PRId64 "\n%d", sl->run, sl->round_index, src);
-	if ((c = vd_map_get(&ev->commits, key)) == NULL) {
-		if ((c = calloc(1, sizeof(*c))) == NULL || vd_map_put(&ev->commits, key, c) < 0) {
-			free(c);
-			return 0;
-		}
-	}
+	commit_key_src(key, len, src);
+	if ((empty || (c = vd_map_get(&ev->commits, key)) == NULL) &&
+	    (c = commit_new(ev, key)) == NULL)
+		return 0;
 	fresh = c->gen + 1 != ev->commit_gen || strcmp(c->hash, sl->src[src].hash) != 0;
 	c->gen = ev->commit_gen;
 	memcpy(c->hash, sl->src[src].hash, sizeof(c->hash));
@@ -702,27 +756,23 @@ static void commits_rebuilt(vd_events *ev, const vd_lineage *l, const vd_config 
 	char key[COMMIT_KEY_MAX];
 	const vd_commit_slot *sl;
 	commit_seen *c;
-	size_t n = 0, cap = 0, i;
+	size_t n = 0, cap = 0, i, len;
 
 	for (i = 0; i < l->n_only; i++) {
 		if (l->only[i].run == NULL)
 			continue;
 		sl = vd_lineage_slot(l, l->only[i].run, l->only[i].round);
+		len = commit_key(key, sizeof(key), l->only[i].run, l->only[i].round);
 		for (src = 0; src < VD_SRC_COUNT; src++) {
-			snprintf(key, sizeof(key), "%s\n%" PRId64 "\n%d", l->only[i].run,
-			    l->only[i].round, src);
-			c = vd_map_get(&ev->commits, key);
+			c = vd_map_get(&ev->commits, commit_key_src(key, len, src));
 			if (sl == NULL || !vd_commit_counts(&sl->src[src], (vd_commit_source)src, policy)) {
 				free(vd_map_del(&ev->commits, key));
 				continue;
 			}
 			if (c != NULL && strcmp(c->hash, sl->src[src].hash) == 0)
 				continue;
-			if (c == NULL && ((c = calloc(1, sizeof(*c))) == NULL ||
-			    vd_map_put(&ev->commits, key, c) < 0)) {
-				free(c);
+			if (c == NULL && (c = commit_new(ev, key)) == NULL)
 				continue;
-			}
 			c->gen = ev->commit_gen;
 			memcpy(c->hash, sl->src[src].hash, sizeof(c->hash));
 			if ((grown = vd_grow(fresh, &cap, n, sizeof(*fresh))) == NULL)
@@ -743,16 +793,25 @@ static void commits_update(vd_events *ev, const vd_lineage *l, const vd_config *
 {
 	int policy = vd_config_policy(cfg), src;
 	new_commit *fresh = NULL, *grown;
+	char key[COMMIT_KEY_MAX];
 	const vd_commit_slot *sl;
-	size_t it = 0, n = 0, cap = 0, i;
+	size_t it = 0, n = 0, cap = 0, i, len;
 	const char *k;
 	void *v;
+	int empty = ev->commits.count == 0;
 
 	ev->commit_gen++;
+	/* Out of memory, the map grows as it goes. */
+	if (empty)
+		(void)vd_map_reserve(&ev->commits, vd_lineage_slot_count(l));
 	while ((sl = vd_lineage_next_slot(l, &it)) != NULL) {
+		len = 0;
 		for (src = 0; src < VD_SRC_COUNT; src++) {
-			if (!vd_commit_counts(&sl->src[src], (vd_commit_source)src, policy) ||
-			    !commit_is_new(ev, sl, src) || !announce)
+			if (!vd_commit_counts(&sl->src[src], (vd_commit_source)src, policy))
+				continue;
+			if (len == 0)
+				len = commit_key(key, sizeof(key), sl->run, sl->round_index);
+			if (!commit_is_new(ev, sl, src, key, len, empty) || !announce)
 				continue;
 			if ((grown = vd_grow(fresh, &cap, n, sizeof(*fresh))) == NULL)
 				continue;
@@ -843,7 +902,7 @@ vd_events *vd_events_new(uv_loop_t *loop, const vd_config *cfg, vd_state *st)
 	}
 	ev->state = st;
 	vd_map_init(&ev->heads);
-	vd_map_init(&ev->commits);
+	vd_map_init_borrowed(&ev->commits);
 	uv_timer_init(loop, &ev->keepalive);
 	ev->keepalive.data = ev;
 	ev->timer_open = 1;

@@ -71,6 +71,9 @@ static const char SQL_PUT_VERDICT[] =
 	" VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 static const char SQL_RETAIN[] = "INSERT OR IGNORE INTO retained VALUES (?,?,?,?,?,?)";
 static const char SQL_LEDGER_REC[] = "INSERT INTO ledger_memory VALUES (?,?,?,?,?,?)";
+/* One a verdict, alert, head or commitment published: 16,000 in a first
+ * pass at 16,000 rounds, each parsed again before. */
+static const char SQL_PUT_EVENT[] = "INSERT OR REPLACE INTO events VALUES (?,?,?,?)";
 static const char SQL_AUDIT[] = "INSERT OR IGNORE INTO commitment_audit (run, kind, number,"
 	" hash, source, author, key_id, peer, file, line, first_seen) VALUES (?,?,?,?,?,?,?,?,?,?,?)";
 
@@ -1382,15 +1385,14 @@ int vd_state_put_event(vd_state *st, uint64_t id, const char *type, const char *
 
 	if (batch_begin(st) < 0)
 		return db_fail(st, "starting a state transaction");
-	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO events VALUES (?,?,?,?)", -1, &s,
-	    NULL) != SQLITE_OK)
+	if (prepared(st, SQL_PUT_EVENT, &s) != SQLITE_OK)
 		return db_fail(st, "recording an event");
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
 	sqlite3_bind_text(s, 2, type, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, data, -1, SQLITE_STATIC);
 	sqlite3_bind_double(s, 4, vd_wall_now());
 	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
+	done(st, s);
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "recording an event");
 }
 

@@ -243,7 +243,7 @@ static void core_apply(vd_store *s, const vd_core_output *out)
 	}
 	if (s->closing)
 		return;
-	if (out->retain_left > 0)
+	if (out->retaining)
 		uv_idle_start(&s->retain_idle, on_retain_idle);
 	else
 		uv_idle_stop(&s->retain_idle);
@@ -279,7 +279,7 @@ static void on_retain_idle(uv_idle_t *h)
  * catches up itself before a refresh, a post or a withdrawal.) */
 static void retain_catch_up(vd_store *s)
 {
-	if (vd_core_retain_left(&s->core) > 0)
+	if (vd_core_retaining(&s->core))
 		retain_some(s, SIZE_MAX);
 }
 

@@ -182,8 +182,8 @@ static void test_statement_signers(void **state)
 	env_free(e);
 }
 
-/* A whole pass lists what it finds committed and remembers it a slice at
- * a time; what is left is remembered before a post. */
+/* A whole pass remembers what it finds committed a slice at a time from
+ * the next input on; what is left is remembered before a post. */
 static void test_retention_slices(void **state)
 {
 	env *e = env_new();
@@ -197,13 +197,20 @@ static void test_retention_slices(void **state)
 	for (i = 0; i < VD_RETAIN_SLICE + 2; i++)
 		ledger(e->f, "r", i, H((unsigned)i + 1));
 	core_refresh(e, VD_REFRESH_WHOLE);
-	assert_int_equal(vd_core_retain_left(&e->f->core), 3);
-	assert_int_equal(e->db.kept, VD_RETAIN_SLICE);
+	/* The pass's own turn remembers none of them. */
+	assert_true(vd_core_retaining(&e->f->core));
+	assert_int_equal(e->db.kept, 0);
+	in.u.budget = VD_RETAIN_SLICE;
 	step(e, &in, &out);
-	assert_int_equal(out.retain_left, 2);
+	assert_true(out.retaining);
+	assert_int_equal(e->db.kept, VD_RETAIN_SLICE);
+	in.u.budget = 1;
+	step(e, &in, &out);
+	assert_true(out.retaining);
+	assert_int_equal(e->db.kept, VD_RETAIN_SLICE + 1);
 	assert_int_equal(post_token(e, "r", VD_RETAIN_SLICE + 2, hx(FX_SPARE_HASH), &out),
 	    VD_POST_NEW);
-	assert_int_equal(out.retain_left, 0);
+	assert_false(out.retaining);
 	assert_true(vd_core_is_retained(&e->f->core, H(VD_RETAIN_SLICE + 2)));
 	env_free(e);
 }

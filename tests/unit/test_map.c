@@ -228,6 +228,39 @@ static void test_many(void **state)
 	vd_map_free(&m);
 }
 
+/* Room made at once: the table does not grow again while the entries
+ * reserved for come, and what was in it stays. */
+static void test_reserve(void **state)
+{
+	(void)state;
+	char name[32];
+	size_t i, cap;
+	vd_map m;
+
+	vd_map_init(&m);
+	assert_int_equal(vd_map_reserve(&m, 0), 0);
+	for (i = 0; i < 10; i++) {
+		key_of(name, sizeof(name), "before/", i);
+		assert_int_equal(vd_map_put(&m, name, val(i)), 0);
+	}
+	assert_int_equal(vd_map_reserve(&m, MANY), 0);
+	cap = m.cap;
+	assert_true((m.count + MANY) * 4 <= cap * 3);
+	for (i = 0; i < 10; i++) {
+		key_of(name, sizeof(name), "before/", i);
+		assert_ptr_equal(vd_map_get(&m, name), val(i));
+	}
+	for (i = 0; i < MANY; i++) {
+		key_of(name, sizeof(name), "artifact/", i);
+		assert_int_equal(vd_map_put(&m, name, val(i)), 0);
+	}
+	assert_int_equal(m.cap, cap);
+	check_all(&m, "artifact/", 1, 0);
+	assert_int_equal(vd_map_reserve(&m, 1), 0);     /* room enough already */
+	assert_int_equal(m.cap, cap);
+	vd_map_free(&m);
+}
+
 /* Churn: keys come and go while few are live. The table must reuse or
  * purge tombstones rather than grow without bound, and lookups of absent
  * keys must still end. */
@@ -277,6 +310,7 @@ int main(void)
 		cmocka_unit_test(test_keys_copied),
 		cmocka_unit_test(test_iteration),
 		cmocka_unit_test(test_many),
+		cmocka_unit_test(test_reserve),
 		cmocka_unit_test(test_churn),
 	};
 
