@@ -146,11 +146,14 @@ static void retain_committed(vd_core *c, const vd_lineage_delta *d, vd_core_outp
 
 /* ---- lineage ------------------------------------------------------------ */
 
+/* What a whole pass left to remember need not be remembered first: the
+ * groups listed have copies, and lineage reads the memory of an artifact
+ * only where no copy of it is in the run (a copy's removal catches up);
+ * a group listed is looked at as it is when its slice comes. */
 static void refresh(vd_core *c, vd_refresh what, vd_core_output *out)
 {
 	vd_lineage_input in;
 
-	catch_up(c, out);
 	if (c->whole_dirty)
 		what = VD_REFRESH_WHOLE;
 	else if (what == VD_REFRESH_MODEL && c->commits_dirty)

@@ -271,12 +271,12 @@ static void on_retain_idle(uv_idle_t *h)
 	retain_some(h->data, VD_RETAIN_SLICE);
 }
 
-/* What a whole pass left to remember is remembered at once before
- * anything reads the memory of retained artifacts or may change what it
- * remembers from: the removal of a copy (a group's last copy gone, its
- * descendants' chains need it remembered), the views, the round check of
- * a statement, the sweep of stored verdicts and the close. (The core
- * catches up itself before a refresh, a post or a withdrawal.) */
+/* What a whole pass left to remember is remembered at once before the
+ * shell reads the memory of retained artifacts: the views, the round
+ * check of a statement, the sweep of stored verdicts, and the close. (The
+ * core catches up itself before what may change what it remembers from:
+ * a copy's removal, a post, a statement, a withdrawal, the next whole
+ * pass.) */
 static void retain_catch_up(vd_store *s)
 {
 	if (vd_core_retaining(&s->core))
