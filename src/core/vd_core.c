@@ -17,6 +17,7 @@ void vd_core_init(vd_core *c, vd_mem_persist_fn persist, void *arg)
 	vd_memory_init(&c->mem);
 	vd_lineage_init(&c->lineage);
 	vd_lineage_delta_init(&c->delta);
+	vd_waitset_init(&c->waiters);
 	c->persist = persist;
 	c->persist_arg = arg;
 }
@@ -27,6 +28,8 @@ void vd_core_free(vd_core *c)
 	vd_lineage_free(&c->lineage);
 	vd_memory_free(&c->mem);
 	free(c->retain_q);
+	vd_waitset_free(&c->waiters);
+	free(c->answered);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -611,6 +614,70 @@ static void copy_unreadable(vd_core *c, const char *relpath, const char *reason,
 	cp->verdict_fp.ok = 0;
 }
 
+/* ---- clients waiting for verdicts --------------------------------------- */
+
+/* A copy as its waiters see it: a run they must wait for is under way
+ * unless it is a scrub (which answers nobody). */
+static void wait_copy(const vd_core *c, const char *relpath, vd_wait_copy *st)
+{
+	const vd_copy *cp = vd_model_copy(c->src.model, relpath);
+
+	st->present = cp != NULL;
+	st->done_gen = cp ? cp->done_gen : 0;
+	st->busy = cp != NULL && cp->inflight != NULL && cp->inflight_kind != VD_JOB_SCRUB;
+}
+
+static void wait_add(vd_core *c, const vd_core_input *in, vd_core_output *out)
+{
+	vd_wait_copy st;
+	size_t i;
+
+	out->result = vd_waitset_add(&c->waiters, in->u.wait.relpaths, in->u.wait.gens,
+	    in->u.wait.n, in->u.wait.deadline_ms, in->u.wait.user, &out->wait_id);
+	/* Where its copies stand; answered at the next check at the earliest. */
+	for (i = 0; out->result == 0 && i < in->u.wait.n; i++) {
+		wait_copy(c, in->u.wait.relpaths[i], &st);
+		vd_waitset_progress(&c->waiters, in->u.wait.relpaths[i], &st);
+	}
+}
+
+static void wait_check(vd_core *c)
+{
+	const char *rel;
+	vd_wait_copy st;
+	size_t it = 0;
+
+	if (vd_waitset_pending(&c->waiters) == 0)
+		return;
+	while (vd_waitset_next_watched(&c->waiters, &it, &rel)) {
+		wait_copy(c, rel, &st);
+		vd_waitset_progress(&c->waiters, rel, &st);
+	}
+	vd_waitset_settle(&c->waiters);
+}
+
+/* Every answer the input brought, taken into the output. Out of memory
+ * for the list, the answers wait for the next input. */
+static void take_answers(vd_core *c, vd_core_output *out)
+{
+	vd_wait_answer *grown;
+
+	out->n_answered = 0;
+	for (;;) {
+		if (out->n_answered == c->cap_answered) {
+			grown = vd_grow(c->answered, &c->cap_answered, out->n_answered, sizeof(*grown));
+			if (grown == NULL)
+				break;
+			c->answered = grown;
+		}
+		if (!vd_waitset_take(&c->waiters, &c->answered[out->n_answered]))
+			break;
+		out->n_answered++;
+	}
+	out->answered = c->answered;
+	out->deadline_ms = vd_waitset_deadline(&c->waiters);
+}
+
 /* ---- the machine -------------------------------------------------------- */
 
 static void sources(vd_core *c, const vd_core_input *in)
@@ -691,7 +758,23 @@ void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 	case VD_CORE_UNREADABLE:
 		copy_unreadable(c, in->u.unreadable.relpath, in->u.unreadable.reason, out);
 		break;
+	case VD_CORE_WAIT:
+		wait_add(c, in, out);
+		break;
+	case VD_CORE_WAIT_CANCEL:
+		out->result = vd_waitset_cancel(&c->waiters, in->u.wait_id);
+		break;
+	case VD_CORE_WAIT_CHECK:
+		wait_check(c);
+		break;
+	case VD_CORE_TICK:
+		vd_waitset_tick(&c->waiters, in->u.now_ms);
+		break;
+	case VD_CORE_WAIT_FIRE_ALL:
+		vd_waitset_fire_all(&c->waiters);
+		break;
 	}
+	take_answers(c, out);
 	out->retaining = vd_core_retaining(c);
 }
 
@@ -720,6 +803,11 @@ int vd_core_retaining(const vd_core *c)
 const vd_order *vd_core_retained_order(vd_core *c)
 {
 	return vd_memory_retained_order(&c->mem);
+}
+
+int vd_core_next_watched(const vd_core *c, size_t *it, const char **relpath)
+{
+	return vd_waitset_next_watched(&c->waiters, it, relpath);
 }
 
 int vd_core_is_retained(const vd_core *c, const char *hash)

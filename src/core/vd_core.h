@@ -22,6 +22,7 @@
 #include "vd_memory.h"
 #include "vd_model.h"
 #include "vd_scanned.h"
+#include "vd_waitset.h"
 
 struct vd_omskeys;
 
@@ -52,7 +53,12 @@ typedef enum vd_core_in_kind {
 	VD_CORE_JOB_DONE,       /* job: a verification came back (judged, gone, timed out) */
 	VD_CORE_SCANNED,        /* scanned: an artifact as a scan found it */
 	VD_CORE_COPY_GONE,      /* relpath: an artifact a scan no longer finds */
-	VD_CORE_UNREADABLE      /* unreadable: an artifact a scan could not read */
+	VD_CORE_UNREADABLE,     /* unreadable: an artifact a scan could not read */
+	VD_CORE_WAIT,           /* wait: a client waits for copies to reach generations */
+	VD_CORE_WAIT_CANCEL,    /* wait_id: it went away */
+	VD_CORE_WAIT_CHECK,     /* copies may have reached what their waiters wait for */
+	VD_CORE_TICK,           /* now_ms: the time, for the waiters' deadlines */
+	VD_CORE_WAIT_FIRE_ALL   /* shutting down: every waiter answered as timed out */
 } vd_core_in_kind;
 
 /* A verdict kept from the last run, for a copy found again: it holds for
@@ -150,6 +156,15 @@ typedef struct vd_core_input {
 			const char *relpath;
 			const char *reason;
 		} unreadable;
+		struct {
+			char *const *relpaths;
+			const uint64_t *gens;       /* the generation of each that answers it */
+			size_t n;
+			uint64_t deadline_ms;       /* answered as timed out from then on */
+			void *user;                 /* comes back with its answer */
+		} wait;
+		uint64_t wait_id;               /* VD_CORE_WAIT_CANCEL */
+		uint64_t now_ms;                /* VD_CORE_TICK */
 	} u;
 	/* Persisted beside the input's records (posts, checkpoints, statements). */
 	const uint8_t *env;
@@ -190,6 +205,12 @@ typedef struct vd_core_output {
 	                                 * artifact: a pruned link now (hash, round) */
 	char hash[VD_HASH_HEX_LEN + 1];
 	int64_t round;
+	/* The waiters: those answered by this input, in order (valid until the
+	 * next input), and the earliest deadline left (VD_WAIT_NONE: none). */
+	const vd_wait_answer *answered;
+	size_t n_answered;
+	uint64_t wait_id;               /* VD_CORE_WAIT: its id */
+	uint64_t deadline_ms;
 	char detail[VD_DETAIL_MAX];
 } vd_core_output;
 
@@ -204,6 +225,9 @@ typedef struct vd_core {
 	char (*retain_q)[VD_HASH_HEX_LEN + 1];
 	size_t n_retain_q, retain_next, cap_retain_q;
 	int retain_unlisted;        /* a whole pass's groups are still to be listed */
+	vd_waitset waiters;
+	vd_wait_answer *answered;   /* the last input's answers */
+	size_t cap_answered;
 } vd_core;
 
 /* persist makes a record durable (0) or says it could not (< 0). */
@@ -225,6 +249,8 @@ int vd_core_retaining(const vd_core *c);
 /* The retained artifacts in (run, round, hash) order; NULL out of memory. */
 const vd_order *vd_core_retained_order(vd_core *c);
 int vd_core_is_retained(const vd_core *c, const char *hash);
+/* Iterate the relpaths some pending waiter names (vd_waitset_next_watched). */
+int vd_core_next_watched(const vd_core *c, size_t *it, const char **relpath);
 /* vd_round_mismatch over the model and the retained artifacts. */
 int vd_core_round_mismatch(const vd_core *c, const char *run, int64_t round,
     const char *hash, int64_t *header_round);

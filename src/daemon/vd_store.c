@@ -1835,15 +1835,6 @@ static int sched_may_scrub(void *arg)
 /* Done when the asked-for run finished and no newer one (for a change
  * seen since) is under way: the answer then describes the bytes on disk.
  * A scrub does not hold an answer back. */
-static void waited_copy(void *arg, const char *relpath, vd_wait_copy *out)
-{
-	vd_copy *c = vd_model_copy(&((vd_store *)arg)->model, relpath);
-
-	out->present = c != NULL;
-	out->done_gen = c ? c->done_gen : 0;
-	out->busy = c != NULL && c->inflight != NULL && c->inflight_kind != VD_JOB_SCRUB;
-}
-
 static void waited_hurry(void *arg, const char *relpath)
 {
 	vd_store *s = arg;
@@ -1871,6 +1862,7 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->root_ok = 1;
 	vd_model_init(&s->model);
 	vd_core_init(&s->core, store_persist, s);
+	core_sources(s, VD_REFRESH_MODEL);    /* the model is read from the first input on */
 	vd_map_init(&s->env_cache);
 	vd_map_init(&s->stored);
 	vd_map_init(&s->unreadable);
@@ -1906,7 +1898,7 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	uv_prepare_start(&s->flush_prepare, on_flush_prepare);
 	vd_sched_init(&s->sched, loop, &s->model, &(vd_sched_env){ sched_pool, sched_config,
 	    sched_oms_keys, sched_may_scrub, s });
-	vd_waiters_init(&s->waiters, loop, &(vd_waiters_env){ waited_copy, waited_hurry,
+	vd_waiters_init(&s->waiters, loop, &s->core, &(vd_waiters_env){ waited_hurry,
 	    waited_sync, s });
 	return 0;
 }
@@ -1932,6 +1924,7 @@ static void free_all(vd_store *s)
 		vd_scan_result_free(&s->scan_result);
 	vd_changes_free(&s->changes);
 	vd_changes_free(&s->scan_changes);
+	vd_waiters_free(&s->waiters);     /* its waiters are the core's */
 	vd_core_free(&s->core);
 	for (i = 0; i < s->n_unsaved; i++) {
 		free(s->unsaved[i].subject);
@@ -1955,7 +1948,6 @@ static void free_all(vd_store *s)
 	vd_map_free(&s->unreadable);
 	vd_map_free(&s->runs);
 	vd_sched_free(&s->sched);
-	vd_waiters_free(&s->waiters);
 }
 
 /* The store is freed once its timers are closed and no scan runs. */

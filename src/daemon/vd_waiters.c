@@ -1,7 +1,10 @@
+/* Clients waiting for verdicts: the core's waiters on the loop (vd_waiters.h). */
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
+#include "vd_log.h"
 #include "vd_waiters.h"
 
 struct vd_waiter {
@@ -15,9 +18,9 @@ static void on_deadline(uv_timer_t *t);
 
 /* One timer, for the earliest deadline: a thousand clients waiting cost
  * one handle, not a thousand. */
-static void arm(vd_waiters *ws)
+static void arm(vd_waiters *ws, uint64_t due)
 {
-	uint64_t due = vd_waitset_deadline(&ws->set), now = uv_now(ws->loop);
+	uint64_t now = uv_now(ws->loop);
 
 	if (uv_is_closing((uv_handle_t *)&ws->timer))
 		return;
@@ -27,38 +30,69 @@ static void arm(vd_waiters *ws)
 		uv_timer_start(&ws->timer, on_deadline, due > now ? due - now : 0, 0);
 }
 
-/* Each answer is taken before its function runs, which may add or cancel
- * waiters. */
-static void answer_all(vd_waiters *ws)
+/* The input's answers, copied out of the core's output before anything
+ * else is asked of it: a function may add or cancel waiters, and lineage
+ * catches up before verdicts are answered, each another input. NULL when
+ * there are none, or out of memory (each answer then is lost, and its
+ * client's connection ends with the daemon's timeout: logged). */
+static vd_wait_answer *take(const vd_core_output *out, size_t *n)
 {
-	vd_wait_answer a;
+	vd_wait_answer *a;
+
+	*n = 0;
+	if (out->n_answered == 0)
+		return NULL;
+	if ((a = malloc(out->n_answered * sizeof(*a))) == NULL) {
+		log_error("out of memory answering %zu waiting client(s)", out->n_answered);
+		return NULL;
+	}
+	memcpy(a, out->answered, out->n_answered * sizeof(*a));
+	*n = out->n_answered;
+	return a;
+}
+
+/* Each waiter is freed before its function runs. */
+static void answer(vd_waiters *ws, vd_wait_answer *a, size_t n, uint64_t deadline_ms)
+{
 	vd_waiter *w;
 	vd_wait_fn fn;
 	void *arg;
+	size_t i;
 
-	while (vd_waitset_take(&ws->set, &a)) {
-		w = a.user;
+	arm(ws, deadline_ms);
+	for (i = 0; i < n; i++) {
+		w = a[i].user;
 		fn = w->fn;
 		arg = w->arg;
 		free(w);
-		fn(arg, a.timed_out);
+		fn(arg, a[i].timed_out);
 	}
-	arm(ws);
+	free(a);
+}
+
+static void step(vd_waiters *ws, const vd_core_input *in, vd_core_output *out)
+{
+	vd_core_step(ws->core, in, out);
 }
 
 static void on_deadline(uv_timer_t *t)
 {
 	vd_waiters *ws = t->data;
+	vd_core_input in = { .kind = VD_CORE_TICK, .u.now_ms = uv_now(ws->loop) };
+	vd_core_output out;
+	vd_wait_answer *a;
+	size_t n;
 
-	vd_waitset_tick(&ws->set, uv_now(ws->loop));
-	answer_all(ws);
+	step(ws, &in, &out);
+	a = take(&out, &n);
+	answer(ws, a, n, out.deadline_ms);
 }
 
-void vd_waiters_init(vd_waiters *ws, uv_loop_t *loop, const vd_waiters_env *env)
+void vd_waiters_init(vd_waiters *ws, uv_loop_t *loop, vd_core *core, const vd_waiters_env *env)
 {
 	ws->loop = loop;
+	ws->core = core;
 	ws->env = *env;
-	vd_waitset_init(&ws->set);
 	uv_timer_init(loop, &ws->timer);
 	ws->timer.data = ws;
 }
@@ -72,75 +106,83 @@ unsigned vd_waiters_close(vd_waiters *ws, uv_close_cb cb, void *cb_data)
 
 void vd_waiters_free(vd_waiters *ws)
 {
-	vd_wait_answer a;
+	vd_core_input in = { .kind = VD_CORE_WAIT_FIRE_ALL };
+	vd_core_output out;
+	size_t i;
 
-	while (vd_waitset_take(&ws->set, &a))
-		free(a.user);
-	vd_waitset_fire_all(&ws->set);
-	while (vd_waitset_take(&ws->set, &a))
-		free(a.user);
-	vd_waitset_free(&ws->set);
+	step(ws, &in, &out);
+	for (i = 0; i < out.n_answered; i++)
+		free(out.answered[i].user);
 }
 
 vd_waiter *vd_waiters_wait(vd_waiters *ws, char *const *relpaths, const uint64_t *gens,
     size_t n, uint64_t timeout_ms, vd_wait_fn fn, void *arg)
 {
 	vd_waiter *w = calloc(1, sizeof(*w));
-	vd_wait_copy st;
-	size_t i;
+	vd_core_input in = { .kind = VD_CORE_WAIT };
+	vd_core_output out;
 
 	if (w == NULL)
 		return NULL;
 	w->ws = ws;
 	w->fn = fn;
 	w->arg = arg;
-	if (vd_waitset_add(&ws->set, relpaths, gens, n, uv_now(ws->loop) + timeout_ms, w,
-	    &w->id) < 0) {
+	in.u.wait.relpaths = relpaths;
+	in.u.wait.gens = gens;
+	in.u.wait.n = n;
+	in.u.wait.deadline_ms = uv_now(ws->loop) + timeout_ms;
+	in.u.wait.user = w;
+	step(ws, &in, &out);
+	if (out.result < 0) {
 		free(w);
 		return NULL;
 	}
-	/* Where its copies stand; answered at the next check at the earliest. */
-	for (i = 0; i < n; i++) {
-		ws->env.copy_state(ws->env.arg, relpaths[i], &st);
-		vd_waitset_progress(&ws->set, relpaths[i], &st);
-	}
-	arm(ws);
+	w->id = out.wait_id;
+	arm(ws, out.deadline_ms);
 	return w;
 }
 
 void vd_waiters_cancel(vd_waiter *w)
 {
 	vd_waiters *ws = w->ws;
+	vd_core_input in = { .kind = VD_CORE_WAIT_CANCEL, .u.wait_id = w->id };
+	vd_core_output out;
 
-	if (vd_waitset_cancel(&ws->set, w->id) == 0)
+	step(ws, &in, &out);
+	if (out.result == 0)
 		free(w);
-	arm(ws);
+	arm(ws, out.deadline_ms);
 }
 
 void vd_waiters_check(vd_waiters *ws)
 {
+	vd_core_input in = { .kind = VD_CORE_WAIT_CHECK };
+	vd_core_output out;
+	vd_wait_answer *a;
 	const char *rel;
-	vd_wait_copy st;
-	size_t it = 0;
+	size_t n, it = 0;
+	uint64_t deadline;
 
-	if (vd_waitset_pending(&ws->set) == 0)
-		return;
-	while (vd_waitset_next_watched(&ws->set, &it, &rel)) {
-		ws->env.copy_state(ws->env.arg, rel, &st);
-		vd_waitset_progress(&ws->set, rel, &st);
-	}
-	if (vd_waitset_settle(&ws->set) > 0)
+	step(ws, &in, &out);
+	a = take(&out, &n);
+	deadline = out.deadline_ms;
+	if (n > 0)
 		ws->env.before_answers(ws->env.arg);
 	/* What the others wait for was booked as background work (a change
 	 * seen since their request): it goes ahead all the same. */
-	it = 0;
-	while (vd_waitset_next_watched(&ws->set, &it, &rel))
+	while (vd_core_next_watched(ws->core, &it, &rel))
 		ws->env.hurry(ws->env.arg, rel);
-	answer_all(ws);
+	answer(ws, a, n, deadline);
 }
 
 void vd_waiters_fire_all(vd_waiters *ws)
 {
-	vd_waitset_fire_all(&ws->set);
-	answer_all(ws);
+	vd_core_input in = { .kind = VD_CORE_WAIT_FIRE_ALL };
+	vd_core_output out;
+	vd_wait_answer *a;
+	size_t n;
+
+	step(ws, &in, &out);
+	a = take(&out, &n);
+	answer(ws, a, n, out.deadline_ms);
 }

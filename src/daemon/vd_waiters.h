@@ -1,8 +1,8 @@
 /*
- * Clients waiting for verdicts (POST /verify?wait=): the shell around
- * vd_waitset.h. It keeps one timer, for the earliest deadline, feeds the
- * loop's time in, and calls each waiter's function once. It sees the
- * store only through vd_waiters_env. The loop thread only.
+ * Clients waiting for verdicts (POST /verify?wait=): the shell around the
+ * core's waiters (VD_CORE_WAIT and its kin, vd_core.h). It keeps one
+ * timer, for the earliest deadline, feeds the loop's time in, and calls
+ * each waiter's function once. The loop thread only.
  */
 #ifndef VD_WAITERS_H
 #define VD_WAITERS_H
@@ -11,15 +11,13 @@
 
 #include <uv.h>
 
-#include "vd_waitset.h"
+#include "vd_core.h"
 
 typedef struct vd_waiter vd_waiter;
 typedef void (*vd_wait_fn)(void *arg, int timed_out);
 
 /* What the waiters ask of their owner. */
 typedef struct vd_waiters_env {
-	/* relpath's copy as it is now. */
-	void (*copy_state)(void *arg, const char *relpath, vd_wait_copy *out);
 	/* A waiter still waits for relpath's copy: its job may go ahead. */
 	void (*hurry)(void *arg, const char *relpath);
 	/* Waiters are about to be answered with verdicts (lineage catches up). */
@@ -30,14 +28,15 @@ typedef struct vd_waiters_env {
 typedef struct vd_waiters {
 	uv_loop_t *loop;
 	uv_timer_t timer;           /* the earliest deadline */
-	vd_waitset set;
+	vd_core *core;              /* holds the waiters */
 	vd_waiters_env env;
 } vd_waiters;
 
-void vd_waiters_init(vd_waiters *ws, uv_loop_t *loop, const vd_waiters_env *env);
+void vd_waiters_init(vd_waiters *ws, uv_loop_t *loop, vd_core *core, const vd_waiters_env *env);
 /* Close its timer with cb (its data: cb_data): how many handles were closed. */
 unsigned vd_waiters_close(vd_waiters *ws, uv_close_cb cb, void *cb_data);
-/* Once its timer is closed: drops the waiters left, unanswered. */
+/* Once its timer is closed, before the core is freed: drops the waiters
+ * left, unanswered. */
 void vd_waiters_free(vd_waiters *ws);
 
 /* Call fn once every copy reached its generation (or vanished), or after

@@ -5,7 +5,7 @@
  * under every signer or, past a failure, reported not durable; a whole
  * pass remembers what it finds committed a slice at a time; a restart's
  * memory empties lineage; a job's result is taken into its copy with the
- * outcome the shell acts on.
+ * outcome the shell acts on; waiters are answered once, never early.
  */
 #include "config.h"
 
@@ -304,6 +304,76 @@ static void test_job_outcomes(void **state)
 	env_free(e);
 }
 
+static void wait_for(vd_core_input *in, char **paths, const uint64_t *gens,
+    uint64_t deadline_ms, void *user)
+{
+	*in = (vd_core_input){ .kind = VD_CORE_WAIT };
+	in->u.wait.relpaths = paths;
+	in->u.wait.gens = gens;
+	in->u.wait.n = 1;
+	in->u.wait.deadline_ms = deadline_ms;
+	in->u.wait.user = user;
+}
+
+static vd_core_output wait_input(env *e, vd_core_input *in)
+{
+	vd_core_output out;
+
+	step(e, in, &out);
+	return out;
+}
+
+/* A client waits for a copy's generation: answered once its job is
+ * judged and a check comes, never before; another times out at the first
+ * tick past its deadline; a cancelled one is never answered. */
+static void test_waiters(void **state)
+{
+	env *e = env_new();
+	char path[] = "r/round-00000";
+	char *paths[] = { path };
+	uint64_t gens[] = { 7 };
+	int user1, user2, user3;
+	vd_core_input in = { .kind = VD_CORE_WAIT };
+	vd_core_output out;
+	uint64_t id3;
+	vd_copy *c;
+
+	(void)state;
+	chain(e->f, "r", 0, 0, V_BUSY);
+	c = vd_model_copy(&e->f->model, paths[0]);
+	wait_for(&in, paths, gens, 1000, &user1);
+	out = wait_input(e, &in);
+	assert_int_equal(out.result, 0);
+	assert_int_equal(out.n_answered, 0);
+	assert_int_equal(out.deadline_ms, 1000);
+	wait_for(&in, paths, gens, 500, &user2);
+	assert_int_equal(wait_input(e, &in).result, 0);
+	wait_for(&in, paths, gens, 2000, &user3);
+	id3 = wait_input(e, &in).wait_id;
+
+	in = (vd_core_input){ .kind = VD_CORE_WAIT_CANCEL, .u.wait_id = id3 };
+	assert_int_equal(wait_input(e, &in).result, 0);
+	in = (vd_core_input){ .kind = VD_CORE_TICK, .u.now_ms = 499 };
+	assert_int_equal(wait_input(e, &in).n_answered, 0);
+	in.u.now_ms = 500;
+	out = wait_input(e, &in);
+	assert_int_equal(out.n_answered, 1);
+	assert_ptr_equal(out.answered[0].user, &user2);
+	assert_true(out.answered[0].timed_out);
+
+	in = (vd_core_input){ .kind = VD_CORE_WAIT_CHECK };
+	assert_int_equal(wait_input(e, &in).n_answered, 0);     /* its job runs */
+	assert_int_equal(job(e, c, &busy_job, VD_OK, VD_ABANDON_NONE, 0).result, VD_JOB_JUDGED);
+	out = wait_input(e, &in);
+	assert_int_equal(out.n_answered, 1);
+	assert_ptr_equal(out.answered[0].user, &user1);
+	assert_false(out.answered[0].timed_out);
+	assert_int_equal(out.deadline_ms, VD_WAIT_NONE);
+	in = (vd_core_input){ .kind = VD_CORE_WAIT_FIRE_ALL };
+	assert_int_equal(wait_input(e, &in).n_answered, 0);     /* the cancelled one too */
+	env_free(e);
+}
+
 /* Forgetting a ledger nothing remembers is -ENOENT; one remembered is
  * forgotten durably, said with its count, and lineage refreshed. */
 static void test_forget_ledger(void **state)
@@ -356,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_restore),
 		cmocka_unit_test(test_job_outcomes),
 		cmocka_unit_test(test_forget_ledger),
+		cmocka_unit_test(test_waiters),
 	};
 
 	return cmocka_run_group_tests(tests, set_up, tear_down);
