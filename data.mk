@@ -100,4 +100,6 @@ check-local: lensemble-verifyd$(EXEEXT)
 # anything included after this file appends with "+=".
 CLEANFILES = systemd/lensemble-verifyd.service systemd/lensemble-verifyd.service.tmp
 EXTRA_DIST += etc/$(vd_conf) systemd/lensemble-verifyd.service.in \
-	systemd/$(vd_sysusers).sysusers docs/SECURITY-systemd.md docs/HACKING.md
+	systemd/$(vd_sysusers).sysusers docs/SECURITY-systemd.md docs/HACKING.md \
+	docs/COORDINATOR.md docs/OMS.md docs/PACKAGING.md docs/PERFORMANCE.md \
+	docs/SECURITY.md man/lensemble-check.1 man/lensemble-wait-for-head.1
