@@ -356,6 +356,7 @@ static int ch_rescan(world *w)
 	if (out.result != VD_SCAN_CHANGED || !out.verify)
 		violation(w, "%s with its files replaced: outcome %d, verify %d", rel, out.result,
 		    out.verify);
+	wait_check(w);              /* as the store does once a scan is merged */
 	s->verdict = rnd(w, 4) ? V_OK : V_FAIL;
 	job_back(w, i, s->verdict);
 	return 0;
@@ -560,6 +561,28 @@ static p_waiter *waiter_by_id(world *w, uint64_t id)
 	return NULL;
 }
 
+static const char *input_name(vd_core_in_kind kind)
+{
+	switch (kind) {
+	case VD_CORE_SOURCES:
+		return "SOURCES";
+	case VD_CORE_REFRESH:
+		return "REFRESH";
+	case VD_CORE_JOB_DONE:
+		return "JOB_DONE";
+	case VD_CORE_SCANNED:
+		return "SCANNED";
+	case VD_CORE_COPY_GONE:
+		return "COPY_GONE";
+	case VD_CORE_WAIT:
+		return "WAIT";
+	case VD_CORE_WAIT_CANCEL:
+		return "WAIT_CANCEL";
+	default:
+		return "another input";
+	}
+}
+
 static const char *waiter_state(const p_waiter *x)
 {
 	if (x == NULL)
@@ -671,8 +694,8 @@ static void waiter_answer(world *w, const vd_core_input *in, const vd_wait_answe
 		violation(w, "waiter %llu answered as ready at the shutdown", (unsigned long long)x->id);
 	else if (in->kind != VD_CORE_WAIT_CHECK && in->kind != VD_CORE_TICK &&
 	    in->kind != VD_CORE_WAIT_FIRE_ALL)
-		violation(w, "waiter %llu answered by an input (%d) whose answers the shell does not take",
-		    (unsigned long long)x->id, (int)in->kind);
+		violation(w, "waiter %llu answered by %s (%d), whose answers the shell does not take",
+		    (unsigned long long)x->id, input_name(in->kind), (int)in->kind);
 }
 
 /* What the input owed: a check every waiter whose copies are all
