@@ -43,11 +43,33 @@
  * OMS bundle only then; a listing read a page at a time gives what it
  * gives read whole.
  *
+ * Clients wait for verdicts, through the core's inputs only: a client
+ * waits for present copies at the generation a run under way answers or
+ * the next (the simulator is the scheduler: each copy's generations asked
+ * for and finished, and its run under way, scrub, background or explicit),
+ * with a deadline on a simulated clock that ticks (forward, to the first
+ * deadline, or standing still); clients go away; runs come back (judged,
+ * or their bytes changed under the hash) or start; a check follows every
+ * job and every copy removed or replaced; a restart, and the end of the
+ * history, answer every client left (the daemon stops). Against a
+ * reference kept here, from vd_waitset.h's rule (a copy answers for its
+ * part once gone, or once its generation finished with no run but a
+ * scrub under way), every output of the core is checked:
+ *
+ *   - a waiter is answered at most once, never after its cancel (which
+ *     says -ENOENT once it is answered), and by the end exactly once
+ *     unless cancelled; with the pointer it came with;
+ *   - a check answers exactly the waiters whose copies are all reached,
+ *     as ready; a tick exactly those whose deadline came, as timed out;
+ *     the shutdown all; no other input any (the shell takes answers from
+ *     those three only); one output's answers in (deadline, id) order;
+ *   - the deadline to arm is the earliest of the waiters left.
+ *
  * Each step draws from its own generator (the seed and the step's number),
  * so a failing history can be shortened by leaving steps out. Prints how
  * many records were persisted, persists failed and restarts were made,
- * then, last, "N histories, M steps, V invariant violations"; exits 1 when
- * V > 0.
+ * what became of the clients, then, last, "N histories, M steps, V
+ * invariant violations"; exits 1 when V > 0.
  *
  *   vd-sim [--seeds N] [--seed S] [--steps K] [--quiet]
  */
