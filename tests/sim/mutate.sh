@@ -2,18 +2,26 @@
 # Proof that the simulators bite: each patch in tests/sim/mutations/ puts a
 # deliberate bug of a few lines into src/, and the simulator its first line
 # names ("sim: vd-simwait"; vd-sim when it names none) must report it.
-#   tests/sim/mutate.sh [--check] [SEEDS]
+#   tests/sim/mutate.sh [--check] [SEEDS [NAME...]]
 # --check only checks that every patch still applies to src/ (make check
 # runs that); without it, each patch is applied in a scratch copy of the
 # tree, built there, and its simulator --seeds SEEDS (default 2000) must fail
-# within a minute. Exits non-zero when a patch does not apply or a bug
-# goes unnoticed.
+# within a minute. NAMEs (a patch's file name without .patch) run those
+# patches only. Exits non-zero when a patch does not apply or a bug goes
+# unnoticed.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 check=0
 [ "${1:-}" = --check ] && { check=1; shift; }
 seeds=${1:-2000}
+[ $# -gt 0 ] && shift
 failed=0
+patches=
+for name in "$@"; do
+	[ -f "$top/tests/sim/mutations/$name.patch" ] || { echo "no such patch: $name"; exit 2; }
+	patches="$patches $top/tests/sim/mutations/$name.patch"
+done
+[ -n "$patches" ] || patches=$(ls "$top"/tests/sim/mutations/*.patch)
 
 if [ "$check" = 1 ]; then
 	for p in "$top"/tests/sim/mutations/*.patch; do
@@ -37,7 +45,7 @@ trap 'rm -rf "$scratch"' EXIT
 	xargs -0 tar -cf - --no-recursion) | tar -xf - -C "$scratch"
 "$scratch/scripts/build" "$scratch/_build" > "$scratch/build.log" 2>&1 ||
 	{ echo "the scratch tree does not build:"; tail -20 "$scratch/build.log"; exit 2; }
-for p in "$top"/tests/sim/mutations/*.patch; do
+for p in $patches; do
 	name=$(basename "$p" .patch)
 	sim=$(sed -n '1s/^sim: *\([a-z-]*\).*/\1/p' "$p")
 	sim=${sim:-vd-sim}
@@ -51,5 +59,5 @@ for p in "$top"/tests/sim/mutations/*.patch; do
 	fi
 	patch -s -R -p1 -d "$scratch" < "$p"
 done
-echo "$(( $(ls "$top"/tests/sim/mutations/*.patch | wc -l) - failed )) passed, $failed failed"
+echo "$(( $(echo $patches | wc -w) - failed )) passed, $failed failed"
 [ "$failed" = 0 ]

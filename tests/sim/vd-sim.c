@@ -43,11 +43,33 @@
  * OMS bundle only then; a listing read a page at a time gives what it
  * gives read whole.
  *
+ * Clients wait for verdicts, through the core's inputs only: a client
+ * waits for present copies at the generation a run under way answers or
+ * the next (the simulator is the scheduler: each copy's generations asked
+ * for and finished, and its run under way, scrub, background or explicit),
+ * with a deadline on a simulated clock that ticks (forward, to the first
+ * deadline, or standing still); clients go away; runs come back (judged,
+ * or their bytes changed under the hash) or start; a check follows every
+ * job and every copy removed or replaced; a restart, and the end of the
+ * history, answer every client left (the daemon stops). Against a
+ * reference kept here, from vd_waitset.h's rule (a copy answers for its
+ * part once gone, or once its generation finished with no run but a
+ * scrub under way), every output of the core is checked:
+ *
+ *   - a waiter is answered at most once, never after its cancel (which
+ *     says -ENOENT once it is answered), and by the end exactly once
+ *     unless cancelled; with the pointer it came with;
+ *   - a check answers exactly the waiters whose copies are all reached,
+ *     as ready; a tick exactly those whose deadline came, as timed out;
+ *     the shutdown all; no other input any (the shell takes answers from
+ *     those three only); one output's answers in (deadline, id) order;
+ *   - the deadline to arm is the earliest of the waiters left.
+ *
  * Each step draws from its own generator (the seed and the step's number),
  * so a failing history can be shortened by leaving steps out. Prints how
  * many records were persisted, persists failed and restarts were made,
- * then, last, "N histories, M steps, V invariant violations"; exits 1 when
- * V > 0.
+ * what became of the clients, then, last, "N histories, M steps, V
+ * invariant violations"; exits 1 when V > 0.
  *
  *   vd-sim [--seeds N] [--seed S] [--steps K] [--quiet]
  */
@@ -86,6 +108,10 @@ static void violation(world *w, const char *fmt, ...) __attribute__((format(prin
 #define P_GROW_EVERY 4             /* steps: one fresh model in so many is grown */
 #define P_FAIL_ONE_IN 5            /* persists: one in so many fails */
 #define P_RECORD_HASHES 900        /* record hashes handed out, round robin */
+#define P_WAITERS 48               /* waiters a history keeps (done ones reused) */
+#define P_WAIT_COPIES 3            /* copies one client waits for, at most */
+#define P_WAIT_MS 4000             /* longest wait drawn, simulated ms */
+#define P_TICK_MS 1500             /* longest jump of the simulated clock */
 
 static const char *const p_runs[] = { "a", "b" };
 #define P_RUNS 2
@@ -94,9 +120,23 @@ typedef struct p_id {
 	int round, parent;          /* parent: an id below, a phantom, or -1 */
 } p_id;
 
+/* A copy directory, and what the daemon's scheduler would hold of its
+ * copy: the generations asked for and finished, and the run under way. */
 typedef struct p_slot {
 	int present, id, verdict, forged, bad_header;
+	uint64_t req_gen, done_gen;
+	int run;                    /* a run under way: its vd_job_kind + 1, or 0 */
 } p_slot;
+
+/* A client waiting for verdicts, as the reference holds it. */
+enum { W_FREE, W_LIVE, W_ANSWERED, W_CANCELLED };
+
+typedef struct p_waiter {
+	int state;
+	uint64_t id, deadline;
+	int n, slot[P_WAIT_COPIES];
+	uint64_t gen[P_WAIT_COPIES];
+} p_waiter;
 
 /* A run's ledger.jsonl as the store holds it now. */
 typedef struct p_file {
@@ -125,6 +165,9 @@ typedef struct world {
 	fx *f;
 	const char *cmp;            /* what two lineages compared are */
 	int no_fail;                /* persists do not fail now */
+	p_waiter waiters[P_WAITERS];
+	p_waiter *adding;           /* the one VD_CORE_WAIT hands in now */
+	uint64_t clock;             /* simulated ms, what TICK tells */
 	int failed;                 /* an invariant was violated */
 	char why[512];              /* the first one */
 } world;
@@ -223,6 +266,8 @@ static void slot_add(const world *w, vd_model *m, int i)
 	FX_REQUIRE(c = vd_model_add_copy(m, rel, slot_run(i)));
 	slot_header(w, &w->slots[i], c);
 	set_verdict(c, w->slots[i].verdict);
+	c->inflight = w->slots[i].run ? &busy_job : NULL;
+	c->inflight_kind = w->slots[i].run ? (vd_job_kind)(w->slots[i].run - 1) : VD_JOB_BACKGROUND;
 	vd_model_index(m, c);
 }
 
@@ -237,7 +282,9 @@ static vd_copy *slot_copy(world *w, int i)
 /* ---- changes: each returns whether the refresh is a whole pass -------- */
 
 static void sim_input_raw(world *w, const vd_core_input *in, vd_core_output *out);
-static void job_back(world *w, vd_copy *c, int v);
+static void job_back(world *w, int i, int v);
+static void slot_verdict(world *w, int i, int v);
+static void wait_check(world *w);
 
 /* Slot i's header as a scan reads it. */
 static void slot_hdr(const world *w, const p_slot *s, vd_hdrinfo *h)
@@ -292,9 +339,9 @@ static void slot_scanned(world *w, int i)
 	if (from_kept)
 		return;
 	if (v == V_OK || v == V_FAIL)
-		job_back(w, c, v);
+		job_back(w, i, v);
 	else if (v != V_NONE)
-		verdict(&w->f->model, c, v);
+		slot_verdict(w, i, v);
 }
 
 /* A scan looks at a present copy again: as it was (nothing to do), or
@@ -331,8 +378,9 @@ static int ch_rescan(world *w)
 	if (out.result != VD_SCAN_CHANGED || !out.verify)
 		violation(w, "%s with its files replaced: outcome %d, verify %d", rel, out.result,
 		    out.verify);
+	wait_check(w);              /* as the store does once a scan is merged */
 	s->verdict = rnd(w, 4) ? V_OK : V_FAIL;
-	job_back(w, c, s->verdict);
+	job_back(w, i, s->verdict);
 	return 0;
 }
 
@@ -350,6 +398,7 @@ static int ch_presence(world *w)
 		if (out.result != 0)
 			violation(w, "%s gone: %d", rel, out.result);
 		s->present = 0;
+		wait_check(w);
 		return 0;
 	}
 	memset(s, 0, sizeof(*s));
@@ -361,15 +410,38 @@ static int ch_presence(world *w)
 	return 0;
 }
 
-/* A verification of the copy as it is comes back to the core, which takes
- * its verdict as the daemon's store does. */
-static void job_back(world *w, vd_copy *c, int v)
+/* The simulator is the scheduler: a run of slot i's copy is under way
+ * (queued or running), as the store's pool would have it. */
+static void run_start(world *w, int i, vd_job_kind kind)
 {
+	vd_copy *c = slot_copy(w, i);
+
+	w->slots[i].run = (int)kind + 1;
+	c->inflight = &busy_job;
+	c->inflight_kind = kind;
+	vd_model_touch(&w->f->model, c);
+}
+
+/* A run of the copy comes back to the core, which takes its verdict as
+ * the daemon's store does: judged, or (changed) its bytes changed under
+ * the hash. It answers a generation asked for and not finished yet (a new
+ * one when none is). What is asked beyond it, or all of it when the
+ * bytes changed, runs next or waits in the backlog; then the clients
+ * waiting are looked at, as after every job. */
+static void run_back(world *w, int i, int v, int changed)
+{
+	p_slot *s = &w->slots[i];
+	vd_copy *c = slot_copy(w, i);
 	vd_core_input in = { .kind = VD_CORE_JOB_DONE };
 	vd_core_output out;
 	vd_job_result r;
 	vd_verdict vd;
+	uint64_t gen;
 
+	if (s->req_gen == s->done_gen)
+		s->req_gen++;
+	gen = s->done_gen + 1 + rnd(w, (uint32_t)(s->req_gen - s->done_gen));
+	s->verdict = changed ? V_STALE : v;
 	memset(&vd, 0, sizeof(vd));
 	vd.code = v == V_FAIL ? VD_CHECKPOINT_INTEGRITY : VD_OK;
 	snprintf(vd.detail, sizeof(vd.detail), "%s", v == V_FAIL ? "weights.safetensors differs" : "");
@@ -378,15 +450,40 @@ static void job_back(world *w, vd_copy *c, int v)
 	r.job = &busy_job;
 	r.relpath = c->relpath;
 	r.kind = VD_JOB_BACKGROUND;
+	r.gen = gen;
 	r.verdict = &vd;
 	r.fp_before = r.fp_after = c->fp;
 	r.fp_before.ok = r.fp_after.ok = 1;
+	r.fp_after.digest[3] ^= (uint8_t)changed;
 	r.changed = "";
 	in.u.job = &r;
 	sim_input_raw(w, &in, &out);
-	if (out.result != VD_JOB_JUDGED)
-		violation(w, "a job of %s came back unchanged, but was not judged (%d)", c->relpath,
-		    out.result);
+	if (out.result != (changed ? VD_JOB_CHANGED : VD_JOB_JUDGED))
+		violation(w, "a job of %s came back %s, but the outcome is %d", c->relpath,
+		    changed ? "with its bytes changed under the hash" : "unchanged", out.result);
+	s->run = 0;
+	if (!changed)
+		s->done_gen = gen;
+	if ((changed || s->req_gen > s->done_gen) && rnd(w, 2))
+		run_start(w, i, VD_JOB_EXPLICIT);
+	wait_check(w);
+}
+
+static void job_back(world *w, int i, int v)
+{
+	run_back(w, i, v, 0);
+}
+
+/* A verdict set on the copy directly: a run started (busy) and under way
+ * from then on, or none, the one under way (if any) gone with no word. */
+static void slot_verdict(world *w, int i, int v)
+{
+	p_slot *s = &w->slots[i];
+
+	if (v == V_BUSY && !s->run)
+		s->req_gen++;
+	s->run = v == V_BUSY ? VD_JOB_BACKGROUND + 1 : 0;
+	verdict(&w->f->model, slot_copy(w, i), v);
 }
 
 /* A verdict comes back from a job, or the copy is seen changed since its
@@ -400,9 +497,9 @@ static int ch_verdict(world *w)
 		return 0;
 	v = w->slots[i].verdict = pick_verdict(w);
 	if (v == V_OK || v == V_FAIL)
-		job_back(w, slot_copy(w, i), v);
+		job_back(w, i, v);
 	else
-		verdict(&w->f->model, slot_copy(w, i), v);
+		slot_verdict(w, i, v);
 	return 0;
 }
 
@@ -430,6 +527,7 @@ static int ch_header(world *w)
 /* What the histories exercised, for the summary (replays not counted). */
 static struct {
 	unsigned long persisted, failed, restarts;
+	unsigned long waited, ready, timed_out, at_stop, cancelled;
 	int counting;
 } tally;
 
@@ -473,6 +571,214 @@ static void db_free(sim_db *db)
 	memset(db, 0, sizeof(*db));
 }
 
+/* ---- clients waiting for verdicts, against a reference --------------- */
+
+static p_waiter *waiter_by_id(world *w, uint64_t id)
+{
+	int k;
+
+	for (k = 0; k < P_WAITERS; k++)
+		if (w->waiters[k].state != W_FREE && w->waiters[k].id == id)
+			return &w->waiters[k];
+	return NULL;
+}
+
+static const char *input_name(vd_core_in_kind kind)
+{
+	switch (kind) {
+	case VD_CORE_SOURCES:
+		return "SOURCES";
+	case VD_CORE_REFRESH:
+		return "REFRESH";
+	case VD_CORE_JOB_DONE:
+		return "JOB_DONE";
+	case VD_CORE_SCANNED:
+		return "SCANNED";
+	case VD_CORE_COPY_GONE:
+		return "COPY_GONE";
+	case VD_CORE_WAIT:
+		return "WAIT";
+	case VD_CORE_WAIT_CANCEL:
+		return "WAIT_CANCEL";
+	default:
+		return "another input";
+	}
+}
+
+static const char *waiter_state(const p_waiter *x)
+{
+	if (x == NULL)
+		return "never added";
+	return x->state == W_LIVE ? "waiting" : x->state == W_ANSWERED ? "answered already" :
+	    "cancelled";
+}
+
+/* The reference's rule, from vd_waitset.h: a copy answers for its part
+ * when it is gone, or when its generation finished and no run a client
+ * waits for is under way (a scrub re-reads bytes verified already and
+ * answers no request). The first copy short of it, or -1 when ready. */
+static int waiter_short(const world *w, const p_waiter *x)
+{
+	const p_slot *s;
+	int k;
+
+	for (k = 0; k < x->n; k++) {
+		s = &w->slots[x->slot[k]];
+		if (s->present && (s->done_gen < x->gen[k] ||
+		    (s->run != 0 && s->run - 1 != VD_JOB_SCRUB)))
+			return k;
+	}
+	return -1;
+}
+
+static uint64_t waiters_deadline(const world *w)
+{
+	uint64_t first = VD_WAIT_NONE;
+	int k;
+
+	for (k = 0; k < P_WAITERS; k++)
+		if (w->waiters[k].state == W_LIVE && w->waiters[k].deadline < first)
+			first = w->waiters[k].deadline;
+	return first;
+}
+
+static void waiter_added(world *w, const vd_core_output *out)
+{
+	p_waiter *x = w->adding;
+
+	if (out->result != 0) {
+		violation(w, "a client could not wait (%d)", out->result);
+		return;
+	}
+	if (waiter_by_id(w, out->wait_id) != NULL) {
+		violation(w, "a new waiter has the id %llu of another", (unsigned long long)out->wait_id);
+		return;
+	}
+	x->id = out->wait_id;
+	x->state = W_LIVE;
+	tally.waited += (unsigned long)tally.counting;
+}
+
+/* A client gone: 0 while it waits; -ENOENT once answered (the shell frees
+ * the client's waiter on 0). */
+static void waiter_cancelled(world *w, const vd_core_input *in, const vd_core_output *out)
+{
+	p_waiter *x = waiter_by_id(w, in->u.wait_id);
+	int live = x != NULL && x->state == W_LIVE;
+
+	if (out->result != (live ? 0 : -ENOENT))
+		violation(w, "waiter %llu, %s, cancelled: %d", (unsigned long long)in->u.wait_id,
+		    waiter_state(x), out->result);
+	if (live) {
+		x->state = W_CANCELLED;
+		tally.cancelled += (unsigned long)tally.counting;
+	}
+}
+
+/* One answer of an input's output: of a waiter waiting, in (deadline, id)
+ * order after the one before it (prev), as the input may answer it. The
+ * shell takes answers from a check, a tick and the shutdown only. */
+static void waiter_answer(world *w, const vd_core_input *in, const vd_wait_answer *a,
+    p_waiter *x, const p_waiter *prev)
+{
+	int k;
+
+	if (x == NULL || x->state != W_LIVE) {
+		violation(w, "waiter %llu answered, but it was %s", (unsigned long long)a->id,
+		    waiter_state(x));
+		return;
+	}
+	x->state = W_ANSWERED;
+	if (tally.counting) {
+		tally.ready += !a->timed_out;
+		tally.timed_out += a->timed_out && in->kind == VD_CORE_TICK;
+		tally.at_stop += in->kind == VD_CORE_WAIT_FIRE_ALL;
+	}
+	if (a->user != x)
+		violation(w, "waiter %llu answered with another client's pointer", (unsigned long long)x->id);
+	else if (prev != NULL && (prev->deadline > x->deadline ||
+	    (prev->deadline == x->deadline && prev->id > x->id)))
+		violation(w, "waiter %llu (deadline %llu) answered after %llu (deadline %llu)",
+		    (unsigned long long)x->id, (unsigned long long)x->deadline,
+		    (unsigned long long)prev->id, (unsigned long long)prev->deadline);
+	else if (in->kind == VD_CORE_WAIT_CHECK && a->timed_out)
+		violation(w, "waiter %llu answered as timed out by a check", (unsigned long long)x->id);
+	else if (in->kind == VD_CORE_WAIT_CHECK && (k = waiter_short(w, x)) >= 0)
+		violation(w, "waiter %llu answered, but its copy %d is at generation %llu of %llu (run %d)",
+		    (unsigned long long)x->id, x->slot[k],
+		    (unsigned long long)w->slots[x->slot[k]].done_gen, (unsigned long long)x->gen[k],
+		    w->slots[x->slot[k]].run);
+	else if (in->kind == VD_CORE_TICK && (!a->timed_out || x->deadline > in->u.now_ms))
+		violation(w, "waiter %llu (deadline %llu) answered by a tick at %llu, timed out %d",
+		    (unsigned long long)x->id, (unsigned long long)x->deadline,
+		    (unsigned long long)in->u.now_ms, a->timed_out);
+	else if (in->kind == VD_CORE_WAIT_FIRE_ALL && !a->timed_out)
+		violation(w, "waiter %llu answered as ready at the shutdown", (unsigned long long)x->id);
+	else if (in->kind != VD_CORE_WAIT_CHECK && in->kind != VD_CORE_TICK &&
+	    in->kind != VD_CORE_WAIT_FIRE_ALL)
+		violation(w, "waiter %llu answered by %s (%d), whose answers the shell does not take",
+		    (unsigned long long)x->id, input_name(in->kind), (int)in->kind);
+}
+
+/* What the input owed: a check every waiter whose copies are all
+ * reached, a tick every one whose deadline came, the shutdown all. */
+static void waiters_owed(world *w, const vd_core_input *in)
+{
+	const p_waiter *x;
+	int k;
+
+	for (k = 0; k < P_WAITERS && !w->failed; k++) {
+		x = &w->waiters[k];
+		if (x->state != W_LIVE)
+			continue;
+		if (in->kind == VD_CORE_WAIT_CHECK && waiter_short(w, x) < 0)
+			violation(w, "waiter %llu: its copies reached their generations, but a check "
+			    "did not answer it", (unsigned long long)x->id);
+		else if (in->kind == VD_CORE_TICK && x->deadline <= in->u.now_ms)
+			violation(w, "waiter %llu: a tick at %llu did not answer it (deadline %llu)",
+			    (unsigned long long)x->id, (unsigned long long)in->u.now_ms,
+			    (unsigned long long)x->deadline);
+		else if (in->kind == VD_CORE_WAIT_FIRE_ALL)
+			violation(w, "waiter %llu not answered at the shutdown", (unsigned long long)x->id);
+	}
+}
+
+/* Every output of the core, against the reference. */
+static void waiters_observe(world *w, const vd_core_input *in, const vd_core_output *out)
+{
+	p_waiter *x, *prev = NULL;
+	size_t i;
+
+	if (in->kind == VD_CORE_WAIT)
+		waiter_added(w, out);
+	else if (in->kind == VD_CORE_WAIT_CANCEL)
+		waiter_cancelled(w, in, out);
+	for (i = 0; i < out->n_answered && !w->failed; i++) {
+		x = waiter_by_id(w, out->answered[i].id);
+		waiter_answer(w, in, &out->answered[i], x, prev);
+		prev = x;
+	}
+	waiters_owed(w, in);
+	if (!w->failed && out->deadline_ms != waiters_deadline(w))
+		violation(w, "the deadline to arm is %llu, but the first of the waiters is %llu",
+		    (unsigned long long)out->deadline_ms, (unsigned long long)waiters_deadline(w));
+}
+
+static void wait_input(world *w, vd_core_in_kind kind)
+{
+	vd_core_input in = { .kind = kind };
+	vd_core_output out;
+
+	sim_input_raw(w, &in, &out);
+}
+
+/* Copies may have reached what their clients wait for, as the store says
+ * after every job and scan. */
+static void wait_check(world *w)
+{
+	wait_input(w, VD_CORE_WAIT_CHECK);
+}
+
 /* The core's other inputs as the world has them: sent before every
  * input, as the store does. A change of the configuration, or a pruned
  * artifact remembered whose directory is gone, is a whole pass. */
@@ -486,12 +792,14 @@ static void sim_sources(world *w, vd_refresh change)
 		NULL, f->ledgers, f->n_ledgers, 0 };
 	in.u.sources.change = change;
 	vd_core_step(&f->core, &in, &out);
+	waiters_observe(w, &in, &out);
 }
 
 static void sim_input_raw(world *w, const vd_core_input *in, vd_core_output *out)
 {
 	sim_sources(w, VD_REFRESH_MODEL);
 	vd_core_step(&w->f->core, in, out);
+	waiters_observe(w, in, out);
 	if (out->delta != NULL)
 		fx_note_delta(w->f, out->delta);
 }
@@ -876,6 +1184,150 @@ static int ch_scan_ledger(world *w)
 	return 1;
 }
 
+/* ---- clients waiting, the clock, and runs under way -------------------- */
+
+/* A free place for a waiter, or one done with (its id forgotten). */
+static p_waiter *waiter_place(world *w)
+{
+	int k;
+
+	for (k = 0; k < P_WAITERS; k++)
+		if (w->waiters[k].state == W_FREE)
+			return &w->waiters[k];
+	for (k = 0; k < P_WAITERS; k++)
+		if (w->waiters[k].state != W_LIVE)
+			return &w->waiters[k];
+	return NULL;
+}
+
+/* The generation a client asking for slot i's copy waits for, as the
+ * scheduler hands it out: the one a run under way answers (a background
+ * one is hurried: explicit from then on), or the next, started now or
+ * booked after the run under way. */
+static uint64_t wait_gen(world *w, int i)
+{
+	p_slot *s = &w->slots[i];
+
+	if (rnd(w, 2)) {
+		if (s->run == VD_JOB_BACKGROUND + 1)
+			run_start(w, i, VD_JOB_EXPLICIT);
+		return s->req_gen;
+	}
+	if (!s->run)
+		run_start(w, i, VD_JOB_EXPLICIT);
+	return ++s->req_gen;
+}
+
+/* A client asks for one or more present copies and waits for them, at
+ * most a few simulated seconds (or none: answered by the next tick). */
+static int ch_wait(world *w)
+{
+	char rel[P_WAIT_COPIES][PATH_MAX_LEN], *rels[P_WAIT_COPIES];
+	vd_core_input in = { .kind = VD_CORE_WAIT };
+	vd_core_output out;
+	p_waiter *x = waiter_place(w);
+	int i, k, n = 1 + (int)rnd(w, P_WAIT_COPIES), present[P_SLOTS], np = 0;
+
+	for (i = 0; i < P_SLOTS; i++)
+		if (w->slots[i].present)
+			present[np++] = i;
+	if (x == NULL || np == 0)
+		return 0;
+	memset(x, 0, sizeof(*x));
+	/* Distinct copies, as a group's are. */
+	for (k = 0; k < n && np > 0; k++) {
+		i = (int)rnd(w, (uint32_t)np);
+		x->slot[x->n] = present[i];
+		present[i] = present[--np];
+		i = x->slot[x->n];
+		x->gen[x->n] = wait_gen(w, i);
+		slot_relpath(i, rel[x->n], sizeof(rel[x->n]));
+		rels[x->n] = rel[x->n];
+		x->n++;
+	}
+	if (x->n == 0)
+		return 0;
+	x->deadline = w->clock + (rnd(w, 8) == 0 ? 0 : 1 + rnd(w, P_WAIT_MS));
+	in.u.wait.relpaths = rels;
+	in.u.wait.gens = x->gen;
+	in.u.wait.n = (size_t)x->n;
+	in.u.wait.deadline_ms = x->deadline;
+	in.u.wait.user = x;
+	w->adding = x;
+	sim_input_raw(w, &in, &out);
+	w->adding = NULL;
+	return 0;
+}
+
+/* The clock stands still, jumps to the first deadline exactly, or ahead;
+ * the waiters' timer fires. Now and then a check follows. */
+static int ch_tick(world *w)
+{
+	vd_core_input in = { .kind = VD_CORE_TICK };
+	vd_core_output out;
+	uint64_t first = waiters_deadline(w);
+	int k = (int)rnd(w, 6);
+
+	if (k == 1 && first != VD_WAIT_NONE && first > w->clock)
+		w->clock = first;
+	else if (k > 1)
+		w->clock += 1 + rnd(w, P_TICK_MS);
+	in.u.now_ms = w->clock;
+	sim_input_raw(w, &in, &out);
+	if (rnd(w, 3) == 0)
+		wait_check(w);
+	return 0;
+}
+
+/* A client goes away: mostly one waiting, else one answered already. */
+static int ch_cancel(world *w)
+{
+	vd_core_input in = { .kind = VD_CORE_WAIT_CANCEL };
+	vd_core_output out;
+	int k, at = (int)rnd(w, P_WAITERS), any = rnd(w, 4) == 0;
+	const p_waiter *x;
+
+	for (k = 0; k < P_WAITERS; k++) {
+		x = &w->waiters[(at + k) % P_WAITERS];
+		if (x->state == W_LIVE || (any && x->state != W_FREE)) {
+			in.u.wait_id = x->id;
+			sim_input_raw(w, &in, &out);
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* A run of a present copy comes back (judged, or its bytes changed under
+ * the hash), or one starts: a scrub or a background run. Mostly of a copy
+ * a client waits for. */
+static int ch_run(world *w)
+{
+	int i = (int)rnd(w, P_SLOTS), changed = rnd(w, 4) == 0, k, at = (int)rnd(w, P_WAITERS);
+	int aim = rnd(w, 4) != 0;
+	const p_waiter *x;
+	p_slot *s;
+
+	for (k = 0; k < P_WAITERS && aim; k++) {
+		x = &w->waiters[(at + k) % P_WAITERS];
+		if (x->state == W_LIVE) {
+			i = x->slot[rnd(w, (uint32_t)x->n)];
+			break;
+		}
+	}
+	s = &w->slots[i];
+
+	if (!s->present)
+		return 0;
+	if (s->run) {
+		run_back(w, i, changed || rnd(w, 4) ? V_OK : V_FAIL, changed);
+		return 0;
+	}
+	s->req_gen++;
+	run_start(w, i, rnd(w, 2) ? VD_JOB_SCRUB : VD_JOB_BACKGROUND);
+	return 0;
+}
+
 static int ch_restart(world *w);
 
 typedef int (*change_fn)(world *w);
@@ -894,6 +1346,10 @@ static const struct change {
 	{ ch_keys, "the trusted keys changed" }, { ch_scan_ledger, "a ledger read or unreadable" },
 	{ ch_withdraw, "a withdrawal" }, { ch_restart, "a restart" },
 	{ ch_config, "the configuration reloaded" },
+	{ ch_wait, "a client waits" }, { ch_wait, "a client waits" },
+	{ ch_tick, "the clock moves" }, { ch_tick, "the clock moves" },
+	{ ch_cancel, "a client goes away" }, { ch_run, "a run comes back or starts" },
+	{ ch_run, "a run comes back or starts" },
 };
 
 /* ---- comparing two lineages ------------------------------------------- */
@@ -1196,6 +1652,8 @@ static int ch_restart(world *w)
 	int r, readable = 1;
 
 	tally.restarts += (unsigned long)tally.counting;
+	/* Clients' waits do not survive the process: it answers them all. */
+	wait_input(w, VD_CORE_WAIT_FIRE_ALL);
 	w->no_fail = 1;
 	for (r = 0; r < P_RUNS; r++)
 		scan_ledger(w, r);
@@ -1776,7 +2234,16 @@ static size_t world_step(world *w, unsigned id)
 	return c;
 }
 
-/* Runs the steps listed (ids); the index of the first that fails, or -1. */
+/* The history ends as the daemon stops: every client still waiting is
+ * answered, so that each was answered exactly once or cancelled. */
+static void world_end(world *w)
+{
+	if (!w->failed)
+		wait_input(w, VD_CORE_WAIT_FIRE_ALL);
+}
+
+/* Runs the steps listed (ids), then the end; the index of the first that
+ * fails (the last when the end does), or -1. */
 static int replay(unsigned seed, const unsigned *ids, int n, char *why, size_t whylen)
 {
 	world w;
@@ -1789,6 +2256,9 @@ static int replay(unsigned seed, const unsigned *ids, int n, char *why, size_t w
 		if (w.failed)
 			at = i;
 	}
+	world_end(&w);
+	if (at < 0 && w.failed)
+		at = n - 1;
 	if (at >= 0 && why != NULL)
 		snprintf(why, whylen, "%s", w.why);
 	fx_free(w.f);
@@ -1834,6 +2304,10 @@ static void report(unsigned seed, int steps, int failed_at, const char *why)
 		w.step = (int)ids[i];
 		printf("    step %u: %s\n", ids[i], changes[world_step(&w, ids[i])].name);
 	}
+	if (!w.failed) {
+		world_end(&w);
+		printf("    then: the daemon stops\n");
+	}
 	if (w.failed)
 		printf("  fails with: %s\n", w.why);
 	fx_free(w.f);
@@ -1860,6 +2334,9 @@ static int run_history(unsigned seed, int steps, unsigned long *total)
 		if (w.failed)
 			failed_at = w.step;
 	}
+	world_end(&w);
+	if (failed_at < 0 && w.failed)
+		failed_at = steps - 1;
 	tally.counting = 0;
 	snprintf(why, sizeof(why), "%s", w.why);
 	in_place_total += w.f->core.lineage.in_place;
@@ -1920,6 +2397,9 @@ int main(int argc, char **argv)
 	printf("memory: %lu records persisted, %lu persists failed, %lu restarts\n",
 	    tally.persisted, tally.failed, tally.restarts);
 	printf("%llu refreshes rebuilt some commitment slots alone\n", (unsigned long long)in_place_total);
+	printf("clients: %lu waited, %lu answered ready, %lu timed out, %lu answered at a stop, "
+	    "%lu cancelled\n", tally.waited, tally.ready, tally.timed_out, tally.at_stop,
+	    tally.cancelled);
 	printf("%lu histories, %lu steps, %lu invariant violations\n", seeds, total, violations);
 	return violations > 0;
 }
