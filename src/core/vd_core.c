@@ -989,11 +989,6 @@ const vd_order *vd_core_retained_order(vd_core *c)
 	return vd_memory_retained_order(&c->mem);
 }
 
-int vd_core_next_watched(const vd_core *c, size_t *it, const char **relpath)
-{
-	return vd_waitset_next_watched(&c->waiters, it, relpath);
-}
-
 int vd_core_is_retained(const vd_core *c, const char *hash)
 {
 	return vd_map_get(&c->mem.retained, hash) != NULL;

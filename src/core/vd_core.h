@@ -1,15 +1,27 @@
 /*
  * The commitments state machine: the memory of commitments (vd_memory),
- * the lineage computed from it and the model (vd_lineage), and the
- * artifacts retained as a whole pass finds them committed. It changes only
- * through vd_core_step, one input at a time, and answers with one output.
- * No I/O, no clock, no threads: time comes in an input, and a record the
- * machine wants durable goes out through the persistence the shell gave it
- * (vd_core_init); the record takes effect only once that said it is
- * durable, and a failed persist leaves the machine as it was.
+ * the lineage computed from it and the model (vd_lineage), the artifacts
+ * retained as a whole pass finds them committed, the clients waiting for
+ * verdicts (vd_waitset) and the verification schedule (vd_plan: the
+ * backlog, runs booked, retries of jobs that ran out of time, the scrub's
+ * pass). It changes only through vd_core_step, one input at a time, and
+ * answers with one output. No I/O, no clock, no threads: time comes in an
+ * input, and a record the machine wants durable goes out through the
+ * persistence the shell gave it (vd_core_init); the record takes effect
+ * only once that said it is durable, and a failed persist leaves the
+ * machine as it was.
+ *
+ * The schedule's effects are actions in the output (jobs to start, take
+ * back, promote) and the deadline of the next retry; the hasher queue is
+ * the shell's, whose room the machine counts from what SOURCES says waits
+ * in it. What only the queue knows comes back as inputs: a start refused
+ * after all (UNSTARTED), a job taken back before it started (TAKEN_BACK).
+ * Those two answer no waiter, and leave every copy in the model.
  *
  * The model (copies and groups) is the shell's, merged from scans; the
- * machine reads it and clears its dirty marks once lineage has seen them.
+ * machine reads it, keeps each copy's schedule (its job in flight, runs
+ * booked, the backlog) and clears its dirty marks once lineage has seen
+ * them.
  */
 #ifndef VD_CORE_H
 #define VD_CORE_H
@@ -284,8 +296,6 @@ int vd_core_retaining(const vd_core *c);
 /* The retained artifacts in (run, round, hash) order; NULL out of memory. */
 const vd_order *vd_core_retained_order(vd_core *c);
 int vd_core_is_retained(const vd_core *c, const char *hash);
-/* Iterate the relpaths some pending waiter names (vd_waitset_next_watched). */
-int vd_core_next_watched(const vd_core *c, size_t *it, const char **relpath);
 /* vd_round_mismatch over the model and the retained artifacts. */
 int vd_core_round_mismatch(const vd_core *c, const char *run, int64_t round,
     const char *hash, int64_t *header_round);
