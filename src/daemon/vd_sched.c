@@ -119,9 +119,12 @@ static void tell(vd_sched *sc, const answer *a)
 	sc->env.step(sc->env.arg, &in, &out);
 }
 
+/* Most outputs ask for a few jobs: their answers need no allocation. */
+#define ANSWERS_ON_STACK 16
+
 void vd_sched_apply(vd_sched *sc, const vd_core_output *out)
 {
-	answer *ans = NULL;
+	answer some[ANSWERS_ON_STACK], *ans;
 	size_t i, n = 0;
 
 	if (out->scrub_ended) {
@@ -130,10 +133,10 @@ void vd_sched_apply(vd_sched *sc, const vd_core_output *out)
 	}
 	if (out->n_actions == 0)
 		return;
-	/* Out of memory for the answers, a job is promoted rather than taken
-	 * back; one refused is lost (logged): its copy is verified again when
-	 * next found changed, or at the next start. */
-	ans = calloc(out->n_actions, sizeof(*ans));
+	/* Out of memory for the answers of a long list, a job is promoted
+	 * rather than taken back; one refused is lost (logged): its copy counts
+	 * as being verified until the next start. */
+	ans = out->n_actions <= ANSWERS_ON_STACK ? some : calloc(out->n_actions, sizeof(*ans));
 	for (i = 0; i < out->n_actions; i++) {
 		const vd_action *a = &out->actions[i];
 
@@ -144,7 +147,7 @@ void vd_sched_apply(vd_sched *sc, const vd_core_output *out)
 			if (ans != NULL)
 				ans[n++] = (answer){ VD_CORE_UNSTARTED, a->copy, a->id };
 			else
-				log_error("out of memory queueing %s; it is verified again when next found changed",
+				log_error("out of memory queueing %s; it is verified at the next start",
 				    a->copy->relpath);
 			break;
 		case VD_ACT_TAKE_BACK:
@@ -158,7 +161,8 @@ void vd_sched_apply(vd_sched *sc, const vd_core_output *out)
 	}
 	for (i = 0; i < n; i++)
 		tell(sc, &ans[i]);
-	free(ans);
+	if (ans != some)
+		free(ans);
 }
 
 int vd_sched_verify(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t *gen)
