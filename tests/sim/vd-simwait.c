@@ -31,7 +31,8 @@
  *     run booked, or the backlog; a job taken back is queued again (or
  *     waits in the backlog);
  *   - every copy marked as in the backlog is in it, and the backlog's
- *     copies are queued in its order, as far as the queue takes them;
+ *     copies are queued in its order, as far as the queue takes them, as
+ *     a job returns;
  *   - a job out of time waits at least a second, longer each time in a
  *     row, never more than VD_RETRY_MAX_SECONDS, and is due neither
  *     before its time nor after the first tick at or after it; a scrub
@@ -796,6 +797,7 @@ static const char *step_complete(world *w)
 	w_job j;
 	vd_copy *c;
 	int live;
+	unsigned long refused;
 
 	for (k = 0; k < w->n_jobs; k++)
 		n += w->jobs[k].started;
@@ -827,8 +829,13 @@ static const char *step_complete(world *w)
 	r.now_ms = w->now;
 	in.u.job = &r;
 	n = backlog_candidates(w, cand);
+	refused = seen.refused;
 	input(w, &in, &out);
 	check_drained(w, cand, n);      /* before the answers to its actions */
+	/* A job back: the backlog goes on as far as the queue takes it. */
+	if (out.result != VD_JOB_DROPPED && seen.refused == refused && waiting(w) < W_QUEUE &&
+	    backlog_candidates(w, cand) > 0)
+		violation(w, "%s waits in the backlog, with room in the queue", w->rel[cand[0]]);
 	if (!live) {
 		if (out.result != VD_JOB_DROPPED)
 			violation(w, "a job of %s no longer its own was taken (%d)", w->rel[i], out.result);
