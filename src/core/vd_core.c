@@ -493,10 +493,6 @@ static void job_done(vd_core *c, const vd_job_result *r, vd_core_output *out)
 	out->result = r->abandoned == VD_ABANDON_TIME ? VD_JOB_TIMED_OUT : VD_JOB_JUDGED;
 }
 
-/* What follows from a job: its bytes changed under it, it runs again
- * (answering what its run was to answer); a run booked meanwhile goes on;
- * and the queue has room for the backlog. A copy gone or replaced is the
- * shell's to scan (its scan verifies what it finds). */
 static void scrub_next(vd_core *c, vd_core_output *out);
 
 /* A job that cannot finish must not hold a worker again and again: it is
@@ -511,6 +507,11 @@ static void retry_later(vd_core *c, const vd_copy *cp, const vd_job_result *r,
 		out->retry_in = delay;
 }
 
+/* What follows from a job: out of time, it is retried later; its bytes
+ * changed under it, it runs again (answering what its run was to answer);
+ * a run booked meanwhile goes on; and the queue has room for the backlog.
+ * A copy gone or replaced is the shell's to scan (its scan verifies what
+ * it finds). */
 static void job_follow(vd_core *c, const vd_job_result *r, vd_core_output *out)
 {
 	vd_copy *cp = vd_model_copy(c->src.model, r->relpath);
