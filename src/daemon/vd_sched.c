@@ -210,11 +210,9 @@ void vd_sched_arm_scrub(vd_sched *sc)
 		uv_timer_start(&sc->scrub_timer, scrub_due, ms, ms);
 }
 
-void vd_sched_init(vd_sched *sc, uv_loop_t *loop, vd_model *model, const vd_sched_env *env)
+void vd_sched_init(vd_sched *sc, uv_loop_t *loop, const vd_sched_env *env)
 {
 	memset(sc, 0, sizeof(*sc));
-	sc->loop = loop;
-	sc->model = model;
 	sc->env = *env;
 	uv_timer_init(loop, &sc->scrub_timer);
 	sc->scrub_timer.data = sc;

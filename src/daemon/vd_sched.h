@@ -6,7 +6,7 @@
  * core's pass over every verified copy begins with it). Retries of jobs
  * that ran out of time are the core's, due at its deadline (vd_waiters
  * keeps that timer). The loop thread only. It sees the store only
- * through its model and vd_sched_env.
+ * through vd_sched_env and the copies the core's actions name.
  */
 #ifndef VD_SCHED_H
 #define VD_SCHED_H
@@ -31,15 +31,13 @@ typedef struct vd_sched_env {
 } vd_sched_env;
 
 typedef struct vd_sched {
-	uv_loop_t *loop;
-	vd_model *model;
 	vd_sched_env env;
 	uv_timer_t scrub_timer;     /* the scrub's interval */
 	double last_scrub;          /* unix seconds the last pass finished; 0: never */
 } vd_sched;
 
 /* Its timer, armed from the config. */
-void vd_sched_init(vd_sched *sc, uv_loop_t *loop, vd_model *model, const vd_sched_env *env);
+void vd_sched_init(vd_sched *sc, uv_loop_t *loop, const vd_sched_env *env);
 /* Close its handles with cb (their data: cb_data): how many were closed. */
 unsigned vd_sched_close(vd_sched *sc, uv_close_cb cb, void *cb_data);
 

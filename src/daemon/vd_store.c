@@ -1880,7 +1880,7 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->flush_check.data = s->flush_prepare.data = s;
 	uv_check_start(&s->flush_check, on_flush_check);
 	uv_prepare_start(&s->flush_prepare, on_flush_prepare);
-	vd_sched_init(&s->sched, loop, &s->model, &(vd_sched_env){ sched_pool, sched_config,
+	vd_sched_init(&s->sched, loop, &(vd_sched_env){ sched_pool, sched_config,
 	    sched_oms_keys, store_step, s });
 	vd_waiters_init(&s->waiters, loop, &s->core, &(vd_waiters_env){ store_step,
 	    waited_sync, s });
