@@ -97,8 +97,8 @@ fi
 
 # The README's layout table names every file of src/ (a module by its .c),
 # so that a newcomer finds each one.
-layout=$(sed -n '/^## Layout/,$p' "$top_srcdir/README.md")
-for f in $(cd "$top_srcdir/src" && find . -type f \( -name '*.c' -o -name '*.h' \) | sort); do
+layout=$(sed -n '/^## Layout/,$p' "$top/README.md")
+for f in $(cd "$top/src" && find . -type f \( -name '*.c' -o -name '*.h' \) | sort); do
 	name=${f##*/}
 	case $layout in
 	*"\`$name\`"* | *"\`${name%.h}.c\`"*) ;;   # a header goes with its .c

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@ void vd_core_init(vd_core *c, vd_mem_persist_fn persist, void *arg)
 	vd_lineage_init(&c->lineage);
 	vd_lineage_delta_init(&c->delta);
 	vd_waitset_init(&c->waiters);
+	vd_plan_init(&c->plan, NULL);
 	c->persist = persist;
 	c->persist_arg = arg;
 }
@@ -30,6 +32,9 @@ void vd_core_free(vd_core *c)
 	free(c->retain_q);
 	vd_waitset_free(&c->waiters);
 	free(c->answered);
+	vd_plan_free(&c->plan);
+	vd_retries_free(&c->retries);
+	vd_scrub_end(&c->scrub);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -448,9 +453,8 @@ static void job_done(vd_core *c, const vd_job_result *r, vd_core_output *out)
 	vd_copy *cp = vd_model_copy(m, r->relpath);
 
 	out->result = VD_JOB_DROPPED;
-	if (cp == NULL || cp->inflight != r->job)
+	if (cp == NULL || vd_plan_returned(&c->plan, cp, r->id) < 0)
 		return;
-	cp->inflight = NULL;
 	c->model_dirty = 1;
 	out->result = VD_JOB_GONE;
 	if (r->abandoned == VD_ABANDON_GONE) {
@@ -487,6 +491,155 @@ static void job_done(vd_core *c, const vd_job_result *r, vd_core_output *out)
 	}
 	cp->done_gen = r->gen;
 	out->result = r->abandoned == VD_ABANDON_TIME ? VD_JOB_TIMED_OUT : VD_JOB_JUDGED;
+}
+
+static void scrub_next(vd_core *c, vd_core_output *out);
+
+/* A job that cannot finish must not hold a worker again and again: it is
+ * tried again later, later each time (out of memory, the next restart or
+ * change verifies it). */
+static void retry_later(vd_core *c, const vd_copy *cp, const vd_job_result *r,
+    vd_core_output *out)
+{
+	double delay = vd_plan_retry_delay(r->limit, cp->timeouts);
+
+	if (vd_retries_add(&c->retries, cp->relpath, r->now_ms + (uint64_t)(delay * 1000)) == 0)
+		out->retry_in = delay;
+}
+
+/* What follows from a job: out of time, it is retried later; its bytes
+ * changed under it, it runs again (answering what its run was to answer);
+ * a run booked meanwhile goes on; and the queue has room for the backlog.
+ * A copy gone or replaced is the shell's to scan (its scan verifies what
+ * it finds). */
+static void job_follow(vd_core *c, const vd_job_result *r, vd_core_output *out)
+{
+	vd_copy *cp = vd_model_copy(c->src.model, r->relpath);
+
+	if (out->result != VD_JOB_DROPPED) {
+		if (out->result == VD_JOB_TIMED_OUT)
+			retry_later(c, cp, r, out);
+		/* A scrub that found its copy changed hands it to background
+		 * work: the pass goes on at its own pace, one job at a time. */
+		if (out->result == VD_JOB_CHANGED)
+			vd_plan_follow_up(&c->plan, cp, r->kind == VD_JOB_SCRUB ? VD_JOB_BACKGROUND :
+			    r->kind, r->gen);
+		else if ((out->result == VD_JOB_JUDGED || out->result == VD_JOB_TIMED_OUT) && cp->again)
+			vd_plan_follow_up(&c->plan, cp, cp->again_kind, cp->again_gen);
+	}
+	/* The scrub goes on one copy at a time, each after the last returned
+	 * (or as soon as there is room for it). */
+	if (r->kind == VD_JOB_SCRUB || c->scrub_waits)
+		scrub_next(c, out);
+	if (out->result != VD_JOB_DROPPED)
+		vd_plan_drain(&c->plan);
+}
+
+/* ---- jobs that ran out of time, and the scrub ------------------------------ */
+
+/* A retry due finds its copy maybe verified since (its timeouts cleared). */
+static void retries_due(vd_core *c, uint64_t now_ms)
+{
+	vd_copy *cp;
+	char *rel;
+
+	while ((rel = vd_retries_take_due(&c->retries, now_ms)) != NULL) {
+		if ((cp = vd_model_copy(c->src.model, rel)) != NULL && cp->timeouts > 0)
+			(void)vd_plan_schedule(&c->plan, cp, VD_JOB_BACKGROUND, NULL);
+		free(rel);
+	}
+}
+
+/* One pass over every copy with a verdict, in path order, one at a time:
+ * a scrub never takes more than one worker, and its rate stays scrub_rate. */
+static void scrub_begin(vd_core *c, vd_core_output *out)
+{
+	vd_model *m = c->src.model;
+	const char **rels;
+	const char *k;
+	void *v;
+	size_t it = 0, n = 0;
+
+	if (c->scrub.active) {
+		out->result = -EBUSY;
+		return;
+	}
+	if (!c->src.scanned || !c->src.queue.open) {
+		out->result = -EAGAIN;
+		return;
+	}
+	if ((rels = calloc(m->copies.count + 1, sizeof(*rels))) == NULL) {
+		out->result = -ENOMEM;
+		return;
+	}
+	while (vd_map_next(&m->copies, &it, &k, &v))
+		if (((vd_copy *)v)->has_verdict)
+			rels[n++] = k;
+	out->result = vd_scrub_begin(&c->scrub, rels, n);
+	free(rels);
+	if (out->result < 0)
+		return;
+	out->result = (int)(c->scrub.n < INT_MAX ? c->scrub.n : INT_MAX);
+	scrub_next(c, out);
+}
+
+/* A copy gone, or being verified anyway (or waiting in the backlog to
+ * be), is passed over; one the queue has no room for waits for the next
+ * job to return. */
+static void scrub_next(vd_core *c, vd_core_output *out)
+{
+	const char *rel;
+	vd_copy *cp;
+	int rc;
+
+	c->scrub_waits = 0;
+	if (!c->scrub.active)
+		return;
+	while ((rel = vd_scrub_next(&c->scrub)) != NULL) {
+		if ((cp = vd_model_copy(c->src.model, rel)) == NULL || cp->backlog)
+			continue;
+		if ((rc = vd_plan_start(&c->plan, cp, VD_JOB_SCRUB, cp->req_gen + 1)) == 0) {
+			cp->req_gen++;
+			return;
+		}
+		if (rc == -EAGAIN || rc == -ENOMEM) {
+			vd_scrub_again(&c->scrub);
+			c->scrub_waits = 1;
+			return;
+		}
+	}
+	vd_scrub_end(&c->scrub);
+	out->scrub_ended = 1;
+}
+
+static void verify(vd_core *c, const vd_core_input *in, vd_core_output *out)
+{
+	vd_copy *cp = vd_model_copy(c->src.model, in->u.verify.relpath);
+
+	if (cp == NULL) {
+		out->result = -ENOENT;
+		return;
+	}
+	out->result = vd_plan_schedule(&c->plan, cp, in->u.verify.kind, &out->gen);
+}
+
+/* The shell's answers to the schedule's actions. A scrub's job refused
+ * leaves the pass to go on with its next copy. */
+static void job_answer(vd_core *c, const vd_core_input *in, vd_core_output *out)
+{
+	vd_copy *cp = vd_model_copy(c->src.model, in->u.action.relpath);
+	int scrub;
+
+	if (cp == NULL || cp->inflight != in->u.action.id)
+		return;
+	if (in->kind == VD_CORE_TAKEN_BACK) {
+		vd_plan_taken_back(&c->plan, cp, in->u.action.id);
+		return;
+	}
+	scrub = cp->inflight_kind == VD_JOB_SCRUB;
+	vd_plan_unstarted(&c->plan, cp, in->u.action.id);
+	if (scrub)
+		scrub_next(c, out);
 }
 
 /* ---- what scans find ------------------------------------------------------ */
@@ -552,6 +705,8 @@ static void scanned(vd_core *c, vd_scan_artifact *a, const vd_kept_verdict *kept
 		adopt_kept(cp, kept);
 	out->verify = !cp->has_verdict || !vd_fingerprint_eq(&cp->verdict_fp, &cp->fp) ||
 	    vd_oms_stale(cp, c->src.oms_keys);
+	if (out->verify)
+		(void)vd_plan_schedule(&c->plan, cp, VD_JOB_BACKGROUND, NULL);
 }
 
 /* The last copy of a remembered artifact going makes it a pruned link
@@ -574,6 +729,7 @@ static void copy_gone(vd_core *c, const char *relpath, vd_core_output *out)
 	if (vd_oms_commits(cp, c->src.oms_keys))
 		c->model_dirty = c->commits_dirty = 1;
 	/* An in-flight job finds no copy on return and is dropped. */
+	vd_plan_forget(&c->plan, cp);
 	vd_model_remove_copy(m, cp);
 	out->pruned = indexed && vd_model_group(m, out->hash) == NULL &&
 	    vd_core_is_retained(c, out->hash);
@@ -624,7 +780,7 @@ static void wait_copy(const vd_core *c, const char *relpath, vd_wait_copy *st)
 
 	st->present = cp != NULL;
 	st->done_gen = cp ? cp->done_gen : 0;
-	st->busy = cp != NULL && cp->inflight != NULL && cp->inflight_kind != VD_JOB_SCRUB;
+	st->busy = cp != NULL && cp->inflight != 0 && cp->inflight_kind != VD_JOB_SCRUB;
 }
 
 static void wait_add(vd_core *c, const vd_core_input *in, vd_core_output *out)
@@ -641,10 +797,14 @@ static void wait_add(vd_core *c, const vd_core_input *in, vd_core_output *out)
 	}
 }
 
+/* Every waiter whose copies are reached is answered; what the others
+ * wait for was maybe booked as background work (a change seen since their
+ * request): it goes ahead all the same. */
 static void wait_check(vd_core *c)
 {
 	const char *rel;
 	vd_wait_copy st;
+	vd_copy *cp;
 	size_t it = 0;
 
 	if (vd_waitset_pending(&c->waiters) == 0)
@@ -654,6 +814,9 @@ static void wait_check(vd_core *c)
 		vd_waitset_progress(&c->waiters, rel, &st);
 	}
 	vd_waitset_settle(&c->waiters);
+	for (it = 0; vd_waitset_next_watched(&c->waiters, &it, &rel); )
+		if ((cp = vd_model_copy(c->src.model, rel)) != NULL)
+			(void)vd_plan_hurry(&c->plan, cp);
 }
 
 /* Every answer the input brought, taken into the output. Out of memory
@@ -676,6 +839,8 @@ static void take_answers(vd_core *c, vd_core_output *out)
 	}
 	out->answered = c->answered;
 	out->deadline_ms = vd_waitset_deadline(&c->waiters);
+	if (vd_retries_next_due(&c->retries) < out->deadline_ms)
+		out->deadline_ms = vd_retries_next_due(&c->retries);
 }
 
 /* ---- the machine -------------------------------------------------------- */
@@ -683,6 +848,8 @@ static void take_answers(vd_core *c, vd_core_output *out)
 static void sources(vd_core *c, const vd_core_input *in)
 {
 	c->src = in->u.sources.src;
+	c->plan.model = c->src.model;
+	vd_plan_set_queue(&c->plan, &c->src.queue);
 	if (in->u.sources.change == VD_REFRESH_WHOLE)
 		c->whole_dirty = 1;
 	else if (in->u.sources.change == VD_REFRESH_COMMITS)
@@ -708,6 +875,7 @@ static void restore(vd_core *c, vd_memory *loaded)
 void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 {
 	memset(out, 0, sizeof(*out));
+	vd_plan_begin(&c->plan);
 	switch (in->kind) {
 	case VD_CORE_SOURCES:
 		sources(c, in);
@@ -746,8 +914,22 @@ void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 	case VD_CORE_RESTORE:
 		restore(c, in->u.restore);
 		break;
+	case VD_CORE_VERIFY:
+		verify(c, in, out);
+		break;
+	case VD_CORE_TAKEN_BACK:
+	case VD_CORE_UNSTARTED:
+		job_answer(c, in, out);
+		break;
+	case VD_CORE_INTEREST:
+		vd_plan_promote_group(&c->plan, in->u.hash);
+		break;
+	case VD_CORE_SCRUB:
+		scrub_begin(c, out);
+		break;
 	case VD_CORE_JOB_DONE:
 		job_done(c, in->u.job, out);
+		job_follow(c, in->u.job, out);
 		break;
 	case VD_CORE_SCANNED:
 		scanned(c, in->u.scanned.a, in->u.scanned.kept, out);
@@ -769,6 +951,7 @@ void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 		break;
 	case VD_CORE_TICK:
 		vd_waitset_tick(&c->waiters, in->u.now_ms);
+		retries_due(c, in->u.now_ms);
 		break;
 	case VD_CORE_WAIT_FIRE_ALL:
 		vd_waitset_fire_all(&c->waiters);
@@ -776,6 +959,8 @@ void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 	}
 	take_answers(c, out);
 	out->retaining = vd_core_retaining(c);
+	out->actions = c->plan.acts;
+	out->n_actions = c->plan.n_acts;
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -803,11 +988,6 @@ int vd_core_retaining(const vd_core *c)
 const vd_order *vd_core_retained_order(vd_core *c)
 {
 	return vd_memory_retained_order(&c->mem);
-}
-
-int vd_core_next_watched(const vd_core *c, size_t *it, const char **relpath)
-{
-	return vd_waitset_next_watched(&c->waiters, it, relpath);
 }
 
 int vd_core_is_retained(const vd_core *c, const char *hash)

@@ -1,15 +1,27 @@
 /*
  * The commitments state machine: the memory of commitments (vd_memory),
- * the lineage computed from it and the model (vd_lineage), and the
- * artifacts retained as a whole pass finds them committed. It changes only
- * through vd_core_step, one input at a time, and answers with one output.
- * No I/O, no clock, no threads: time comes in an input, and a record the
- * machine wants durable goes out through the persistence the shell gave it
- * (vd_core_init); the record takes effect only once that said it is
- * durable, and a failed persist leaves the machine as it was.
+ * the lineage computed from it and the model (vd_lineage), the artifacts
+ * retained as a whole pass finds them committed, the clients waiting for
+ * verdicts (vd_waitset) and the verification schedule (vd_plan: the
+ * backlog, runs booked, retries of jobs that ran out of time, the scrub's
+ * pass). It changes only through vd_core_step, one input at a time, and
+ * answers with one output. No I/O, no clock, no threads: time comes in an
+ * input, and a record the machine wants durable goes out through the
+ * persistence the shell gave it (vd_core_init); the record takes effect
+ * only once that said it is durable, and a failed persist leaves the
+ * machine as it was.
+ *
+ * The schedule's effects are actions in the output (jobs to start, take
+ * back, promote) and the deadline of the next retry; the hasher queue is
+ * the shell's, whose room the machine counts from what SOURCES says waits
+ * in it. What only the queue knows comes back as inputs: a start refused
+ * after all (UNSTARTED), a job taken back before it started (TAKEN_BACK).
+ * Those two answer no waiter, and leave every copy in the model.
  *
  * The model (copies and groups) is the shell's, merged from scans; the
- * machine reads it and clears its dirty marks once lineage has seen them.
+ * machine reads it, keeps each copy's schedule (its job in flight, runs
+ * booked, the backlog) and clears its dirty marks once lineage has seen
+ * them.
  */
 #ifndef VD_CORE_H
 #define VD_CORE_H
@@ -21,6 +33,7 @@
 #include "vd_lineage.h"
 #include "vd_memory.h"
 #include "vd_model.h"
+#include "vd_plan.h"
 #include "vd_scanned.h"
 #include "vd_waitset.h"
 
@@ -35,6 +48,7 @@ typedef struct vd_core_sources {
 	const vd_scan_ledger *ledgers;      /* as the last scan read them */
 	size_t n_ledgers;
 	int scanned;                        /* the model holds a whole scan */
+	vd_plan_queue queue;                /* the hasher queue as it is now */
 } vd_core_sources;
 
 typedef enum vd_core_in_kind {
@@ -50,6 +64,11 @@ typedef enum vd_core_in_kind {
 	VD_CORE_LEDGER_FORGET,  /* relpath: the operator forgets it, then a refresh */
 	VD_CORE_RETAIN,         /* budget: more of the groups a whole pass left to remember */
 	VD_CORE_RESTORE,        /* restore: the memory rebuilt from the database at start */
+	VD_CORE_VERIFY,         /* verify: a copy to verify (again), of a kind */
+	VD_CORE_TAKEN_BACK,     /* job: a VD_ACT_TAKE_BACK found its job not started */
+	VD_CORE_UNSTARTED,      /* job: the queue refused a VD_ACT_START after all */
+	VD_CORE_INTEREST,       /* hash: a client asked about it: its jobs go ahead */
+	VD_CORE_SCRUB,          /* the scrub's interval came round: a pass begins */
 	VD_CORE_JOB_DONE,       /* job: a verification came back (judged, gone, timed out) */
 	VD_CORE_SCANNED,        /* scanned: an artifact as a scan found it */
 	VD_CORE_COPY_GONE,      /* relpath: an artifact a scan no longer finds */
@@ -57,7 +76,7 @@ typedef enum vd_core_in_kind {
 	VD_CORE_WAIT,           /* wait: a client waits for copies to reach generations */
 	VD_CORE_WAIT_CANCEL,    /* wait_id: it went away */
 	VD_CORE_WAIT_CHECK,     /* copies may have reached what their waiters wait for */
-	VD_CORE_TICK,           /* now_ms: the time, for the waiters' deadlines */
+	VD_CORE_TICK,           /* now_ms: the time: waiters' deadlines, retries due */
 	VD_CORE_WAIT_FIRE_ALL   /* shutting down: every waiter answered as timed out */
 } vd_core_in_kind;
 
@@ -84,7 +103,7 @@ typedef enum vd_scan_outcome {
 
 /* What a verification job found, as the core takes it. */
 typedef struct vd_job_result {
-	const vd_job *job;              /* the copy's inflight job it must be */
+	uint64_t id;                    /* the copy's job in flight it must be */
 	const char *relpath;
 	vd_job_kind kind;
 	uint64_t gen;                   /* the request generation it answers */
@@ -96,6 +115,8 @@ typedef struct vd_job_result {
 	int rechecked;                  /* chunk by chunk, every byte unchanged */
 	const char *changed;            /* what a re-check found changed, or "" */
 	double started, duration;       /* wall clock of its first slice; seconds on it */
+	double limit;                   /* the time limit it ran under, seconds */
+	uint64_t now_ms;                /* the loop's clock as it came back */
 	int oms_present;
 	const struct vd_oms_status *oms;
 } vd_job_result;
@@ -149,6 +170,15 @@ typedef struct vd_core_input {
 		vd_memory *restore;             /* taken over: left empty */
 		const vd_job_result *job;       /* VD_CORE_JOB_DONE */
 		struct {
+			const char *relpath;
+			vd_job_kind kind;
+		} verify;
+		struct {
+			const char *relpath;
+			uint64_t id;                /* the job's (vd_action) */
+		} action;                       /* TAKEN_BACK, UNSTARTED */
+		const char *hash;               /* VD_CORE_INTEREST */
+		struct {
 			vd_scan_artifact *a;        /* its header taken unless SAME */
 			const vd_kept_verdict *kept;  /* its verdict of the last run, or NULL */
 		} scanned;
@@ -184,7 +214,11 @@ typedef struct vd_core_output {
 	/* The input's outcome: 0, a vd_post_result (posts, checkpoints,
 	 * withdrawals), the signatures added (statements), the new records
 	 * taken (ledgers), a vd_job_outcome (jobs), a vd_scan_outcome (scanned
-	 * artifacts), or a negative errno: -EIO nothing could be made
+	 * artifacts), 0 a verification asked for (VERIFY: gen answers it), the
+	 * copies of the scrub's pass begun (SCRUB; -EBUSY one is under way,
+	 * -EAGAIN the store was not scanned yet or is stopping), or a
+	 * negative errno: -EAGAIN the hasher queue is full, -ESHUTDOWN it is
+	 * stopping, -EIO nothing could be made
 	 * durable (the machine is as it was), -ENOENT nothing to withdraw or
 	 * forget, -EINVAL a checkpoint without signers, -ENOMEM. */
 	int result;
@@ -198,6 +232,10 @@ typedef struct vd_core_output {
 	vd_core_note note;
 	size_t seen;                    /* records remembered before */
 	int oms_commits_now;            /* JOB_DONE: its copy's bundle commits anew */
+	uint64_t gen;                   /* VERIFY: the generation that answers it */
+	double retry_in;                /* JOB_DONE timed out: verified again in so many
+	                                 * seconds (0: not kept, out of memory) */
+	int scrub_ended;                /* the scrub's pass is over */
 	int verify;                     /* SCANNED: its verdict is missing or holds for
 	                                 * other files or other keys: verify it */
 	int linked_now;                 /* SCANNED: files with other hard links appeared */
@@ -206,11 +244,16 @@ typedef struct vd_core_output {
 	char hash[VD_HASH_HEX_LEN + 1];
 	int64_t round;
 	/* The waiters: those answered by this input, in order (valid until the
-	 * next input), and the earliest deadline left (VD_WAIT_NONE: none). */
+	 * next input), and the earliest deadline left of a waiter or a retry
+	 * (VD_WAIT_NONE: none): a VD_CORE_TICK is due then. */
 	const vd_wait_answer *answered;
 	size_t n_answered;
 	uint64_t wait_id;               /* VD_CORE_WAIT: its id */
 	uint64_t deadline_ms;
+	/* The schedule's: what the hasher queue is to do, in order (valid
+	 * until the next input). */
+	const vd_action *actions;
+	size_t n_actions;
 	char detail[VD_DETAIL_MAX];
 } vd_core_output;
 
@@ -228,6 +271,10 @@ typedef struct vd_core {
 	vd_waitset waiters;
 	vd_wait_answer *answered;   /* the last input's answers */
 	size_t cap_answered;
+	vd_plan plan;               /* the verification schedule */
+	vd_retries retries;         /* copies whose job ran out of time */
+	vd_scrub scrub;             /* the scrub's pass under way */
+	int scrub_waits;            /* for room in the hasher queue */
 } vd_core;
 
 /* persist makes a record durable (0) or says it could not (< 0). */
@@ -249,8 +296,6 @@ int vd_core_retaining(const vd_core *c);
 /* The retained artifacts in (run, round, hash) order; NULL out of memory. */
 const vd_order *vd_core_retained_order(vd_core *c);
 int vd_core_is_retained(const vd_core *c, const char *hash);
-/* Iterate the relpaths some pending waiter names (vd_waitset_next_watched). */
-int vd_core_next_watched(const vd_core *c, size_t *it, const char **relpath);
 /* vd_round_mismatch over the model and the retained artifacts. */
 int vd_core_round_mismatch(const vd_core *c, const char *run, int64_t round,
     const char *hash, int64_t *header_round);

@@ -39,7 +39,7 @@ const char *vd_run_name(const char *run)
 vd_astate vd_copy_state(const vd_copy *c)
 {
 	/* A scrub re-checks a known verdict: the verdict stands meanwhile. */
-	if (c->inflight != NULL && c->inflight_kind != VD_JOB_SCRUB)
+	if (c->inflight != 0 && c->inflight_kind != VD_JOB_SCRUB)
 		return c->has_verdict || c->inflight_kind == VD_JOB_EXPLICIT ?
 		    VD_AS_VERIFYING : VD_AS_PENDING;
 	if (!c->has_verdict || !vd_fingerprint_eq(&c->verdict_fp, &c->fp))

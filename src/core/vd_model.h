@@ -51,9 +51,11 @@ typedef struct vd_copy {
 	uint64_t tensors, bytes;
 	double verified_at, duration_ms;
 	vd_fingerprint verdict_fp;
-	/* Scheduling. */
-	vd_job *inflight;           /* queued or running; owned by the pool */
+	/* Scheduling: the core's (vd_plan.h), but job. */
+	uint64_t inflight;          /* its job queued or running: the job's id; 0: none */
 	vd_job_kind inflight_kind;
+	uint64_t inflight_gen;      /* the generation that job answers */
+	vd_job *job;                /* that job as the shell made it, owned by the pool */
 	int again;                  /* verify once more when it returns */
 	vd_job_kind again_kind;
 	uint64_t again_gen, req_gen, done_gen;

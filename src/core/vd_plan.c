@@ -166,6 +166,12 @@ const char *vd_scrub_next(vd_scrub *sc)
 	return sc->active && sc->next < sc->n ? sc->list[sc->next++] : NULL;
 }
 
+void vd_scrub_again(vd_scrub *sc)
+{
+	if (sc->active && sc->next > 0)
+		sc->next--;
+}
+
 void vd_scrub_end(vd_scrub *sc)
 {
 	size_t i;
@@ -191,16 +197,54 @@ void vd_plan_follow(int again, int again_urgency, uint64_t again_gen, int *urgen
 
 /* ---- when each copy is verified ------------------------------------------------ */
 
-void vd_plan_init(vd_plan *p, vd_model *model, const vd_plan_pool *pool)
+void vd_plan_init(vd_plan *p, vd_model *model)
 {
 	memset(p, 0, sizeof(*p));
 	p->model = model;
-	p->pool = *pool;
 }
 
 void vd_plan_free(vd_plan *p)
 {
 	vd_backlog_free(&p->backlog);
+	free(p->acts);
+	memset(p, 0, sizeof(*p));
+}
+
+void vd_plan_set_queue(vd_plan *p, const vd_plan_queue *q)
+{
+	p->queue = *q;
+}
+
+void vd_plan_begin(vd_plan *p)
+{
+	p->n_acts = 0;
+}
+
+static int act(vd_plan *p, vd_act_kind kind, vd_copy *c, vd_job_kind job_kind, uint64_t gen,
+    uint64_t id)
+{
+	vd_action *grown;
+
+	if ((grown = vd_grow(p->acts, &p->cap_acts, p->n_acts, sizeof(*grown))) == NULL)
+		return -ENOMEM;
+	p->acts = grown;
+	p->acts[p->n_acts++] = (vd_action){ kind, c, job_kind, gen, id };
+	return 0;
+}
+
+/* vd_pool_submit's bound: a client's job may go past the background
+ * work's, to twice queue_max. */
+static int room(const vd_plan_queue *q, vd_job_kind kind)
+{
+	unsigned max = q->queue_max;
+
+	if (!q->open)
+		return -ESHUTDOWN;
+	if (kind != VD_JOB_EXPLICIT && max > VD_BACKGROUND_QUEUED)
+		max = VD_BACKGROUND_QUEUED;
+	if (q->waiting >= (kind == VD_JOB_EXPLICIT ? 2 * max : max))
+		return -EAGAIN;
+	return 0;
 }
 
 /* A copy that found the queue full waits in the backlog, in the order it
@@ -225,37 +269,72 @@ static void backlog_left(vd_plan *p, vd_copy *c)
 /* Any run of c takes it out of the backlog: its entry there is skipped. */
 int vd_plan_start(vd_plan *p, vd_copy *c, vd_job_kind kind, uint64_t gen)
 {
-	int rc = p->pool.submit(p->pool.arg, c, kind, gen);
+	int rc;
 
-	if (rc == 0) {
-		c->inflight_kind = kind;
-		backlog_left(p, c);
-	}
-	return rc;
+	if (c->inflight != 0)
+		return -EBUSY;
+	if ((rc = room(&p->queue, kind)) < 0)
+		return rc;
+	if (act(p, VD_ACT_START, c, kind, gen, p->last_id + 1) < 0)
+		return -ENOMEM;
+	c->inflight = ++p->last_id;
+	c->inflight_kind = kind;
+	c->inflight_gen = gen;
+	p->queue.waiting++;
+	backlog_left(p, c);
+	return 0;
 }
 
 /* A job a client waits for runs as an explicit one: one of c's still
- * waiting in the background lane is queued again, ahead, answering what
- * was booked after it too (it has not read anything yet). One under way
- * (between slices, or hashing) goes ahead from its next slice, keeping
- * what it hashed; it answers only what it was asked for. */
+ * waiting in the background lane is taken back, to be queued again ahead
+ * (vd_plan_taken_back). One under way (between slices, or hashing) goes
+ * ahead from its next slice, keeping what it hashed; it answers only
+ * what it was asked for. */
 int vd_plan_hurry(vd_plan *p, vd_copy *c)
 {
-	int urgency = VD_JOB_EXPLICIT;
-	uint64_t gen;
-
-	if (c->inflight == NULL || c->inflight_kind != VD_JOB_BACKGROUND)
+	if (c->inflight == 0 || c->inflight_kind != VD_JOB_BACKGROUND)
 		return -ENOENT;
-	if (p->pool.take_back(p->pool.arg, c, &gen) < 0) {
-		p->pool.promote(p->pool.arg, c);
-		return -EBUSY;
-	}
+	return act(p, VD_ACT_TAKE_BACK, c, c->inflight_kind, c->inflight_gen, c->inflight);
+}
+
+/* It has not read anything yet: it answers what was booked after it too. */
+void vd_plan_taken_back(vd_plan *p, vd_copy *c, uint64_t id)
+{
+	int urgency = VD_JOB_EXPLICIT;
+	uint64_t gen = c->inflight_gen;
+
+	if (c->inflight != id || id == 0)
+		return;
+	c->inflight = 0;
+	if (p->queue.waiting > 0)
+		p->queue.waiting--;
 	vd_plan_follow(c->again, VD_JOB_EXPLICIT, c->again_gen, &urgency, &gen);
 	c->again = 0;
 	if (vd_plan_start(p, c, VD_JOB_EXPLICIT, gen) < 0 && !c->backlog)
 		backlog_add(p, c);
 	if (gen > c->req_gen)
 		c->req_gen = gen;
+}
+
+/* What it was to answer is answered by the backlog's run, of a later
+ * generation. */
+void vd_plan_unstarted(vd_plan *p, vd_copy *c, uint64_t id)
+{
+	if (c->inflight != id || id == 0)
+		return;
+	c->inflight = 0;
+	if (p->queue.waiting > 0)
+		p->queue.waiting--;
+	if (c->inflight_kind != VD_JOB_SCRUB && !c->backlog)
+		backlog_add(p, c);
+}
+
+int vd_plan_returned(vd_plan *p, vd_copy *c, uint64_t id)
+{
+	(void)p;
+	if (c->inflight != id || id == 0)
+		return -ESRCH;
+	c->inflight = 0;
 	return 0;
 }
 
@@ -264,13 +343,8 @@ int vd_plan_schedule(vd_plan *p, vd_copy *c, vd_job_kind kind, uint64_t *gen)
 	int rc;
 
 	/* A job not started yet reads the bytes as they are when it starts:
-	 * it answers this request too, once ahead of background work. */
-	if (kind == VD_JOB_EXPLICIT && vd_plan_hurry(p, c) == 0) {
-		if (gen)
-			*gen = c->req_gen;
-		return 0;
-	}
-	if (c->inflight != NULL) {
+	 * the run booked here is what it answers once taken back. */
+	if (c->inflight != 0) {
 		if (!c->again || kind < c->again_kind)
 			c->again_kind = kind;
 		if (!c->again)
@@ -278,6 +352,8 @@ int vd_plan_schedule(vd_plan *p, vd_copy *c, vd_job_kind kind, uint64_t *gen)
 		c->again = 1;
 		if (gen)
 			*gen = c->again_gen;
+		if (kind == VD_JOB_EXPLICIT)
+			(void)vd_plan_hurry(p, c);
 		return 0;
 	}
 	rc = vd_plan_start(p, c, kind, c->req_gen + 1);
@@ -312,8 +388,8 @@ void vd_plan_drain(vd_plan *p)
 
 	while ((rel = vd_backlog_peek(&p->backlog)) != NULL) {
 		c = vd_model_copy(p->model, rel);
-		if (c != NULL && c->backlog && c->inflight == NULL &&
-		    vd_plan_schedule(p, c, VD_JOB_BACKGROUND, NULL) == -EAGAIN)
+		if (c != NULL && c->backlog && c->inflight == 0 &&
+		    vd_plan_schedule(p, c, VD_JOB_BACKGROUND, NULL) < 0)
 			return;
 		vd_backlog_pop(&p->backlog);
 	}
@@ -322,4 +398,15 @@ void vd_plan_drain(vd_plan *p)
 void vd_plan_forget(vd_plan *p, vd_copy *c)
 {
 	backlog_left(p, c);
+}
+
+void vd_plan_promote_group(vd_plan *p, const char *hash)
+{
+	vd_group *g = vd_model_group(p->model, hash);
+	size_t i;
+
+	for (i = 0; g != NULL && i < g->n; i++)
+		if (g->copies[i]->inflight != 0 && g->copies[i]->inflight_kind != VD_JOB_SCRUB)
+			(void)act(p, VD_ACT_PROMOTE, g->copies[i], g->copies[i]->inflight_kind,
+			    g->copies[i]->inflight_gen, g->copies[i]->inflight);
 }

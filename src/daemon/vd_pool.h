@@ -30,6 +30,7 @@ struct vd_job {
 	char *relpath;
 	vd_artifact_kind artifact;  /* a directory or a tar at relpath */
 	uint64_t gen;              /* the request generation it answers */
+	uint64_t id;               /* the schedule's (vd_action): its copy's inflight */
 	uint64_t max_header_len;
 	vd_bounds bounds;
 	uint64_t rate;             /* bytes/s for scrubs; 0: unthrottled */

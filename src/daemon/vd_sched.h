@@ -1,10 +1,12 @@
 /*
- * When a copy is verified: jobs handed to the hasher pool, a backlog for
- * when its queue is full, a client's request ahead of background work,
- * jobs that ran out of time tried again later, and the scrub's slow pass
- * over every verified copy. What to do is decided in vd_plan.h; this is
- * the shell that keeps its timers and makes the jobs the pool runs. The loop
- * thread only. It sees the store only through its model and vd_sched_env.
+ * When a copy is verified, the shell's part: the core's schedule
+ * (vd_plan.h, owned by vd_core) decides; this applies its actions to the
+ * hasher pool (a job made and queued, taken back, promoted) and tells the
+ * core what the pool answered, and keeps the scrub's interval timer (the
+ * core's pass over every verified copy begins with it). Retries of jobs
+ * that ran out of time are the core's, due at its deadline (vd_waiters
+ * keeps that timer). The loop thread only. It sees the store only
+ * through vd_sched_env and the copies the core's actions name.
  */
 #ifndef VD_SCHED_H
 #define VD_SCHED_H
@@ -12,6 +14,7 @@
 #include <uv.h>
 
 #include "vd_config.h"
+#include "vd_core.h"
 #include "vd_model.h"
 #include "vd_omskeys.h"
 #include "vd_plan.h"
@@ -22,54 +25,36 @@ typedef struct vd_sched_env {
 	vd_pool *(*pool)(void *arg);            /* NULL once stopping */
 	const vd_config *(*config)(void *arg);
 	vd_omskeys *(*oms_keys)(void *arg);
-	int (*may_scrub)(void *arg);            /* the store was scanned, and stays open */
+	/* One input of the core, its output applied (vd_sched_apply among it). */
+	void (*step)(void *arg, const vd_core_input *in, vd_core_output *out);
 	void *arg;
 } vd_sched_env;
 
 typedef struct vd_sched {
-	uv_loop_t *loop;
-	vd_model *model;
 	vd_sched_env env;
-	vd_plan plan;               /* what is queued, booked, in the backlog */
-	vd_retries retries;         /* copies whose job ran out of time */
-	uv_timer_t retry_timer;
-	vd_scrub scrub;             /* the pass under way */
-	uv_timer_t scrub_timer;
+	uv_timer_t scrub_timer;     /* the scrub's interval */
 	double last_scrub;          /* unix seconds the last pass finished; 0: never */
 } vd_sched;
 
-/* Its timers, and the scrub armed from the config. */
-void vd_sched_init(vd_sched *sc, uv_loop_t *loop, vd_model *model, const vd_sched_env *env);
+/* Its timer, armed from the config. */
+void vd_sched_init(vd_sched *sc, uv_loop_t *loop, const vd_sched_env *env);
 /* Close its handles with cb (their data: cb_data): how many were closed. */
 unsigned vd_sched_close(vd_sched *sc, uv_close_cb cb, void *cb_data);
-/* What it holds, once its handles are closed. */
-void vd_sched_free(vd_sched *sc);
 
-/* Verify c (again): 0 and the generation whose completion answers the
- * request, or -errno (-EAGAIN: queue full; a background request then
- * waits in the backlog). While a job of c is in flight, one more run is
- * booked for when it returns. */
-int vd_sched_schedule(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t *gen);
-/* Run c once more, for what was booked or because its bytes changed
- * under the last run (of kind, answering gen). */
-void vd_sched_follow_up(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t gen);
-/* A client waits for c: its job still queued behind background work goes
- * ahead. 0, or -ENOENT or -EBUSY when there was none to move
- * (vd_plan_hurry). */
-int vd_sched_hurry(vd_sched *sc, vd_copy *c);
+/* Verify c (again) as the core decides (VD_CORE_VERIFY): 0 and the
+ * generation whose completion answers the request, or -errno (-EAGAIN:
+ * queue full; a background request then waits in the backlog). */
+int vd_sched_verify(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t *gen);
+/* The core's actions in out, applied to the pool in order; what the pool
+ * answered that the core could not know (a job refused after all, one
+ * taken back before it started) goes back to it as inputs. */
+void vd_sched_apply(vd_sched *sc, const vd_core_output *out);
 /* A client asked about the artifact claiming hash (GET /artifact/<hash>):
  * the jobs of its copies go ahead of background work, as a waiter's do,
  * from their next slice, keeping their kind and what they hashed. */
 void vd_sched_interest(vd_sched *sc, const char *hash);
-/* Queue what waits in the backlog, as far as the queue takes it. */
-void vd_sched_drain(vd_sched *sc);
-/* c's job ran out of time: verify it again later, later each time. */
-void vd_sched_retry_later(vd_sched *sc, vd_copy *c, const vd_job *j);
-/* c leaves the model. */
-void vd_sched_forget(vd_sched *sc, vd_copy *c);
 
-/* The scrub's next copy, after one finished; its timer, after a reload. */
-void vd_sched_scrub_next(vd_sched *sc);
+/* The scrub's timer, after a reload. */
 void vd_sched_arm_scrub(vd_sched *sc);
 
 #endif

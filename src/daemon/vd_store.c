@@ -35,7 +35,7 @@ vd_copy *vd_store_copy(vd_store *s, const char *relpath)
 
 int vd_store_verify_now(vd_store *s, vd_copy *c, uint64_t *gen)
 {
-	return vd_sched_schedule(&s->sched, c, VD_JOB_EXPLICIT, gen);
+	return vd_sched_verify(&s->sched, c, VD_JOB_EXPLICIT, gen);
 }
 
 /* With the hash the header claims, by which the artifact is known. */
@@ -121,38 +121,36 @@ static void log_job(const vd_copy *c, const vd_job *j)
 }
 
 /* The job as the core takes it: its results, some moved out of it. */
-static void job_result(vd_job *j, vd_job_result *r)
+static void job_result(vd_store *s, vd_job *j, vd_job_result *r)
 {
-	*r = (vd_job_result){ .job = j, .relpath = j->relpath, .kind = j->kind, .gen = j->gen,
+	*r = (vd_job_result){ .id = j->id, .relpath = j->relpath, .kind = j->kind, .gen = j->gen,
 		.abandoned = j->abandoned, .verdict = &j->verdict, .fp_before = j->fp_before,
 		.fp_after = j->fp_after, .hdr = &j->hdr, .chunks = &j->chunks,
 		.rechecked = j->rechecked, .changed = j->changed, .started = j->started,
-		.duration = j->duration, .oms_present = j->oms_present, .oms = &j->oms };
+		.duration = j->duration, .limit = j->limit, .now_ms = uv_now(s->loop),
+		.oms_present = j->oms_present, .oms = &j->oms };
 }
 
-/* What follows from a job the core judged, or did not. */
-static void after_job(vd_store *s, vd_copy *c, vd_job *j, vd_job_outcome outcome)
+/* What follows from a job the core judged, or did not, besides the runs
+ * the core queued. */
+static void after_job(vd_store *s, vd_copy *c, vd_job *j, const vd_core_output *out)
 {
-	switch (outcome) {
+	switch ((vd_job_outcome)out->result) {
 	case VD_JOB_GONE:
-		scan_path(s, c->relpath);   /* forgets it, or finds the new one and queues it */
-		break;
 	case VD_JOB_CHANGED:
-		vd_sched_follow_up(&s->sched, c, j->kind, j->gen);
-		scan_path(s, c->relpath);
+		scan_path(s, c->relpath);   /* forgets it, or finds the new one and queues it */
 		break;
 	case VD_JOB_TIMED_OUT:
 	case VD_JOB_JUDGED:
 		/* Not judged: a restart verifies it again at once. */
-		if (outcome == VD_JOB_TIMED_OUT)
-			vd_sched_retry_later(&s->sched, c, j);
-		else
+		if (out->result == VD_JOB_TIMED_OUT && out->retry_in > 0)
+			log_warn("%s: gave up after %.0f s (max_verify_seconds); verifying it again in %.0f s",
+			    c->relpath, j->duration, out->retry_in);
+		else if (out->result == VD_JOB_JUDGED)
 			persist_verdict(s, c);
 		/* A scrub is news only when it finds a copy failed. */
 		if (j->kind != VD_JOB_SCRUB || c->code != VD_OK)
 			vd_events_verdict(s->events, c);
-		if (c->again)
-			vd_sched_follow_up(&s->sched, c, c->again_kind, c->again_gen);
 		break;
 	case VD_JOB_DROPPED:
 		break;
@@ -172,9 +170,13 @@ static void on_job_done(vd_job *j, void *arg)
 		    j->duration);
 	else
 		vd_metrics_verified(s->metrics, j->verdict.code, j->hashed, j->duration);
-	if (c != NULL && c->inflight == j && j->abandoned != VD_ABANDON_GONE)
+	if (c != NULL && c->job == j && j->abandoned != VD_ABANDON_GONE)
 		log_job(c, j);
-	job_result(j, &r);
+	/* The copy's job now, whatever the core makes of it: a job it queued
+	 * meanwhile is the copy's from the step on. */
+	if (c != NULL && c->job == j)
+		c->job = NULL;
+	job_result(s, j, &r);
 	in.u.job = &r;
 	core_step(s, &in, &out);
 	if (out.result != VD_JOB_DROPPED && j->abandoned == VD_ABANDON_NONE && j->oms_present &&
@@ -183,14 +185,10 @@ static void on_job_done(vd_job *j, void *arg)
 		    vd_oms_code_name(j->oms.code), j->oms.detail);
 	if (out.oms_commits_now)
 		oms_audit(s, c);
-	after_job(s, c, j, (vd_job_outcome)out.result);
-	if (j->kind == VD_JOB_SCRUB)
-		vd_sched_scrub_next(&s->sched);
+	after_job(s, c, j, &out);
 	vd_job_free(j);
-	if (out.result != VD_JOB_DROPPED) {
-		vd_sched_drain(&s->sched);
+	if (out.result != VD_JOB_DROPPED)
 		vd_store_touch(s);
-	}
 	vd_waiters_check(&s->waiters);
 }
 
@@ -221,7 +219,8 @@ static void core_sources(vd_store *s, vd_refresh change)
 	vd_core_output out;
 
 	in.u.sources.src = (vd_core_sources){ &s->model, vd_config_trust(s->cfg), s->keys,
-		s->oms_keys, s->ledgers, s->n_ledgers, s->scanned_once };
+		s->oms_keys, s->ledgers, s->n_ledgers, s->scanned_once,
+		{ s->pool ? vd_pool_queued(s->pool) : 0, s->cfg->queue_max, s->pool != NULL } };
 	in.u.sources.change = change;
 	vd_core_step(&s->core, &in, &out);
 }
@@ -241,8 +240,10 @@ static void core_apply(vd_store *s, const vd_core_output *out)
 		uv_timer_stop(&s->refresh_timer);
 		trim_heap(s);
 	}
+	vd_sched_apply(&s->sched, out);
 	if (s->closing)
 		return;
+	vd_waiters_arm(&s->waiters, out->deadline_ms);
 	if (out->retaining)
 		uv_idle_start(&s->retain_idle, on_retain_idle);
 	else
@@ -317,7 +318,6 @@ static void remove_copy(vd_store *s, vd_copy *c)
 	    c->relpath);
 	if (s->state)
 		vd_state_forget_verdict(s->state, c->relpath);
-	vd_sched_forget(&s->sched, c);
 	snprintf(rel, sizeof(rel), "%s", c->relpath);
 	in.u.relpath = rel;
 	core_step(s, &in, &out);
@@ -387,8 +387,6 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 			log_debug("%s unchanged since its stored verdict: not hashed again", c->relpath);
 		free_stored(vd_map_del(&s->stored, c->relpath));
 	}
-	if (out.verify)
-		vd_sched_schedule(&s->sched, c, VD_JOB_BACKGROUND, NULL);
 }
 
 /* Whether relpath lies in a directory the last scan could not read (or
@@ -834,7 +832,7 @@ void vd_store_set_oms_keys(vd_store *s, vd_omskeys *keys)
 	s->oms_keys = vd_omskeys_ref(keys);
 	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
 		if (vd_oms_stale(c, s->oms_keys))
-			vd_sched_schedule(&s->sched, c, VD_JOB_BACKGROUND, NULL);
+			vd_sched_verify(&s->sched, c, VD_JOB_BACKGROUND, NULL);
 	/* A bundle checked under the old keys commits nothing meanwhile. */
 	vd_store_refresh(s);
 }
@@ -1825,23 +1823,9 @@ static vd_omskeys *sched_oms_keys(void *arg)
 	return ((vd_store *)arg)->oms_keys;
 }
 
-static int sched_may_scrub(void *arg)
+static void store_step(void *arg, const vd_core_input *in, vd_core_output *out)
 {
-	vd_store *s = arg;
-
-	return !s->closing && s->scanned_once;
-}
-
-/* Done when the asked-for run finished and no newer one (for a change
- * seen since) is under way: the answer then describes the bytes on disk.
- * A scrub does not hold an answer back. */
-static void waited_hurry(void *arg, const char *relpath)
-{
-	vd_store *s = arg;
-	vd_copy *c = vd_model_copy(&s->model, relpath);
-
-	if (c != NULL)
-		vd_sched_hurry(&s->sched, c);
+	core_step(arg, in, out);
 }
 
 /* An answer reports trust: lineage first catches up. */
@@ -1896,9 +1880,9 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->flush_check.data = s->flush_prepare.data = s;
 	uv_check_start(&s->flush_check, on_flush_check);
 	uv_prepare_start(&s->flush_prepare, on_flush_prepare);
-	vd_sched_init(&s->sched, loop, &s->model, &(vd_sched_env){ sched_pool, sched_config,
-	    sched_oms_keys, sched_may_scrub, s });
-	vd_waiters_init(&s->waiters, loop, &s->core, &(vd_waiters_env){ waited_hurry,
+	vd_sched_init(&s->sched, loop, &(vd_sched_env){ sched_pool, sched_config,
+	    sched_oms_keys, store_step, s });
+	vd_waiters_init(&s->waiters, loop, &s->core, &(vd_waiters_env){ store_step,
 	    waited_sync, s });
 	return 0;
 }
@@ -1947,7 +1931,6 @@ static void free_all(vd_store *s)
 	vd_map_free(&s->stored);
 	vd_map_free(&s->unreadable);
 	vd_map_free(&s->runs);
-	vd_sched_free(&s->sched);
 }
 
 /* The store is freed once its timers are closed and no scan runs. */

@@ -18,12 +18,14 @@ static void on_deadline(uv_timer_t *t);
 
 /* One timer, for the earliest deadline: a thousand clients waiting cost
  * one handle, not a thousand. */
-static void arm(vd_waiters *ws, uint64_t due)
+void vd_waiters_arm(vd_waiters *ws, uint64_t due)
 {
-	uint64_t now = uv_now(ws->loop);
+	uint64_t now;
 
-	if (uv_is_closing((uv_handle_t *)&ws->timer))
+	/* Not started (a store without a loop renders views only), or closing. */
+	if (ws->loop == NULL || uv_is_closing((uv_handle_t *)&ws->timer))
 		return;
+	now = uv_now(ws->loop);
 	if (due == VD_WAIT_NONE)
 		uv_timer_stop(&ws->timer);
 	else
@@ -59,7 +61,7 @@ static void answer(vd_waiters *ws, vd_wait_answer *a, size_t n, uint64_t deadlin
 	void *arg;
 	size_t i;
 
-	arm(ws, deadline_ms);
+	vd_waiters_arm(ws, deadline_ms);
 	for (i = 0; i < n; i++) {
 		w = a[i].user;
 		fn = w->fn;
@@ -70,9 +72,11 @@ static void answer(vd_waiters *ws, vd_wait_answer *a, size_t n, uint64_t deadlin
 	free(a);
 }
 
+/* The inputs that answer waiters ask only for jobs taken back or
+ * promoted; the answers to those leave the answers here alone. */
 static void step(vd_waiters *ws, const vd_core_input *in, vd_core_output *out)
 {
-	vd_core_step(ws->core, in, out);
+	ws->env.step(ws->env.arg, in, out);
 }
 
 static void on_deadline(uv_timer_t *t)
@@ -138,7 +142,7 @@ vd_waiter *vd_waiters_wait(vd_waiters *ws, char *const *relpaths, const uint64_t
 		return NULL;
 	}
 	w->id = out.wait_id;
-	arm(ws, out.deadline_ms);
+	vd_waiters_arm(ws, out.deadline_ms);
 	return w;
 }
 
@@ -151,7 +155,7 @@ void vd_waiters_cancel(vd_waiter *w)
 	step(ws, &in, &out);
 	if (out.result == 0)
 		free(w);
-	arm(ws, out.deadline_ms);
+	vd_waiters_arm(ws, out.deadline_ms);
 }
 
 void vd_waiters_check(vd_waiters *ws)
@@ -159,8 +163,7 @@ void vd_waiters_check(vd_waiters *ws)
 	vd_core_input in = { .kind = VD_CORE_WAIT_CHECK };
 	vd_core_output out;
 	vd_wait_answer *a;
-	const char *rel;
-	size_t n, it = 0;
+	size_t n;
 	uint64_t deadline;
 
 	step(ws, &in, &out);
@@ -168,10 +171,6 @@ void vd_waiters_check(vd_waiters *ws)
 	deadline = out.deadline_ms;
 	if (n > 0)
 		ws->env.before_answers(ws->env.arg);
-	/* What the others wait for was booked as background work (a change
-	 * seen since their request): it goes ahead all the same. */
-	while (vd_core_next_watched(ws->core, &it, &rel))
-		ws->env.hurry(ws->env.arg, rel);
 	answer(ws, a, n, deadline);
 }
 

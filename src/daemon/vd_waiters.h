@@ -1,8 +1,9 @@
 /*
  * Clients waiting for verdicts (POST /verify?wait=): the shell around the
- * core's waiters (VD_CORE_WAIT and its kin, vd_core.h). It keeps one
- * timer, for the earliest deadline, feeds the loop's time in, and calls
- * each waiter's function once. The loop thread only.
+ * core's waiters (VD_CORE_WAIT and its kin, vd_core.h). It keeps the
+ * core's one timer, for its earliest deadline (a waiter's, or a retry of a
+ * job that ran out of time), feeds the loop's time in, and calls each
+ * waiter's function once. The loop thread only.
  */
 #ifndef VD_WAITERS_H
 #define VD_WAITERS_H
@@ -18,8 +19,8 @@ typedef void (*vd_wait_fn)(void *arg, int timed_out);
 
 /* What the waiters ask of their owner. */
 typedef struct vd_waiters_env {
-	/* A waiter still waits for relpath's copy: its job may go ahead. */
-	void (*hurry)(void *arg, const char *relpath);
+	/* One input of the core, its output applied (the jobs a check hurries). */
+	void (*step)(void *arg, const vd_core_input *in, vd_core_output *out);
 	/* Waiters are about to be answered with verdicts (lineage catches up). */
 	void (*before_answers)(void *arg);
 	void *arg;
@@ -47,8 +48,11 @@ vd_waiter *vd_waiters_wait(vd_waiters *ws, char *const *relpaths, const uint64_t
     size_t n, uint64_t timeout_ms, vd_wait_fn fn, void *arg);
 void vd_waiters_cancel(vd_waiter *w);
 
-/* Answer every waiter whose copies reached their generation; hurry what
- * the others wait for. */
+/* The core's earliest deadline (vd_core_output.deadline_ms), a waiter's or
+ * a retry's, as any input left it: the timer fires VD_CORE_TICK then. */
+void vd_waiters_arm(vd_waiters *ws, uint64_t due);
+/* Answer every waiter whose copies reached their generation; what the
+ * others wait for goes ahead (the core's actions). */
 void vd_waiters_check(vd_waiters *ws);
 /* Shutting down: answer every waiter as timed out. */
 void vd_waiters_fire_all(vd_waiters *ws);

@@ -15,7 +15,7 @@ void fx_fatal(const char *file, int line, const char *what)
 }
 
 vd_key *keys[N_KEYS];
-vd_job busy_job;
+const uint64_t busy_job = UINT64_C(1) << 62;   /* no schedule's id */
 
 /* A distinct, stable hex64 for n. */
 const char *hx(unsigned n)
@@ -154,7 +154,7 @@ void set_verdict(vd_copy *c, int v)
 	memset(&c->verdict_fp, 0, sizeof(c->verdict_fp));
 	c->fp.ok = c->verdict_fp.ok = 1;
 	c->fp.digest[0] = v == V_STALE;          /* the directory changed since */
-	c->inflight = v == V_BUSY ? &busy_job : NULL;
+	c->inflight = v == V_BUSY ? busy_job : 0;
 	c->inflight_kind = VD_JOB_BACKGROUND;
 }
 

@@ -53,7 +53,7 @@ typedef struct fx {
 } fx;
 
 extern vd_key *keys[N_KEYS];
-extern vd_job busy_job;            /* what a copy being verified points at */
+extern const uint64_t busy_job;    /* the job id of a copy being verified */
 
 void fx_fatal(const char *file, int line, const char *what);
 #define FX_REQUIRE(x) do { if (!(x)) fx_fatal(__FILE__, __LINE__, #x); } while (0)

@@ -356,7 +356,7 @@ static int ch_rescan(world *w)
 	vd_core_output out;
 	vd_copy *c;
 
-	if (!s->present || (c = slot_copy(w, i)) == NULL || c->inflight != NULL)
+	if (!s->present || (c = slot_copy(w, i)) == NULL || c->inflight != 0)
 		return 0;
 	slot_relpath(i, rel, sizeof(rel));
 	memset(&a, 0, sizeof(a));
@@ -445,9 +445,9 @@ static void run_back(world *w, int i, int v, int changed)
 	memset(&vd, 0, sizeof(vd));
 	vd.code = v == V_FAIL ? VD_CHECKPOINT_INTEGRITY : VD_OK;
 	snprintf(vd.detail, sizeof(vd.detail), "%s", v == V_FAIL ? "weights.safetensors differs" : "");
-	c->inflight = &busy_job;    /* its job, queued or running until now */
+	c->inflight = busy_job;    /* its job, queued or running until now */
 	memset(&r, 0, sizeof(r));
-	r.job = &busy_job;
+	r.id = busy_job;
 	r.relpath = c->relpath;
 	r.kind = VD_JOB_BACKGROUND;
 	r.gen = gen;
@@ -789,7 +789,7 @@ static void sim_sources(world *w, vd_refresh change)
 	vd_core_output out;
 
 	in.u.sources.src = (vd_core_sources){ &f->model, vd_config_trust(&f->cfg), &f->ring,
-		NULL, f->ledgers, f->n_ledgers, 0 };
+		NULL, f->ledgers, f->n_ledgers, 0, { 0, 0, 0 } };   /* no queue: no jobs */
 	in.u.sources.change = change;
 	vd_core_step(&f->core, &in, &out);
 	waiters_observe(w, &in, &out);

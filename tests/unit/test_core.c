@@ -5,7 +5,10 @@
  * under every signer or, past a failure, reported not durable; a whole
  * pass remembers what it finds committed a slice at a time; a restart's
  * memory empties lineage; a job's result is taken into its copy with the
- * outcome the shell acts on; waiters are answered once, never early.
+ * outcome the shell acts on; waiters are answered once, never early; the
+ * verification schedule answers with jobs to start, take back and promote,
+ * counts the queue's room, retries a job out of time at its deadline and
+ * scrubs each verified copy once a pass.
  */
 #include "config.h"
 
@@ -43,6 +46,8 @@ static int fake_persist(const vd_mem_record *rec, void *arg)
 typedef struct env {
 	fx *f;
 	fake_db db;
+	vd_plan_queue queue;          /* the hasher queue; closed unless a test opens it */
+	int scanned;
 } env;
 
 static env *env_new(void)
@@ -51,6 +56,7 @@ static env *env_new(void)
 
 	assert_non_null(e);
 	e->f = fx_new();
+	e->scanned = 1;
 	vd_core_free(&e->f->core);
 	vd_core_init(&e->f->core, fake_persist, &e->db);
 	return e;
@@ -68,7 +74,7 @@ static void step(env *e, const vd_core_input *in, vd_core_output *out)
 	vd_core_output ignored;
 
 	src.u.sources.src = (vd_core_sources){ &e->f->model, vd_config_trust(&e->f->cfg),
-		&e->f->ring, NULL, e->f->ledgers, e->f->n_ledgers, 1 };
+		&e->f->ring, NULL, e->f->ledgers, e->f->n_ledgers, e->scanned, e->queue };
 	src.u.sources.change = VD_REFRESH_MODEL;
 	vd_core_step(&e->f->core, &src, &ignored);
 	vd_core_step(&e->f->core, in, out);
@@ -245,7 +251,7 @@ static void test_restore(void **state)
 	env_free(e);
 }
 
-static vd_core_output job(env *e, vd_copy *c, const vd_job *j, vd_code code,
+static vd_core_output job(env *e, vd_copy *c, uint64_t id, vd_code code,
     vd_abandon abandoned, int changed_under)
 {
 	vd_core_input in = { .kind = VD_CORE_JOB_DONE };
@@ -256,9 +262,9 @@ static vd_core_output job(env *e, vd_copy *c, const vd_job *j, vd_code code,
 	memset(&v, 0, sizeof(v));
 	v.code = code;
 	memset(&r, 0, sizeof(r));
-	r.job = j;
+	r.id = id;
 	r.relpath = c->relpath;
-	r.kind = VD_JOB_BACKGROUND;
+	r.kind = c->inflight ? c->inflight_kind : VD_JOB_BACKGROUND;
 	r.gen = 7;
 	r.abandoned = abandoned;
 	r.verdict = &v;
@@ -280,26 +286,26 @@ static void test_job_outcomes(void **state)
 	chain(e->f, "r", 0, 0, V_BUSY);
 	c = vd_model_copy(&e->f->model, "r/round-00000");
 	assert_non_null(c);
-	assert_int_equal(job(e, c, NULL, VD_OK, VD_ABANDON_NONE, 0).result, VD_JOB_DROPPED);
-	assert_ptr_equal(c->inflight, &busy_job);
+	assert_int_equal(job(e, c, 0, VD_OK, VD_ABANDON_NONE, 0).result, VD_JOB_DROPPED);
+	assert_int_equal(c->inflight, busy_job);
 
-	assert_int_equal(job(e, c, &busy_job, VD_OK, VD_ABANDON_NONE, 0).result, VD_JOB_JUDGED);
-	assert_null(c->inflight);
+	assert_int_equal(job(e, c, busy_job, VD_OK, VD_ABANDON_NONE, 0).result, VD_JOB_JUDGED);
+	assert_int_equal(c->inflight, 0);
 	assert_int_equal(c->done_gen, 7);
 	assert_int_equal(vd_copy_settled(c), VD_AS_VERIFIED);
 
-	c->inflight = &busy_job;
-	assert_int_equal(job(e, c, &busy_job, VD_IO_ERROR, VD_ABANDON_TIME, 0).result,
+	c->inflight = busy_job;
+	assert_int_equal(job(e, c, busy_job, VD_IO_ERROR, VD_ABANDON_TIME, 0).result,
 	    VD_JOB_TIMED_OUT);
 	assert_int_equal(c->timeouts, 1);
 
-	c->inflight = &busy_job;
-	assert_int_equal(job(e, c, &busy_job, VD_OK, VD_ABANDON_NONE, 1).result, VD_JOB_CHANGED);
+	c->inflight = busy_job;
+	assert_int_equal(job(e, c, busy_job, VD_OK, VD_ABANDON_NONE, 1).result, VD_JOB_CHANGED);
 	assert_int_equal(c->timeouts, 0);
 	assert_false(vd_fingerprint_eq(&c->fp, &c->verdict_fp));  /* describes other bytes */
 
-	c->inflight = &busy_job;
-	assert_int_equal(job(e, c, &busy_job, VD_IO_ERROR, VD_ABANDON_GONE, 0).result, VD_JOB_GONE);
+	c->inflight = busy_job;
+	assert_int_equal(job(e, c, busy_job, VD_IO_ERROR, VD_ABANDON_GONE, 0).result, VD_JOB_GONE);
 	assert_false(c->fp.ok);
 	env_free(e);
 }
@@ -363,7 +369,7 @@ static void test_waiters(void **state)
 
 	in = (vd_core_input){ .kind = VD_CORE_WAIT_CHECK };
 	assert_int_equal(wait_input(e, &in).n_answered, 0);     /* its job runs */
-	assert_int_equal(job(e, c, &busy_job, VD_OK, VD_ABANDON_NONE, 0).result, VD_JOB_JUDGED);
+	assert_int_equal(job(e, c, busy_job, VD_OK, VD_ABANDON_NONE, 0).result, VD_JOB_JUDGED);
 	out = wait_input(e, &in);
 	assert_int_equal(out.n_answered, 1);
 	assert_ptr_equal(out.answered[0].user, &user1);
@@ -371,6 +377,267 @@ static void test_waiters(void **state)
 	assert_int_equal(out.deadline_ms, VD_WAIT_NONE);
 	in = (vd_core_input){ .kind = VD_CORE_WAIT_FIRE_ALL };
 	assert_int_equal(wait_input(e, &in).n_answered, 0);     /* the cancelled one too */
+	env_free(e);
+}
+
+/* ---- the schedule -------------------------------------------------------- */
+
+static vd_core_output verify_input(env *e, const char *relpath, vd_job_kind kind)
+{
+	vd_core_input in = { .kind = VD_CORE_VERIFY };
+	vd_core_output out;
+
+	in.u.verify.relpath = relpath;
+	in.u.verify.kind = kind;
+	step(e, &in, &out);
+	return out;
+}
+
+static vd_core_output answer_input(env *e, vd_core_in_kind kind, const vd_copy *c, uint64_t id)
+{
+	vd_core_input in = { .kind = kind };
+	vd_core_output out;
+
+	in.u.action.relpath = c->relpath;
+	in.u.action.id = id;
+	step(e, &in, &out);
+	return out;
+}
+
+static void assert_start(const vd_core_output *out, size_t i, const vd_copy *c, vd_job_kind kind,
+    uint64_t gen)
+{
+	assert_true(i < out->n_actions);
+	assert_int_equal(out->actions[i].kind, VD_ACT_START);
+	assert_ptr_equal(out->actions[i].copy, c);
+	assert_int_equal(out->actions[i].job_kind, kind);
+	assert_int_equal(out->actions[i].gen, gen);
+	assert_int_equal(out->actions[i].id, c->inflight);
+}
+
+/* A verification asked for is a job to start; one more asked for while
+ * it is in flight is booked; a client's takes the queued background job
+ * back (an action) and, once the queue said it had not started, queues it
+ * again ahead, answering both; when it returns, nothing follows. */
+static void test_verify_actions(void **state)
+{
+	env *e = env_new();
+	vd_core_output out;
+	vd_copy *c;
+	uint64_t first;
+
+	(void)state;
+	e->queue = (vd_plan_queue){ 0, 2, 1 };
+	c = copy(e->f, "r", "a", H(1), 0, NULL, V_NONE);
+	out = verify_input(e, c->relpath, VD_JOB_BACKGROUND);
+	assert_int_equal(out.result, 0);
+	assert_int_equal(out.gen, 1);
+	assert_int_equal(out.n_actions, 1);
+	assert_start(&out, 0, c, VD_JOB_BACKGROUND, 1);
+	first = c->inflight;
+	e->queue.waiting = 1;
+
+	out = verify_input(e, c->relpath, VD_JOB_BACKGROUND);
+	assert_int_equal(out.gen, 2);
+	assert_int_equal(out.n_actions, 0);
+	assert_true(c->again);
+	out = verify_input(e, c->relpath, VD_JOB_EXPLICIT);
+	assert_int_equal(out.gen, 2);
+	assert_int_equal(out.n_actions, 1);
+	assert_int_equal(out.actions[0].kind, VD_ACT_TAKE_BACK);
+	assert_int_equal(out.actions[0].id, first);
+	assert_int_equal(c->again_kind, VD_JOB_EXPLICIT);
+
+	e->queue.waiting = 0;
+	out = answer_input(e, VD_CORE_TAKEN_BACK, c, first);
+	assert_int_not_equal(c->inflight, first);
+	assert_start(&out, 0, c, VD_JOB_EXPLICIT, 2);
+	assert_false(c->again);
+	out = answer_input(e, VD_CORE_TAKEN_BACK, c, first);     /* not its job now */
+	assert_int_equal(out.n_actions, 0);
+
+	out = job(e, c, c->inflight, VD_OK, VD_ABANDON_NONE, 0);
+	assert_int_equal(out.result, VD_JOB_JUDGED);
+	assert_int_equal(out.n_actions, 0);
+	assert_int_equal(c->inflight, 0);
+	out = verify_input(e, "r/none", VD_JOB_BACKGROUND);
+	assert_int_equal(out.result, -ENOENT);
+	env_free(e);
+}
+
+/* The queue's room as the core counts it: a background job finds it full
+ * and waits in the backlog, a client's may go past it to twice the bound;
+ * a job returning makes room for the backlog's first; a job the queue
+ * refused after all waits in the backlog; bytes changed under a job run it
+ * again at its generation; stopping, nothing is queued. */
+static void test_queue_room(void **state)
+{
+	env *e = env_new();
+	vd_core_output out;
+	vd_copy *a, *b;
+
+	(void)state;
+	e->queue = (vd_plan_queue){ 1, 1, 1 };
+	a = copy(e->f, "r", "a", H(1), 0, NULL, V_NONE);
+	b = copy(e->f, "r", "b", H(2), 1, H(1), V_NONE);
+	out = verify_input(e, a->relpath, VD_JOB_BACKGROUND);
+	assert_int_equal(out.result, -EAGAIN);
+	assert_true(a->backlog);
+	assert_int_equal(out.n_actions, 0);
+	out = verify_input(e, b->relpath, VD_JOB_EXPLICIT);
+	assert_int_equal(out.result, 0);
+	assert_start(&out, 0, b, VD_JOB_EXPLICIT, 1);
+	e->queue.waiting = 2;
+	assert_int_equal(verify_input(e, a->relpath, VD_JOB_EXPLICIT).result, -EAGAIN);
+
+	/* b started, then returned: a, first in the backlog, is queued. */
+	e->queue.waiting = 0;
+	out = job(e, b, b->inflight, VD_OK, VD_ABANDON_NONE, 0);
+	assert_int_equal(out.result, VD_JOB_JUDGED);
+	assert_start(&out, 0, a, VD_JOB_BACKGROUND, 1);
+	assert_false(a->backlog);
+	out = answer_input(e, VD_CORE_UNSTARTED, a, a->inflight);
+	assert_int_equal(a->inflight, 0);
+	assert_true(a->backlog);
+
+	out = verify_input(e, b->relpath, VD_JOB_BACKGROUND);
+	assert_start(&out, 0, b, VD_JOB_BACKGROUND, 2);
+	out = job(e, b, b->inflight, VD_OK, VD_ABANDON_NONE, 1);
+	assert_int_equal(out.result, VD_JOB_CHANGED);
+	assert_start(&out, 0, b, VD_JOB_BACKGROUND, 7);        /* the job's generation */
+	assert_int_equal(out.n_actions, 1);                     /* a: the queue is full */
+
+	e->queue = (vd_plan_queue){ 0, 1, 0 };
+	assert_int_equal(verify_input(e, a->relpath, VD_JOB_EXPLICIT).result, -ESHUTDOWN);
+	env_free(e);
+}
+
+/* A job out of time is verified again after its limit, at the first tick
+ * then (the deadline the shell arms for), later each time in a row. */
+static void test_retry(void **state)
+{
+	env *e = env_new();
+	vd_core_input tick = { .kind = VD_CORE_TICK };
+	vd_core_input in = { .kind = VD_CORE_JOB_DONE };
+	vd_core_output out;
+	vd_job_result r;
+	vd_verdict v;
+	vd_copy *c;
+
+	(void)state;
+	e->queue = (vd_plan_queue){ 0, 4, 1 };
+	c = copy(e->f, "r", "a", H(1), 0, NULL, V_NONE);
+	out = verify_input(e, c->relpath, VD_JOB_BACKGROUND);
+	memset(&v, 0, sizeof(v));
+	v.code = VD_IO_ERROR;
+	memset(&r, 0, sizeof(r));
+	r.id = c->inflight;
+	r.relpath = c->relpath;
+	r.kind = VD_JOB_BACKGROUND;
+	r.gen = 1;
+	r.abandoned = VD_ABANDON_TIME;
+	r.verdict = &v;
+	r.fp_before = r.fp_after = c->fp;
+	r.changed = "";
+	r.limit = 30;
+	r.now_ms = 1000;
+	in.u.job = &r;
+	step(e, &in, &out);
+	assert_int_equal(out.result, VD_JOB_TIMED_OUT);
+	assert_true(out.retry_in == 30);
+	assert_int_equal(out.deadline_ms, 31000);
+	assert_int_equal(out.n_actions, 0);
+
+	tick.u.now_ms = 30999;
+	step(e, &tick, &out);
+	assert_int_equal(out.n_actions, 0);
+	tick.u.now_ms = 31000;
+	step(e, &tick, &out);
+	assert_start(&out, 0, c, VD_JOB_BACKGROUND, 2);
+	assert_int_equal(out.deadline_ms, VD_WAIT_NONE);
+
+	r.id = c->inflight;
+	r.gen = 2;
+	r.now_ms = 40000;
+	step(e, &in, &out);
+	assert_int_equal(c->timeouts, 2);
+	assert_true(out.retry_in == 60);
+	assert_int_equal(out.deadline_ms, 100000);
+	env_free(e);
+}
+
+/* A scrub pass: not before the store was scanned; then each copy with a
+ * verdict, in path order, one job at a time, a busy one passed over, and
+ * the pass's end said once. */
+static void test_scrub(void **state)
+{
+	env *e = env_new();
+	vd_core_input in = { .kind = VD_CORE_SCRUB };
+	vd_core_output out;
+	vd_copy *a, *b, *busy;
+
+	(void)state;
+	e->queue = (vd_plan_queue){ 0, 4, 1 };
+	b = copy(e->f, "r", "b", H(2), 1, H(1), V_OK);
+	a = copy(e->f, "r", "a", H(1), 0, NULL, V_OK);
+	busy = copy(e->f, "r", "c", H(3), 2, H(2), V_BUSY);
+	(void)copy(e->f, "r", "d", H(4), 3, H(3), V_NONE);
+	e->scanned = 0;
+	step(e, &in, &out);
+	assert_int_equal(out.result, -EAGAIN);
+	e->scanned = 1;
+	step(e, &in, &out);
+	assert_int_equal(out.result, 3);
+	assert_int_equal(out.n_actions, 1);
+	assert_start(&out, 0, a, VD_JOB_SCRUB, 1);
+	step(e, &in, &out);
+	assert_int_equal(out.result, -EBUSY);
+
+	out = job(e, a, a->inflight, VD_OK, VD_ABANDON_NONE, 0);
+	assert_int_equal(out.n_actions, 1);
+	assert_start(&out, 0, b, VD_JOB_SCRUB, 1);
+	assert_false(out.scrub_ended);
+	out = job(e, b, b->inflight, VD_OK, VD_ABANDON_NONE, 0);
+	assert_int_equal(busy->inflight, busy_job);            /* passed over */
+	assert_int_equal(out.n_actions, 0);
+	assert_true(out.scrub_ended);
+	env_free(e);
+}
+
+/* A client waiting for a copy whose job is background work has it taken
+ * back (or promoted) at the next check; one asking about an artifact has
+ * the jobs of its copies promoted. */
+static void test_hurry_and_interest(void **state)
+{
+	env *e = env_new();
+	vd_core_input in = { .kind = VD_CORE_WAIT };
+	char path[] = "r/a";
+	char *paths[] = { path };
+	uint64_t gens[] = { 1 };
+	vd_core_output out;
+	vd_copy *c;
+	int user;
+
+	(void)state;
+	e->queue = (vd_plan_queue){ 0, 4, 1 };
+	c = copy(e->f, "r", "a", H(1), 0, NULL, V_NONE);
+	(void)verify_input(e, c->relpath, VD_JOB_BACKGROUND);
+	wait_for(&in, paths, gens, 1000, &user);
+	out = wait_input(e, &in);
+	assert_int_equal(out.n_actions, 0);
+	in = (vd_core_input){ .kind = VD_CORE_WAIT_CHECK };
+	out = wait_input(e, &in);
+	assert_int_equal(out.n_actions, 1);
+	assert_int_equal(out.actions[0].kind, VD_ACT_TAKE_BACK);
+	assert_int_equal(out.actions[0].id, c->inflight);
+
+	in = (vd_core_input){ .kind = VD_CORE_INTEREST, .u.hash = H(1) };
+	out = wait_input(e, &in);
+	assert_int_equal(out.n_actions, 1);
+	assert_int_equal(out.actions[0].kind, VD_ACT_PROMOTE);
+	assert_ptr_equal(out.actions[0].copy, c);
+	in.u.hash = H(9);
+	assert_int_equal(wait_input(e, &in).n_actions, 0);
 	env_free(e);
 }
 
@@ -427,6 +694,11 @@ int main(void)
 		cmocka_unit_test(test_job_outcomes),
 		cmocka_unit_test(test_forget_ledger),
 		cmocka_unit_test(test_waiters),
+		cmocka_unit_test(test_verify_actions),
+		cmocka_unit_test(test_queue_room),
+		cmocka_unit_test(test_retry),
+		cmocka_unit_test(test_scrub),
+		cmocka_unit_test(test_hurry_and_interest),
 	};
 
 	return cmocka_run_group_tests(tests, set_up, tear_down);

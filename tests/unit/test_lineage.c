@@ -1073,7 +1073,7 @@ static void test_busy_keeps_alerts(void **state)
 	refresh(f, 0);
 	assert_int_equal(f->core.lineage.alerts.count, 2);
 	c = vd_model_copy(&f->model, "r/round-00001");
-	c->inflight = &busy_job;
+	c->inflight = busy_job;
 	vd_model_touch(&f->model, c);
 	refresh(f, 0);
 	assert_int_equal(f->core.lineage.alerts.count, 2);
