@@ -266,7 +266,7 @@ static void slot_add(const world *w, vd_model *m, int i)
 	FX_REQUIRE(c = vd_model_add_copy(m, rel, slot_run(i)));
 	slot_header(w, &w->slots[i], c);
 	set_verdict(c, w->slots[i].verdict);
-	c->inflight = w->slots[i].run ? &busy_job : NULL;
+	c->inflight = w->slots[i].run ? busy_job : 0;
 	c->inflight_kind = w->slots[i].run ? (vd_job_kind)(w->slots[i].run - 1) : VD_JOB_BACKGROUND;
 	vd_model_index(m, c);
 }
@@ -417,7 +417,7 @@ static void run_start(world *w, int i, vd_job_kind kind)
 	vd_copy *c = slot_copy(w, i);
 
 	w->slots[i].run = (int)kind + 1;
-	c->inflight = &busy_job;
+	c->inflight = busy_job;
 	c->inflight_kind = kind;
 	vd_model_touch(&w->f->model, c);
 }
