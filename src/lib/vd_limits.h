@@ -230,6 +230,12 @@
 #define VD_LEDGER_REMEMBER_SLICE 1000
 /* Directories given an inotify watch a loop turn, at the end of a merge. */
 #define VD_WATCH_SLICE 2000
+/* The first whole lineage pass over a scan computes this many groups'
+ * chains a loop turn (about 1 ms of CPU per 1,000 on the machines of
+ * docs/PERFORMANCE.md; 16,000 rounds take four turns), then the head and
+ * the alerts in a turn of their own: the turn that merges the commitment
+ * sources only rebuilds the slots. Groups not reached yet read pending. */
+#define VD_LINEAGE_PASS_SLICE 4000
 /* Artifacts a whole lineage pass newly found committed, remembered (each a
  * durable row and its audit row) a loop turn: the first pass over a store
  * of many thousand rounds commits them all at once. */
