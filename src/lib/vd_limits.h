@@ -228,8 +228,15 @@
 /* Ledger records remembered (each a durable row and its audit row) a loop
  * turn: a ledger of many thousand records is taken in over several turns. */
 #define VD_LEDGER_REMEMBER_SLICE 1000
-/* Directories given an inotify watch a loop turn, at the end of a merge. */
-#define VD_WATCH_SLICE 2000
+/* Directories given an inotify watch a loop turn, at the end of a merge
+ * (a watch costs a system call of 4 to 7 us, more when the kernel's
+ * inotify lock is contended). */
+#define VD_WATCH_SLICE 500
+/* Finished hashing jobs handed to the store a loop turn (about 10 us of
+ * CPU each: the verdict's row, its event, the next jobs submitted); the
+ * rest wait for the next turn. A first pass over tiny artifacts finishes
+ * hundreds a turn. */
+#define VD_QUEUE_DONE_SLICE 256
 /* The first whole lineage pass over a scan computes this many groups'
  * chains a loop turn (about 1 ms of CPU per 1,000 on the machines of
  * docs/PERFORMANCE.md; 16,000 rounds take four turns), then the head and
