@@ -1945,6 +1945,8 @@ static void refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
 	size_t n_oms;
 
 	l->commits_in_place = 0;
+	if (commits || !l->built)
+		l->slots_gen++;
 	if ((commits || !l->built) &&
 	    (!l->built || what == VD_REFRESH_WHOLE || update_commits(l, in) == SLOTS_BUILD_ALL)) {
 		build_commits(l, in);

@@ -168,6 +168,9 @@ typedef struct vd_lineage {
 	int64_t only_min, only_max;
 	int only_on;                   /* the sources go into those slots alone */
 	uint64_t in_place;             /* refreshes that rebuilt some slots alone */
+	uint64_t slots_gen;            /* refreshes that may have changed the slots: a
+	                                * reader that saw them at one value need not
+	                                * look again while it holds */
 
 	/* A whole pass in slices (vd_lineage_pass): the groups by round, the
 	 * next to compute, the model's groups_gen they were listed at, what

@@ -283,9 +283,15 @@ static void pass_some(vd_store *s, size_t budget)
 		uv_timer_start(&s->refresh_timer, on_refresh_timer, VD_REFRESH_DELAY_MS, 0);
 }
 
+/* The events record the commitments of the pass's slots in a turn before
+ * its chains: the turn that ends it records the heads only. */
 static void on_pass_idle(uv_idle_t *h)
 {
-	pass_some(h->data, VD_LINEAGE_PASS_SLICE);
+	vd_store *s = h->data;
+
+	if (vd_events_prime(s->events, vd_core_lineage(&s->core), s->cfg, s->scanned_once))
+		return;
+	pass_some(s, VD_LINEAGE_PASS_SLICE);
 }
 
 static void retain_some(vd_store *s, size_t budget)
