@@ -149,10 +149,6 @@ static void retain_committed(vd_core *c, const vd_lineage_delta *d, vd_core_outp
 
 /* ---- lineage ------------------------------------------------------------ */
 
-/* What a whole pass left to remember need not be remembered first: the
- * groups listed have copies, and lineage reads the memory of an artifact
- * only where no copy of it is in the run (a copy's removal catches up);
- * a group listed is looked at as it is when its slice comes. */
 static void lineage_input(const vd_core *c, vd_lineage_input *in)
 {
 	memset(in, 0, sizeof(*in));
@@ -167,8 +163,13 @@ static void lineage_input(const vd_core *c, vd_lineage_input *in)
 	in->slice = c->pass_slice;
 }
 
-/* A pass that began in slices clears the marks now: what changes while it
- * goes on is marked again, for the refresh after it. */
+/* What a whole pass left to remember need not be remembered first: the
+ * groups listed have copies, and lineage reads the memory of an artifact
+ * only where no copy of it is in the run (a copy's removal catches up);
+ * a group listed is looked at as it is when its slice comes. A pass in
+ * slices clears the marks when it begins: what changes while it goes on
+ * is marked again, for the refresh after it, which a refresh of the model
+ * alone waits for. */
 static void refresh(vd_core *c, vd_refresh what, vd_core_output *out)
 {
 	vd_lineage_input in;
