@@ -239,10 +239,10 @@
  * hundreds a turn. */
 #define VD_QUEUE_DONE_SLICE 256
 /* The first whole lineage pass over a scan computes this many groups'
- * chains a loop turn (about 1 ms of CPU per 1,000 on the machines of
- * docs/PERFORMANCE.md; 16,000 rounds take four turns), then the head and
- * the alerts in a turn of their own: the turn that merges the commitment
- * sources only rebuilds the slots. Groups not reached yet read pending. */
+ * chains a loop turn (4 to 6 ms of CPU in docs/PERFORMANCE.md; 16,000
+ * rounds take four turns), then the head and the alerts in a turn of
+ * their own: the turn that merges the commitment sources only rebuilds
+ * the slots. Groups not reached yet read pending. */
 #define VD_LINEAGE_PASS_SLICE 4000
 /* Artifacts a whole lineage pass newly found committed, remembered (each a
  * durable row and its audit row) a loop turn: the first pass over a store
