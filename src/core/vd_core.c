@@ -154,33 +154,69 @@ static void retain_committed(vd_core *c, const vd_lineage_delta *d, vd_core_outp
 
 /* ---- lineage ------------------------------------------------------------ */
 
+static void lineage_input(const vd_core *c, vd_lineage_input *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->model = c->src.model;
+	in->policy = c->src.policy;
+	in->keys = c->src.keys;
+	in->ledgers = c->src.ledgers;
+	in->n_ledgers = c->src.n_ledgers;
+	vd_lineage_input_memory(in, &c->mem);
+	in->scanned = c->src.scanned;
+	in->oms_keys = c->src.oms_keys;
+	in->slice = c->pass_slice;
+}
+
 /* What a whole pass left to remember need not be remembered first: the
  * groups listed have copies, and lineage reads the memory of an artifact
  * only where no copy of it is in the run (a copy's removal catches up);
- * a group listed is looked at as it is when its slice comes. */
+ * a group listed is looked at as it is when its slice comes. A pass in
+ * slices clears the marks when it begins: what changes while it goes on
+ * is marked again, for the refresh after it, which a refresh of the model
+ * alone waits for. */
 static void refresh(vd_core *c, vd_refresh what, vd_core_output *out)
 {
 	vd_lineage_input in;
 
+	if (vd_lineage_passing(&c->lineage) && what == VD_REFRESH_MODEL && !c->commits_dirty &&
+	    !c->whole_dirty)
+		return;
 	if (c->whole_dirty)
 		what = VD_REFRESH_WHOLE;
 	else if (what == VD_REFRESH_MODEL && c->commits_dirty)
 		what = VD_REFRESH_COMMITS;
-	memset(&in, 0, sizeof(in));
-	in.model = c->src.model;
-	in.policy = c->src.policy;
-	in.keys = c->src.keys;
-	in.ledgers = c->src.ledgers;
-	in.n_ledgers = c->src.n_ledgers;
-	vd_lineage_input_memory(&in, &c->mem);
-	in.scanned = c->src.scanned;
-	in.oms_keys = c->src.oms_keys;
+	lineage_input(c, &in);
 	vd_lineage_refresh(&c->lineage, &in, what, &c->delta);
+	vd_model_clear_dirty(c->src.model);
+	c->model_dirty = c->commits_dirty = c->whole_dirty = 0;
+	if (vd_lineage_passing(&c->lineage)) {
+		c->pass_what = what;
+		return;
+	}
 	out->delta = &c->delta;
 	out->refreshed = what;
 	retain_committed(c, &c->delta, out);
-	vd_model_clear_dirty(c->src.model);
-	c->model_dirty = c->commits_dirty = c->whole_dirty = 0;
+}
+
+/* More of the pass under way; at its end, its changes as a refresh's.
+ * None under way, the marks left by the last are caught up. */
+static void pass_more(vd_core *c, size_t budget, vd_core_output *out)
+{
+	vd_lineage_input in;
+
+	if (!vd_lineage_passing(&c->lineage)) {
+		if (vd_core_dirty(c))
+			refresh(c, VD_REFRESH_MODEL, out);
+		return;
+	}
+	lineage_input(c, &in);
+	in.slice = budget == SIZE_MAX ? 0 : budget;
+	if (!vd_lineage_pass(&c->lineage, &in, &c->delta))
+		return;
+	out->delta = &c->delta;
+	out->refreshed = c->pass_what;
+	retain_committed(c, &c->delta, out);
 }
 
 /* ---- posts -------------------------------------------------------------- */
@@ -876,6 +912,8 @@ void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 {
 	memset(out, 0, sizeof(*out));
 	vd_plan_begin(&c->plan);
+	if (vd_core_pass_first(c, in->kind))
+		pass_more(c, SIZE_MAX, out);
 	switch (in->kind) {
 	case VD_CORE_SOURCES:
 		sources(c, in);
@@ -956,11 +994,15 @@ void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 	case VD_CORE_WAIT_FIRE_ALL:
 		vd_waitset_fire_all(&c->waiters);
 		break;
+	case VD_CORE_PASS:
+		pass_more(c, in->u.budget, out);
+		break;
 	}
 	take_answers(c, out);
 	out->retaining = vd_core_retaining(c);
 	out->actions = c->plan.acts;
 	out->n_actions = c->plan.n_acts;
+	out->passing = vd_core_passing(c);
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -978,6 +1020,29 @@ const vd_lineage *vd_core_lineage(const vd_core *c)
 int vd_core_dirty(const vd_core *c)
 {
 	return c->model_dirty || c->commits_dirty || c->whole_dirty;
+}
+
+int vd_core_passing(const vd_core *c)
+{
+	return vd_lineage_passing(&c->lineage);
+}
+
+int vd_core_pass_first(const vd_core *c, vd_core_in_kind kind)
+{
+	switch (kind) {
+	case VD_CORE_POST:
+	case VD_CORE_CHECKPOINT:
+	case VD_CORE_STATEMENT:
+	case VD_CORE_WITHDRAW:
+	case VD_CORE_LEDGER:
+	case VD_CORE_LEDGER_GONE:
+	case VD_CORE_LEDGER_FORGET:
+	case VD_CORE_RESTORE:
+	case VD_CORE_COPY_GONE:
+		return vd_core_passing(c);
+	default:
+		return 0;
+	}
 }
 
 int vd_core_retaining(const vd_core *c)

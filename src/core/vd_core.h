@@ -77,7 +77,8 @@ typedef enum vd_core_in_kind {
 	VD_CORE_WAIT_CANCEL,    /* wait_id: it went away */
 	VD_CORE_WAIT_CHECK,     /* copies may have reached what their waiters wait for */
 	VD_CORE_TICK,           /* now_ms: the time: waiters' deadlines, retries due */
-	VD_CORE_WAIT_FIRE_ALL   /* shutting down: every waiter answered as timed out */
+	VD_CORE_WAIT_FIRE_ALL,  /* shutting down: every waiter answered as timed out */
+	VD_CORE_PASS            /* budget: more of a whole pass in slices (SIZE_MAX: the rest) */
 } vd_core_in_kind;
 
 /* A verdict kept from the last run, for a copy found again: it holds for
@@ -166,7 +167,7 @@ typedef struct vd_core_input {
 			size_t budget;
 		} ledger;
 		const char *relpath;            /* LEDGER_GONE, LEDGER_FORGET */
-		size_t budget;                  /* VD_CORE_RETAIN */
+		size_t budget;                  /* VD_CORE_RETAIN, VD_CORE_PASS */
 		vd_memory *restore;             /* taken over: left empty */
 		const vd_job_result *job;       /* VD_CORE_JOB_DONE */
 		struct {
@@ -229,6 +230,8 @@ typedef struct vd_core_output {
 	vd_refresh refreshed;           /* and how far */
 	int retaining;                  /* a whole pass still has groups to remember:
 	                                 * VD_CORE_RETAIN them, a slice a turn */
+	int passing;                    /* a whole pass is under way in slices:
+	                                 * VD_CORE_PASS it on, a slice a turn */
 	vd_core_note note;
 	size_t seen;                    /* records remembered before */
 	int oms_commits_now;            /* JOB_DONE: its copy's bundle commits anew */
@@ -265,6 +268,10 @@ typedef struct vd_core {
 	vd_mem_persist_fn persist;
 	void *persist_arg;
 	int model_dirty, commits_dirty, whole_dirty;
+	size_t pass_slice;          /* the first whole pass over a whole scan goes in
+	                             * slices of this many chains (VD_CORE_PASS);
+	                             * 0, as vd_core_init leaves it: all at once */
+	vd_refresh pass_what;       /* the refresh a pass in slices began as */
 	char (*retain_q)[VD_HASH_HEX_LEN + 1];
 	size_t n_retain_q, retain_next, cap_retain_q;
 	int retain_unlisted;        /* a whole pass's groups are still to be listed */
@@ -289,6 +296,18 @@ const vd_memory *vd_core_memory(const vd_core *c);
 const vd_lineage *vd_core_lineage(const vd_core *c);
 /* Whether lineage is behind the model or the commitment sources. */
 int vd_core_dirty(const vd_core *c);
+/* Whether a whole pass is under way in slices (pass_slice). Until
+ * it ends, a group it has not computed reads pending: trusted and
+ * committed by nothing, with no committed head. A VD_CORE_REFRESH of the
+ * model alone waits for its end (the marks stay); one with changed
+ * sources drops it and recomputes everything at once. */
+int vd_core_passing(const vd_core *c);
+/* Whether an input of this kind must come after the pass under way ends:
+ * one that changes the memory, removes a copy, or restores. The shell
+ * sends VD_CORE_PASS with SIZE_MAX first and applies its output;
+ * otherwise the input ends the pass itself, and its output carries the
+ * pass's changes unless it refreshes lineage itself too. */
+int vd_core_pass_first(const vd_core *c, vd_core_in_kind kind);
 /* Whether a whole pass left groups to remember: while it did, a view of
  * the retained artifacts or a round check is preceded by a VD_CORE_RETAIN
  * of them all. */

@@ -1255,7 +1255,7 @@ static void compute_chain(vd_lineage *l, const vd_lineage_input *in, vd_group *s
 
 /* A group's place in a whole pass: by round, then by hash (its first
  * bytes, then all of it), an order of the content alone. */
-typedef struct pass_ent {
+typedef struct vd_pass_ent {
 	int64_t round;
 	uint64_t prefix;
 	vd_group *g;
@@ -1282,33 +1282,54 @@ static uint64_t hash_prefix(const char *hash)
 	return v;
 }
 
-/* Walked by round: a parent is most often the group just computed,
- * still in the cache, where the map's order is the order of no memory
- * (a whole pass over 16,000 rounds waits on the memory more than it
- * computes). Out of memory for the order, the map's. */
-static void compute_chains(vd_lineage *l, const vd_lineage_input *in)
+/* The groups left to compute (mark 0), by round; NULL out of memory. */
+static pass_ent *by_pass_order(const vd_model *m, size_t *n)
 {
-	pass_ent *order = malloc((vd_model_group_count(in->model) + 1) * sizeof(*order));
+	pass_ent *order = malloc((vd_model_group_count(m) + 1) * sizeof(*order));
 	vd_group *g;
-	size_t it = 0, n = 0, i;
+	size_t it = 0;
 
-	while ((g = vd_model_next_group(in->model, &it)) != NULL) {
-		g->mark = 0;
-		if (order != NULL)
-			order[n++] = (pass_ent){ g->round_index, hash_prefix(g->hash), g };
-	}
-	if (order != NULL) {
-		qsort(order, n, sizeof(*order), pass_cmp);
-		for (i = 0; i < n; i++)
-			if (order[i].g->mark == 0)
-				compute_chain(l, in, order[i].g);
-		free(order);
-		return;
-	}
-	it = 0;
+	*n = 0;
+	if (order == NULL)
+		return NULL;
+	while ((g = vd_model_next_group(m, &it)) != NULL)
+		if (g->mark == 0)
+			order[(*n)++] = (pass_ent){ g->round_index, hash_prefix(g->hash), g };
+	qsort(order, *n, sizeof(*order), pass_cmp);
+	return order;
+}
+
+/* Out of memory for the order: the map's. */
+static void compute_unordered(vd_lineage *l, const vd_lineage_input *in)
+{
+	vd_group *g;
+	size_t it = 0;
+
 	while ((g = vd_model_next_group(in->model, &it)) != NULL)
 		if (g->mark == 0)
 			compute_chain(l, in, g);
+}
+
+/* Walked by round: a parent is most often the group just computed,
+ * still in the cache, where the map's order is the order of no memory
+ * (a whole pass over 16,000 rounds waits on the memory more than it
+ * computes). */
+static void compute_chains(vd_lineage *l, const vd_lineage_input *in)
+{
+	pass_ent *order;
+	vd_group *g;
+	size_t it = 0, n, i;
+
+	while ((g = vd_model_next_group(in->model, &it)) != NULL)
+		g->mark = 0;
+	if ((order = by_pass_order(in->model, &n)) == NULL) {
+		compute_unordered(l, in);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (order[i].g->mark == 0)
+			compute_chain(l, in, order[i].g);
+	free(order);
 }
 
 /* Gone hashes first, then the groups by round: parents before children,
@@ -1442,6 +1463,15 @@ static void set_head(vd_lineage *l, const vd_group *g)
 			run = g->copies[i]->run;
 	snprintf(l->head_run_buf, sizeof(l->head_run_buf), "%s", run);
 	l->head_run = l->head_run_buf;
+}
+
+/* A head as saved (hash "": none). */
+static void set_head_to(vd_lineage *l, int64_t round, const char *hash, const char *run)
+{
+	l->head_round = hash[0] ? round : -1;
+	snprintf(l->head_hash, sizeof(l->head_hash), "%s", hash);
+	snprintf(l->head_run_buf, sizeof(l->head_run_buf), "%s", run);
+	l->head_run = hash[0] ? l->head_run_buf : NULL;
 }
 
 static void consider_head(vd_lineage *l, const vd_group *g)
@@ -1794,10 +1824,119 @@ static void update_alerts(vd_lineage *l, const vd_lineage_input *in)
 static void refresh_whole(vd_lineage *l, const vd_lineage_input *in)
 {
 	l->whole = 1;
+	l->whole_owed = 0;
 	l->n_touched = l->n_queue = 0;
 	compute_chains(l, in);
 	compute_head(l, in);
 	whole_alerts(l, in);
+}
+
+/* ---- a whole pass in slices ------------------------------------------- */
+
+/* Not computed yet: read as pending, trusting and committing nothing, and
+ * pointing at no slot (the slots were just rebuilt). */
+static void pass_reset(vd_group *g)
+{
+	g->mark = 0;
+	g->chain = VD_CHAIN_PENDING;
+	g->chain_len = 1;
+	g->pruned = 0;
+	g->root[0] = '\0';
+	g->n_breaks = g->breaks_total = 0;
+	g->commit = NULL;
+	g->commit_source = -1;
+	g->committed = 0;
+	g->trusted = 0;
+}
+
+static void pass_begin(vd_lineage *l, const vd_lineage_input *in)
+{
+	vd_group *g;
+	size_t it = 0;
+
+	l->whole = 1;
+	l->whole_owed = 0;
+	l->n_touched = l->n_queue = 0;
+	while ((g = vd_model_next_group(in->model, &it)) != NULL)
+		pass_reset(g);
+	l->pass_head_round = l->head_round;
+	memcpy(l->pass_head_hash, l->head_hash, sizeof(l->pass_head_hash));
+	snprintf(l->pass_head_run, sizeof(l->pass_head_run), "%s", l->head_run ? l->head_run : "");
+	l->head_round = -1;
+	l->head_hash[0] = '\0';
+	l->head_run = NULL;
+	l->pass_order = NULL;
+	l->pass_n = l->pass_next = 0;
+	l->passing = 1;
+}
+
+/* The head as it was before the pass, as if the pass had never begun. */
+static void pass_drop(vd_lineage *l)
+{
+	free(l->pass_order);
+	l->pass_order = NULL;
+	l->pass_n = l->pass_next = 0;
+	l->passing = 0;
+	l->whole_owed = 1;
+	set_head_to(l, l->pass_head_round, l->pass_head_hash, l->pass_head_run);
+}
+
+/* Up to *budget more chains; 1 when none is left. Groups made or freed
+ * since the order was listed: the order is listed again (those computed
+ * left out), its pointers being of groups that may be gone. */
+static int pass_chains(vd_lineage *l, const vd_lineage_input *in, size_t *budget)
+{
+	vd_group *g;
+
+	if (l->pass_order == NULL || l->pass_gen != in->model->groups_gen) {
+		free(l->pass_order);
+		l->pass_next = 0;
+		l->pass_gen = in->model->groups_gen;
+		if ((l->pass_order = by_pass_order(in->model, &l->pass_n)) == NULL) {
+			compute_unordered(l, in);
+			return 1;
+		}
+	}
+	while (l->pass_next < l->pass_n && *budget > 0) {
+		g = l->pass_order[l->pass_next++].g;
+		if (g->mark == 0) {
+			compute_chain(l, in, g);
+			(*budget)--;
+		}
+	}
+	return l->pass_next == l->pass_n;
+}
+
+int vd_lineage_passing(const vd_lineage *l)
+{
+	return l->passing;
+}
+
+int vd_lineage_pass(vd_lineage *l, const vd_lineage_input *in, vd_lineage_delta *out)
+{
+	size_t budget = in->slice > 0 ? in->slice : SIZE_MAX;
+
+	vd_lineage_delta_clear(out);
+	if (!l->passing)
+		return 1;
+	/* The head and the alerts read every chain: a slice of their own
+	 * when the chains took this one's budget. */
+	if (!pass_chains(l, in, &budget) || budget == 0)
+		return 0;
+	free(l->pass_order);
+	l->pass_order = NULL;
+	l->pass_n = l->pass_next = 0;
+	l->passing = 0;
+	l->out = out;
+	compute_head(l, in);
+	whole_alerts(l, in);
+	l->out = NULL;
+	out->whole = 1;
+	out->touched = l->touched;
+	out->head_changed = l->pass_head_round != l->head_round ||
+	    strcmp(l->pass_head_hash, l->head_hash) != 0 ||
+	    strcmp(l->pass_head_run, l->head_run ? l->head_run : "") != 0;
+	return 1;
 }
 
 static void refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
@@ -1806,6 +1945,8 @@ static void refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
 	size_t n_oms;
 
 	l->commits_in_place = 0;
+	if (commits || !l->built)
+		l->slots_gen++;
 	if ((commits || !l->built) &&
 	    (!l->built || what == VD_REFRESH_WHOLE || update_commits(l, in) == SLOTS_BUILD_ALL)) {
 		build_commits(l, in);
@@ -1815,10 +1956,14 @@ static void refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
 	/* The first pass over a whole scan is whole too: only it can tell
 	 * which alerts an earlier run of the daemon left open have ended. */
 	if (what == VD_REFRESH_WHOLE || !l->built || vd_model_dirty_all(in->model) ||
-	    (in->scanned && !l->scanned)) {
+	    (in->scanned && !l->scanned) || l->whole_owed) {
+		int first = in->scanned && !l->scanned;
 		l->built = 1;
 		l->scanned |= in->scanned;
-		refresh_whole(l, in);
+		if (first && in->slice > 0)
+			pass_begin(l, in);
+		else
+			refresh_whole(l, in);
 		return;
 	}
 	l->whole = 0;
@@ -1837,14 +1982,19 @@ void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh wh
     vd_lineage_delta *out)
 {
 	char head_hash[VD_HASH_HEX_LEN + 1], head_run[VD_RUN_MAX];
-	int64_t head_round = l->head_round;
+	int64_t head_round;
 
+	if (l->passing)
+		pass_drop(l);
+	head_round = l->head_round;
 	memcpy(head_hash, l->head_hash, sizeof(head_hash));
 	snprintf(head_run, sizeof(head_run), "%s", l->head_run ? l->head_run : "");
 	vd_lineage_delta_clear(out);
 	l->out = out;
 	refresh(l, in, what);
 	l->out = NULL;
+	if (l->passing)
+		return;         /* began in slices: its last says what changed */
 	out->whole = l->whole;
 	out->touched = l->touched;
 	out->n_touched = l->whole ? 0 : l->n_touched;
@@ -1989,6 +2139,7 @@ void vd_lineage_free(vd_lineage *l)
 	free(l->queue);
 	clear_seen(l);
 	free(l->only);
+	free(l->pass_order);
 }
 
 void vd_lineage_input_memory(vd_lineage_input *in, const vd_memory *m)

@@ -82,6 +82,9 @@ typedef struct vd_lineage_input {
 	int scanned;                   /* the model holds a whole scan: an alert
 	                                * not raised now is not raised at all */
 	const struct vd_omskeys *oms_keys;  /* run_oms_keys; NULL: none */
+	size_t slice;                  /* the first whole pass over a whole scan goes in
+	                                * slices of this many groups' chains, a
+	                                * vd_lineage_pass each; 0: all at once */
 } vd_lineage_input;
 
 typedef struct vd_alert {
@@ -165,6 +168,21 @@ typedef struct vd_lineage {
 	int64_t only_min, only_max;
 	int only_on;                   /* the sources go into those slots alone */
 	uint64_t in_place;             /* refreshes that rebuilt some slots alone */
+	uint64_t slots_gen;            /* refreshes that may have changed the slots: a
+	                                * reader that saw them at one value need not
+	                                * look again while it holds */
+
+	/* A whole pass in slices (vd_lineage_pass): the groups by round, the
+	 * next to compute, the model's groups_gen they were listed at, what
+	 * the refresh that began it was, and the head before it. */
+	int passing;
+	int whole_owed;                /* a pass was dropped: the next refresh is whole */
+	struct vd_pass_ent *pass_order;
+	size_t pass_n, pass_next;
+	uint64_t pass_gen;
+	int64_t pass_head_round;
+	char pass_head_hash[VD_HASH_HEX_LEN + 1];
+	char pass_head_run[VD_RUN_MAX];
 } vd_lineage;
 
 /* What changed since the last refresh. */
@@ -184,6 +202,20 @@ void vd_lineage_free(vd_lineage *l);
  * of the chains follows the change, not the store. */
 void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what,
     vd_lineage_delta *out);
+
+/* The first whole pass over a whole scan of a large store is more than a
+ * turn of the loop: with in->slice set, the refresh that would make it
+ * only rebuilds the slots and leaves every group to compute, pending (not
+ * trusted, not committed) with no head, and each vd_lineage_pass then
+ * computes in->slice more chains (0: all that are left), then the head and
+ * the alerts. Only the last says what changed (out, as the refresh in one
+ * go would; else out is emptied). Meanwhile the model may change: a
+ * group's chain reads the model as it is when computed, and what changed
+ * after stays marked for the refresh after the pass. A vd_lineage_refresh
+ * under way drops the pass and recomputes everything at once. */
+int vd_lineage_passing(const vd_lineage *l);
+/* 1 when the pass ended with this slice (or none was under way). */
+int vd_lineage_pass(vd_lineage *l, const vd_lineage_input *in, vd_lineage_delta *out);
 
 /* What the lineage holds, read by the views, the store and the events
  * through these only. Iterators start with *it = 0 and return NULL at the

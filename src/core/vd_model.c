@@ -336,6 +336,7 @@ static void free_group(vd_model *m, vd_group *g)
 	free(g->copies);
 	free(g->breaks);
 	free(g);
+	m->groups_gen++;
 }
 
 void vd_model_unindex(vd_model *m, vd_copy *c)
@@ -379,6 +380,7 @@ static vd_group *group_for(vd_model *m, const char *hash)
 		return NULL;
 	}
 	vd_order_add(&m->by_hash, g);
+	m->groups_gen++;
 	return g;
 }
 

@@ -142,6 +142,9 @@ typedef struct vd_model {
 	vd_order by_path;           /* every copy by relpath: a scan of one change
 	                             * finds what it covers without a walk of all */
 	int orders_failed;          /* out of memory: built again when next read */
+	uint64_t groups_gen;        /* counts groups made and freed: a list of them
+	                             * kept across changes of the model holds while
+	                             * it is the same */
 } vd_model;
 
 void vd_model_init(vd_model *m);

@@ -331,6 +331,9 @@ static const char *starting(const vd_api *api)
 		return "the first store scan has not finished";
 	if (!api->state_ready)
 		return "the state database is not loaded yet";
+	/* Until it ends, what it has not reached reads chain_pending. */
+	if (vd_core_passing(&api->store->core))
+		return "the first lineage pass over the store has not finished";
 	return NULL;
 }
 
@@ -1457,17 +1460,9 @@ static void get_page_icon(vd_api *api, vd_req *r)
 	vd_page_icon(r);
 }
 
-/* Why the daemon is not ready, or NULL: as GET /readyz says it. */
-static const char *not_ready(const vd_api *api)
-{
-	if (!api->store->scanned_once)
-		return "the first store scan has not finished";
-	return api->state_ready ? NULL : "the state database is not loaded yet";
-}
-
 static void get_summary(vd_api *api, vd_req *r)
 {
-	vd_page_facts f = { not_ready(api), api->cfg, api->signing_key, api->store->keys,
+	vd_page_facts f = { starting(api), api->cfg, api->signing_key, api->store->keys,
 		vd_core_lineage(&api->store->core), VD_API_RETRY_AFTER };
 
 	vd_page_summary(r, &f);

@@ -81,6 +81,9 @@ struct vd_events {
 	vd_map commits;              /* "run\nround\nsource" -> commit_seen (its key) */
 	unsigned head_gen, commit_gen;
 	int primed;                  /* the first lineage after the first scan was seen */
+	int primed_early;            /* by vd_events_prime, when the lineage's
+	                              * slots_gen was slots_primed */
+	uint64_t slots_primed;
 	int closed, timer_open;
 	uint64_t cut_logged_ms;
 };
@@ -837,12 +840,26 @@ void vd_events_lineage(vd_events *ev, const vd_lineage *l, const vd_lineage_delt
 {
 	if (ev == NULL || ev->closed || !ready)
 		return;
-	if (commits && ev->primed && l->commits_in_place)
+	if (ev->primed_early && ev->slots_primed == l->slots_gen)
+		;       /* recorded as they are (vd_events_prime) */
+	else if (commits && ev->primed && l->commits_in_place)
 		commits_rebuilt(ev, l, cfg);
 	else if (commits || !ev->primed)
 		commits_update(ev, l, cfg, ev->primed);
+	ev->primed_early = 0;
 	heads_update(ev, d, m);
 	ev->primed = 1;
+}
+
+int vd_events_prime(vd_events *ev, const vd_lineage *l, const vd_config *cfg, int ready)
+{
+	if (ev == NULL || ev->closed || !ready || ev->primed)
+		return 0;
+	commits_update(ev, l, cfg, 0);
+	ev->primed_early = 1;
+	ev->slots_primed = l->slots_gen;
+	ev->primed = 1;
+	return 1;
 }
 
 void vd_events_tracked(const vd_events *ev, size_t *heads, size_t *commits)

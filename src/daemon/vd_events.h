@@ -50,6 +50,12 @@ void vd_events_alert(vd_events *ev, const char *kind, const char *subject,
  * then is where it starts from. */
 void vd_events_lineage(vd_events *ev, const vd_lineage *l, const vd_lineage_delta *d,
     const vd_model *m, const vd_config *cfg, int commits, int ready);
+/* While the first whole lineage pass goes on in slices, its slots are
+ * final: the commitments they hold are recorded (never announced: they
+ * are where the daemon starts from) in a turn of their own, and the turn
+ * that ends the pass records the heads only. 1 when it recorded them now;
+ * 0 when there was nothing to do (not ready, or a lineage seen already). */
+int vd_events_prime(vd_events *ev, const vd_lineage *l, const vd_config *cfg, int ready);
 
 /* Answer r with a stream: the events after the one numbered after when
  * resume is set (as far as the history goes), else those from now on.

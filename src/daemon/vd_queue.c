@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "vd_limits.h"
 #include "vd_log.h"
 #include "vd_queue.h"
 
@@ -358,17 +359,30 @@ static void reap(vd_queue *q)
 	uv_queue_work(q->loop, &q->reap, join_threads, on_joined);
 }
 
-/* Loop thread: hand finished items to the owner. */
+/* Loop thread: hand finished items to the owner, VD_QUEUE_DONE_SLICE a
+ * turn: a burst of small items finished together (the first pass over a
+ * store of many thousand rounds) is not one long turn; the rest wake the
+ * next turn. */
 static void on_async(uv_async_t *h)
 {
 	vd_queue *q = h->data;
-	vd_queue_item *it, *next;
-	int all_out;
+	vd_queue_item *it, *next, *last = NULL;
+	size_t n = 0;
+	int all_out, more;
 
 	pthread_mutex_lock(&q->mu);
 	it = q->done_head;
-	q->done_head = q->done_tail = NULL;
-	all_out = q->stopping && q->exited == q->nthreads;
+	for (next = it; next != NULL && n < VD_QUEUE_DONE_SLICE; n++) {
+		last = next;
+		next = next->next;
+	}
+	q->done_head = next;
+	if (next == NULL)
+		q->done_tail = NULL;
+	if (last != NULL)
+		last->next = NULL;
+	more = next != NULL;
+	all_out = !more && q->stopping && q->exited == q->nthreads;
 	pthread_mutex_unlock(&q->mu);
 	for (; it != NULL; it = next) {
 		next = it->next;
@@ -378,6 +392,8 @@ static void on_async(uv_async_t *h)
 		else
 			q->ops.done(it, q->arg);
 	}
+	if (more)
+		uv_async_send(&q->async);
 	if (all_out)
 		reap(q);
 }

@@ -226,6 +226,8 @@ static void core_sources(vd_store *s, vd_refresh change)
 }
 
 static void on_retain_idle(uv_idle_t *h);
+static void on_pass_idle(uv_idle_t *h);
+static void on_refresh_timer(uv_timer_t *t);
 
 /* What every output asks of the shell: a refresh's changes logged,
  * recorded and published; the retention's slices scheduled. */
@@ -248,15 +250,49 @@ static void core_apply(vd_store *s, const vd_core_output *out)
 		uv_idle_start(&s->retain_idle, on_retain_idle);
 	else
 		uv_idle_stop(&s->retain_idle);
+	if (out->passing)
+		uv_idle_start(&s->pass_idle, on_pass_idle);
+	else
+		uv_idle_stop(&s->pass_idle);
 }
 
+static void pass_some(vd_store *s, size_t budget);
+
 /* Every input goes in with the sources as they are, and its output is
- * applied before the caller reads it. */
+ * applied before the caller reads it. One that must follow the end of a
+ * whole pass in slices (vd_core_pass_first) ends it first, its changes
+ * applied as their own. */
 static void core_step(vd_store *s, const vd_core_input *in, vd_core_output *out)
 {
+	if (vd_core_pass_first(&s->core, in->kind))
+		pass_some(s, SIZE_MAX);
 	core_sources(s, VD_REFRESH_MODEL);
 	vd_core_step(&s->core, in, out);
 	core_apply(s, out);
+}
+
+/* The marks of what changed while the pass went on are caught up as any
+ * others, VD_REFRESH_DELAY_MS later. */
+static void pass_some(vd_store *s, size_t budget)
+{
+	vd_core_input in = { .kind = VD_CORE_PASS, .u.budget = budget };
+	vd_core_output out;
+
+	core_step(s, &in, &out);
+	if (!out.passing && vd_core_dirty(&s->core) && !s->closing &&
+	    !uv_is_active((uv_handle_t *)&s->refresh_timer))
+		uv_timer_start(&s->refresh_timer, on_refresh_timer, VD_REFRESH_DELAY_MS, 0);
+}
+
+/* The events record the commitments of the pass's slots in a turn before
+ * its chains: the turn that ends it records the heads only. */
+static void on_pass_idle(uv_idle_t *h)
+{
+	vd_store *s = h->data;
+
+	if (vd_events_prime(s->events, vd_core_lineage(&s->core), s->cfg, s->scanned_once))
+		return;
+	pass_some(s, VD_LINEAGE_PASS_SLICE);
 }
 
 static void retain_some(vd_store *s, size_t budget)
@@ -1828,10 +1864,16 @@ static void store_step(void *arg, const vd_core_input *in, vd_core_output *out)
 	core_step(arg, in, out);
 }
 
-/* An answer reports trust: lineage first catches up. */
+/* An answer reports trust: lineage first catches up, to the end of a
+ * whole pass under way too (a client that waited for a verdict is told
+ * whether it is trusted, not that lineage has not got there yet). */
 static void waited_sync(void *arg)
 {
-	vd_store_sync(arg);
+	vd_store *s = arg;
+
+	if (vd_core_passing(&s->core))
+		pass_some(s, SIZE_MAX);
+	vd_store_sync(s);
 }
 
 int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
@@ -1846,6 +1888,7 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->root_ok = 1;
 	vd_model_init(&s->model);
 	vd_core_init(&s->core, store_persist, s);
+	s->core.pass_slice = VD_LINEAGE_PASS_SLICE;
 	core_sources(s, VD_REFRESH_MODEL);    /* the model is read from the first input on */
 	vd_map_init(&s->env_cache);
 	vd_map_init(&s->stored);
@@ -1875,6 +1918,8 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->merge_idle.data = s;
 	uv_idle_init(loop, &s->retain_idle);
 	s->retain_idle.data = s;
+	uv_idle_init(loop, &s->pass_idle);
+	s->pass_idle.data = s;
 	uv_check_init(loop, &s->flush_check);
 	uv_prepare_init(loop, &s->flush_prepare);
 	s->flush_check.data = s->flush_prepare.data = s;
@@ -1959,13 +2004,16 @@ void vd_store_close(vd_store *s, void (*done)(void *), void *arg)
 	vd_pool_stop(s->pool, s->cfg->shutdown_grace * 1000);
 	s->pool = NULL;             /* freed once its handle closes */
 	vd_watch_close(&s->watch);
+	if (vd_core_passing(&s->core))
+		pass_some(s, SIZE_MAX);
 	retain_catch_up(s);
 	vd_state_flush(s->state);
-	s->handles_open = 8 + (s->scanning ? 1 : 0);
+	s->handles_open = 9 + (s->scanning ? 1 : 0);
 	s->handles_open += vd_sched_close(&s->sched, handle_closed, s);
 	s->handles_open += vd_waiters_close(&s->waiters, handle_closed, s);
 	uv_close((uv_handle_t *)&s->merge_idle, handle_closed);
 	uv_close((uv_handle_t *)&s->retain_idle, handle_closed);
+	uv_close((uv_handle_t *)&s->pass_idle, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_check, handle_closed);
 	uv_close((uv_handle_t *)&s->flush_prepare, handle_closed);
 	uv_close((uv_handle_t *)&s->refresh_timer, handle_closed);

@@ -76,6 +76,9 @@ typedef struct vd_store {
 	/* Active while a whole pass left groups to remember: VD_RETAIN_SLICE
 	 * of them a loop turn. */
 	uv_idle_t retain_idle;
+	/* Active while the first whole pass over a scan goes on in slices:
+	 * VD_LINEAGE_PASS_SLICE chains a loop turn. */
+	uv_idle_t pass_idle;
 	/* The alert history's writes not yet known committed, in order (kind
 	 * -1: a settle): the first alerts_written are in the open batch, the
 	 * rest wait for the database to take writes again. */

@@ -226,14 +226,29 @@
  * of a core the daemon gets. */
 #define VD_MERGE_SLICE_MS 10
 /* Ledger records remembered (each a durable row and its audit row) a loop
- * turn: a ledger of many thousand records is taken in over several turns. */
-#define VD_LEDGER_REMEMBER_SLICE 1000
-/* Directories given an inotify watch a loop turn, at the end of a merge. */
-#define VD_WATCH_SLICE 2000
+ * turn: a ledger of many thousand records is taken in over several turns
+ * (1,000 took 4 to 12 ms of CPU beside the verdicts of the same turn). */
+#define VD_LEDGER_REMEMBER_SLICE 500
+/* Directories given an inotify watch a loop turn, at the end of a merge
+ * (a watch costs a system call of 4 to 7 us, more when the kernel's
+ * inotify lock is contended). */
+#define VD_WATCH_SLICE 500
+/* Finished hashing jobs handed to the store a loop turn (about 10 us of
+ * CPU each: the verdict's row, its event, the next jobs submitted); the
+ * rest wait for the next turn. A first pass over tiny artifacts finishes
+ * hundreds a turn. */
+#define VD_QUEUE_DONE_SLICE 256
+/* The first whole lineage pass over a scan computes this many groups'
+ * chains a loop turn (4 to 6 ms of CPU in docs/PERFORMANCE.md; 16,000
+ * rounds take four turns), then the head and the alerts in a turn of
+ * their own: the turn that merges the commitment sources only rebuilds
+ * the slots. Groups not reached yet read pending. */
+#define VD_LINEAGE_PASS_SLICE 4000
 /* Artifacts a whole lineage pass newly found committed, remembered (each a
  * durable row and its audit row) a loop turn: the first pass over a store
- * of many thousand rounds commits them all at once. */
-#define VD_RETAIN_SLICE 2000
+ * of many thousand rounds commits them all at once (2,000 took 13 to 27 ms
+ * of CPU). */
+#define VD_RETAIN_SLICE 500
 /* The listings' indexes (src/core/vd_order.h) sort in what was added once
  * this much waits unsorted, or when a page is read. */
 #define VD_ORDER_UNSORTED_MAX 1024

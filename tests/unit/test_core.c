@@ -8,7 +8,8 @@
  * outcome the shell acts on; waiters are answered once, never early; the
  * verification schedule answers with jobs to start, take back and promote,
  * counts the queue's room, retries a job out of time at its deadline and
- * scrubs each verified copy once a pass.
+ * scrubs each verified copy once a pass; the first whole pass over a scan
+ * goes in slices, said once at its end.
  */
 #include "config.h"
 
@@ -218,6 +219,114 @@ static void test_retention_slices(void **state)
 	    VD_POST_NEW);
 	assert_false(out.retaining);
 	assert_true(vd_core_is_retained(&e->f->core, H(VD_RETAIN_SLICE + 2)));
+	env_free(e);
+}
+
+/* Rounds 0..9 of run r committed by its ledger, the first whole pass over
+ * the scan begun in slices of 2 chains: nothing said yet, nothing
+ * trusted, no head. */
+static env *pass_begun(void)
+{
+	env *e = env_new();
+	vd_core_input in = { .kind = VD_CORE_REFRESH, .u.refresh = VD_REFRESH_COMMITS };
+	vd_core_output out;
+	int i;
+
+	pin(e->f, "genesis_hash", "r", -1, H(0));
+	chain(e->f, "r", 0, 9, V_OK);
+	for (i = 0; i < 9; i++)
+		ledger(e->f, "r", i, H((unsigned)i + 1));
+	e->f->core.pass_slice = 2;
+	step(e, &in, &out);
+	assert_null(out.delta);
+	assert_true(out.passing);
+	assert_true(vd_core_passing(&e->f->core));
+	assert_false(vd_core_dirty(&e->f->core));
+	for (i = 0; i <= 9; i++)
+		assert_false(vd_group_trusted(group(e, (unsigned)i)));
+	assert_int_equal(vd_lineage_head(vd_core_lineage(&e->f->core), NULL, NULL), -1);
+	return e;
+}
+
+/* A verdict while the pass goes on: a refresh of the model waits for its
+ * end, the mark stays; VD_CORE_PASS ends the pass with its changes, as a
+ * whole refresh's, and the next catches up the mark. */
+static void test_pass_in_slices(void **state)
+{
+	env *e = pass_begun();
+	vd_core_input touch = { .kind = VD_CORE_TOUCH };
+	vd_core_input in = { .kind = VD_CORE_REFRESH, .u.refresh = VD_REFRESH_MODEL };
+	vd_core_input more = { .kind = VD_CORE_PASS, .u.budget = 2 };
+	vd_core_output out;
+	int slices = 0;
+
+	(void)state;
+	step(e, &more, &out);
+	assert_true(out.passing);
+	assert_null(out.delta);
+	reverdict(e->f, "r/round-00009", V_FAIL);
+	step(e, &touch, &out);
+	step(e, &in, &out);
+	assert_null(out.delta);
+	assert_true(out.passing);
+	assert_true(vd_core_dirty(&e->f->core));
+	do {
+		step(e, &more, &out);
+		slices++;
+	} while (out.passing);
+	/* 10 chains, 2 a slice, then the head and the alerts. */
+	assert_int_equal(slices, 5);
+	assert_non_null(out.delta);
+	assert_true(out.delta->whole);
+	assert_int_equal(out.refreshed, VD_REFRESH_COMMITS);
+	assert_true(out.retaining);
+	assert_true(vd_group_trusted(group(e, 8)));
+	assert_true(vd_core_dirty(&e->f->core));
+	step(e, &more, &out);
+	assert_non_null(out.delta);
+	assert_false(out.delta->whole);
+	assert_false(vd_core_dirty(&e->f->core));
+	assert_false(vd_group_trusted(group(e, 9)));
+	assert_int_equal(vd_lineage_head(vd_core_lineage(&e->f->core), NULL, NULL), 8);
+	env_free(e);
+}
+
+/* A copy removed while the pass goes on ends it first: its artifact is
+ * remembered as the pass found it committed, and its link is pruned. */
+static void test_pass_ended_by_removal(void **state)
+{
+	env *e = pass_begun();
+	vd_core_input gone = { .kind = VD_CORE_COPY_GONE, .u.relpath = "r/round-00009" };
+	vd_core_output out;
+
+	(void)state;
+	assert_true(vd_core_pass_first(&e->f->core, VD_CORE_COPY_GONE));
+	assert_false(vd_core_pass_first(&e->f->core, VD_CORE_JOB_DONE));
+	step(e, &gone, &out);
+	assert_false(out.passing);
+	assert_non_null(out.delta);
+	assert_true(out.delta->whole);
+	assert_true(out.pruned);
+	assert_true(vd_core_is_retained(&e->f->core, H(9)));
+	env_free(e);
+}
+
+/* A commitment posted while the pass goes on ends the pass first (the
+ * shell sends VD_CORE_PASS for it before), then takes the post: its
+ * refresh answers. */
+static void test_pass_dropped_by_post(void **state)
+{
+	env *e = pass_begun();
+	vd_core_output out;
+
+	(void)state;
+	assert_int_equal(post_token(e, "r", 9, hx(FX_SPARE_HASH), &out), VD_POST_NEW);
+	assert_false(out.passing);
+	assert_non_null(out.delta);
+	assert_int_equal(out.refreshed, VD_REFRESH_COMMITS);
+	assert_true(vd_group_trusted(group(e, 8)));
+	assert_true(vd_group_trusted(group(e, 9)));
+	assert_int_equal(vd_lineage_head(vd_core_lineage(&e->f->core), NULL, NULL), 9);
 	env_free(e);
 }
 
@@ -699,6 +808,9 @@ int main(void)
 		cmocka_unit_test(test_retry),
 		cmocka_unit_test(test_scrub),
 		cmocka_unit_test(test_hurry_and_interest),
+		cmocka_unit_test(test_pass_in_slices),
+		cmocka_unit_test(test_pass_ended_by_removal),
+		cmocka_unit_test(test_pass_dropped_by_post),
 	};
 
 	return cmocka_run_group_tests(tests, set_up, tear_down);

@@ -414,6 +414,44 @@ static void test_commits_forgotten(void **state)
 	fx_free(f);
 }
 
+/* A first pass in slices: its slots' commitments are recorded a turn
+ * before its end (not news); its end looks at the heads only, unless the
+ * slots were rebuilt meanwhile. */
+static void test_commits_primed(void **state)
+{
+	(void)state;
+	fx *f = fx_new();
+	unsigned r;
+
+	for (r = 0; r < 10; r++)
+		slot_add(f, "run", r, hx(r));
+	assert_int_equal(vd_events_prime(f->ev, &f->l, &f->cfg, 0), 0);
+	assert_int_equal(vd_events_prime(f->ev, &f->l, &f->cfg, 1), 1);
+	assert_tracked(f, 0, 10);
+	assert_int_equal(vd_events_prime(f->ev, &f->l, &f->cfg, 1), 0);
+	refresh(f, 1);
+	assert_int_equal(published(f, "commitment", NULL), 0);
+	assert_tracked(f, 0, 10);
+	/* Once primed and seen, a refresh looks at the slots again. */
+	slot_add(f, "run", 10, hx(10));
+	refresh(f, 1);
+	assert_int_equal(published(f, "commitment", NULL), 1);
+	assert_tracked(f, 0, 11);
+	fx_free(f);
+
+	/* Rebuilt between the priming and the pass's end: news. */
+	f = fx_new();
+	for (r = 0; r < 10; r++)
+		slot_add(f, "run", r, hx(r));
+	assert_int_equal(vd_events_prime(f->ev, &f->l, &f->cfg, 1), 1);
+	slot_add(f, "run", 10, hx(10));
+	f->l.slots_gen++;
+	refresh(f, 1);
+	assert_int_equal(published(f, "commitment", NULL), 1);
+	assert_tracked(f, 0, 11);
+	fx_free(f);
+}
+
 /* A refresh after the lineage rebuilt the slot of (run, round) alone. */
 static void refresh_one(fx *f, const char *run, int64_t round)
 {
@@ -479,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_heads_restart),
 		cmocka_unit_test(test_commits_forgotten),
 		cmocka_unit_test(test_commits_in_place),
+		cmocka_unit_test(test_commits_primed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

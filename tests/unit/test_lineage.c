@@ -1167,6 +1167,260 @@ static void test_cycle_order_independent(void **state)
 	fx_free(f);
 }
 
+/* ---- a whole pass in slices ------------------------------------------- */
+
+#define SLICE_ROUNDS 30
+
+/* A store with something of every kind a whole pass computes: a long
+ * committed run, a fork, a failed copy and its children, a pruned link, a
+ * missing parent, and another run whose round 3 two sources disagree on. */
+static void mixed_store(fx *f)
+{
+	int i;
+
+	pin(f, "genesis_hash", "r", -1, H(0));
+	chain(f, "r", 0, SLICE_ROUNDS, V_OK);
+	for (i = 0; i < SLICE_ROUNDS; i++)
+		ledger(f, "r", i, H(i + 1));
+	copy(f, "r", "round-00005-other", X(5), 5, H(4), V_OK);
+	reverdict(f, "r/round-00012", V_FAIL);
+	retain(f, H(20), "r", 20, H(19));
+	drop(f, "r/round-00020");
+	copy(f, "r", "stray", X(40), 41, X(39), V_OK);
+	pin(f, "genesis_hash", "s", -1, hx(200));
+	chain_at(f, "s", 200, 0, 6, V_OK);
+	for (i = 0; i < 6; i++)
+		ledger(f, "s", i, hx(200 + (unsigned)i + 1));
+	refused(f, "s", 3, X(60));
+}
+
+/* The first whole pass over a whole scan, as the core asks for it. */
+static void first_pass(fx *f, size_t slice, vd_lineage_input *in)
+{
+	input_for(f, &f->model, in);
+	in->scanned = 1;
+	in->slice = slice;
+	vd_lineage_refresh(&f->core.lineage, in, VD_REFRESH_COMMITS, &f->core.delta);
+}
+
+static void same_group(const vd_group *x, const vd_group *y)
+{
+	size_t i;
+
+	assert_non_null(y);
+	if (x->chain != y->chain || x->trusted != y->trusted || x->committed != y->committed)
+		fail_msg("%.12s: in one go %s trusted %d committed %d, in slices %s %d %d", x->hash,
+		    vd_chain_status_name(x->chain), x->trusted, x->committed,
+		    vd_chain_status_name(y->chain), y->trusted, y->committed);
+	assert_int_equal(x->chain_len, y->chain_len);
+	assert_int_equal(x->pruned, y->pruned);
+	assert_string_equal(x->root, y->root);
+	assert_int_equal(x->n_breaks, y->n_breaks);
+	assert_int_equal(x->breaks_total, y->breaks_total);
+	for (i = 0; i < x->n_breaks; i++) {
+		assert_string_equal(x->breaks[i].hash, y->breaks[i].hash);
+		assert_int_equal(x->breaks[i].round_index, y->breaks[i].round_index);
+		assert_int_equal(x->breaks[i].reason, y->breaks[i].reason);
+	}
+	assert_int_equal(x->commit_source, y->commit_source);
+	assert_int_equal(x->commit == NULL, y->commit == NULL);
+	if (x->commit != NULL) {
+		assert_string_equal(x->commit->run, y->commit->run);
+		assert_int_equal(x->commit->round_index, y->commit->round_index);
+	}
+	assert_int_equal(x->legacy_untrusted, y->legacy_untrusted);
+}
+
+/* Every group, the head, the alerts and the series alike. */
+static void same_lineage(fx *a, fx *b)
+{
+	const vd_lineage *la = &a->core.lineage, *lb = &b->core.lineage;
+	const vd_group *g;
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	assert_int_equal(vd_model_group_count(&a->model), vd_model_group_count(&b->model));
+	while ((g = vd_model_next_group(&a->model, &it)) != NULL)
+		same_group(g, vd_model_group(&b->model, g->hash));
+	assert_head(b, la->head_round, la->head_hash, la->head_run);
+	assert_int_equal(la->alerts.count, lb->alerts.count);
+	it = 0;
+	while (vd_map_next(&la->alerts, &it, &k, &v)) {
+		const vd_alert *y = vd_map_get(&lb->alerts, k);
+		if (y == NULL)
+			fail_msg("alert %s raised in one go, not in slices", k);
+		assert_string_equal(((const vd_alert *)v)->detail, y->detail);
+	}
+	assert_memory_equal(la->alert_counts, lb->alert_counts, sizeof(la->alert_counts));
+	assert_memory_equal(la->series, lb->series, sizeof(la->series));
+	assert_int_equal(vd_lineage_slot_count(la), vd_lineage_slot_count(lb));
+}
+
+/* What a refresh changed, in the same order. */
+static void same_delta(const vd_lineage_delta *x, const vd_lineage_delta *y)
+{
+	size_t i;
+
+	assert_int_equal(x->whole, y->whole);
+	assert_int_equal(x->settled, y->settled);
+	assert_int_equal(x->head_changed, y->head_changed);
+	assert_int_equal(x->n_alerts, y->n_alerts);
+	for (i = 0; i < x->n_alerts; i++) {
+		assert_int_equal(x->alerts[i].kind, y->alerts[i].kind);
+		assert_int_equal(x->alerts[i].raised, y->alerts[i].raised);
+		assert_string_equal(x->alerts[i].subject, y->alerts[i].subject);
+		assert_string_equal(x->alerts[i].detail, y->alerts[i].detail);
+	}
+}
+
+/* Until the pass reaches a group it reads pending, trusting and
+ * committing nothing, and there is no head; nothing changed is said. */
+static void assert_not_reached(fx *f)
+{
+	const vd_group *g;
+	size_t it = 0;
+
+	assert_int_equal(f->core.lineage.head_round, -1);
+	assert_null(f->core.lineage.head_run);
+	assert_int_equal(f->core.delta.n_alerts, 0);
+	assert_false(f->core.delta.head_changed);
+	while ((g = vd_model_next_group(&f->model, &it)) != NULL) {
+		if (g->mark == 2)
+			continue;
+		if (g->trusted || g->committed || g->chain != VD_CHAIN_PENDING || g->commit != NULL ||
+		    vd_trust_reason(g, vd_group_state(g)) == NULL)
+			fail_msg("%.12s reads %s trusted %d committed %d before the pass reached it",
+			    g->hash, vd_chain_status_name(g->chain), g->trusted, g->committed);
+	}
+}
+
+/* Slices of 3 groups give what one go gives, and say it once, at the
+ * end; until then nothing reads trusted that the pass has not reached,
+ * not even what an earlier refresh had trusted. */
+static void test_pass_in_slices(void **state)
+{
+	fx *a = fx_new(), *b = fx_new();
+	vd_lineage_input in;
+	size_t slices = 0;
+
+	mixed_store(a);
+	mixed_store(b);
+	refresh(b, 1);          /* as during a merge: trusted before the scan is whole */
+	assert_true(G(b, H(3))->trusted);
+	first_pass(a, 0, &in);
+	assert_false(vd_lineage_passing(&a->core.lineage));
+	first_pass(b, 3, &in);
+	assert_true(vd_lineage_passing(&b->core.lineage));
+	assert_false(G(b, H(3))->trusted);
+	assert_not_reached(b);
+	while (!vd_lineage_pass(&b->core.lineage, &in, &b->core.delta)) {
+		slices++;
+		assert_true(vd_lineage_passing(&b->core.lineage));
+		assert_not_reached(b);
+	}
+	assert_false(vd_lineage_passing(&b->core.lineage));
+	/* A slice of 3 computes at least 3 groups (a walk up computes more). */
+	assert_true(slices >= 2 && slices <= vd_model_group_count(&b->model) / 3 + 1);
+	same_lineage(a, b);
+	assert_head(b, 11, H(11), "r");         /* round 12 failed */
+	assert_true(G(b, H(3))->trusted);
+	assert_true(has_alert(b, VD_ALERT_FORK, H(4)));
+	assert_true(has_alert(b, VD_ALERT_EQUIVOCATION, "s round 3"));
+	fx_free(a);
+	fx_free(b);
+}
+
+/* The same from a lineage never refreshed: the delta too is the one of
+ * the pass in one go. */
+static void test_pass_in_slices_delta(void **state)
+{
+	fx *a = fx_new(), *b = fx_new();
+	vd_lineage_input in;
+
+	mixed_store(a);
+	mixed_store(b);
+	first_pass(a, 0, &in);
+	first_pass(b, 7, &in);
+	assert_int_equal(b->core.delta.n_alerts, 0);
+	while (!vd_lineage_pass(&b->core.lineage, &in, &b->core.delta))
+		;
+	same_lineage(a, b);
+	same_delta(&a->core.delta, &b->core.delta);
+	assert_true(b->core.delta.whole);
+	assert_true(b->core.delta.head_changed);
+	fx_free(a);
+	fx_free(b);
+}
+
+/* The model changes between slices (a verdict, a copy removed and its
+ * group freed, a new group): the pass ends on the model as it is, the
+ * marks since its start are caught up by the refresh after it, and the
+ * result is a from-scratch pass's over the final store. */
+static void change_store(fx *f)
+{
+	reverdict(f, "r/round-00002", V_FAIL);
+	drop(f, "r/round-00025");
+	copy(f, "r", "late", X(50), 31, H(SLICE_ROUNDS), V_OK);
+	copy(f, "s", "round-00007", hx(207), 7, hx(206), V_OK);
+}
+
+static void test_pass_in_slices_model_changes(void **state)
+{
+	fx *a = fx_new(), *b = fx_new();
+	vd_lineage_input in;
+	int slices = 0;
+
+	mixed_store(a);
+	change_store(a);
+	first_pass(a, 0, &in);
+	mixed_store(b);
+	first_pass(b, 5, &in);
+	vd_model_clear_dirty(&b->model);     /* as the core does when a pass begins */
+	do {
+		if (++slices == 2)
+			change_store(b);
+		input_for(b, &b->model, &in);
+		in.scanned = 1;
+		in.slice = 5;
+	} while (!vd_lineage_pass(&b->core.lineage, &in, &b->core.delta));
+	assert_true(slices > 2);
+	/* The groups made meanwhile were computed by the pass too. */
+	assert_int_equal(G(b, X(50))->mark, 2);
+	assert_int_equal(G(b, hx(207))->mark, 2);
+	refresh(b, 0);
+	same_lineage(a, b);
+	fx_free(a);
+	fx_free(b);
+}
+
+/* A refresh under way drops the pass and recomputes everything at once:
+ * the head it compares with is the one before the pass. */
+static void test_pass_dropped(void **state)
+{
+	fx *a = fx_new(), *b = fx_new();
+	vd_lineage_input in;
+
+	mixed_store(a);
+	mixed_store(b);
+	refresh(a, 1);
+	refresh(b, 1);
+	first_pass(a, 0, &in);
+	first_pass(b, 4, &in);
+	assert_false(vd_lineage_pass(&b->core.lineage, &in, &b->core.delta));
+	post(a, "s", 5, hx(206), NULL);
+	post(b, "s", 5, hx(206), NULL);
+	refresh(a, 1);
+	refresh(b, 1);
+	assert_false(vd_lineage_passing(&b->core.lineage));
+	same_lineage(a, b);
+	assert_false(b->core.delta.head_changed);
+	assert_true(vd_lineage_pass(&b->core.lineage, &in, &b->core.delta));
+	assert_int_equal(b->core.delta.n_alerts, 0);
+	fx_free(a);
+	fx_free(b);
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 static int set_up(void **state)
@@ -1223,6 +1477,10 @@ int main(void)
 		cmocka_unit_test(test_alert_detail_follows_cause),
 		cmocka_unit_test(test_busy_keeps_alerts),
 		cmocka_unit_test(test_cycle_broken),
+		cmocka_unit_test(test_pass_in_slices),
+		cmocka_unit_test(test_pass_in_slices_delta),
+		cmocka_unit_test(test_pass_in_slices_model_changes),
+		cmocka_unit_test(test_pass_dropped),
 		cmocka_unit_test(test_cycle_order_independent),
 	};
 
