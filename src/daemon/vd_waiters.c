@@ -12,6 +12,7 @@ struct vd_waiter {
 	uint64_t id;
 	vd_wait_fn fn;
 	void *arg;
+	int cancelled;              /* answered, its function not yet called: it won't be */
 };
 
 static void on_deadline(uv_timer_t *t);
@@ -53,21 +54,25 @@ static vd_wait_answer *take(const vd_core_output *out, size_t *n)
 	return a;
 }
 
-/* Each waiter is freed before its function runs. */
+/* Each waiter is freed before its function runs. A function may cancel
+ * a waiter answered after it in the same batch: that one's is not called. */
 static void answer(vd_waiters *ws, vd_wait_answer *a, size_t n, uint64_t deadline_ms)
 {
 	vd_waiter *w;
 	vd_wait_fn fn;
 	void *arg;
 	size_t i;
+	int cancelled;
 
 	vd_waiters_arm(ws, deadline_ms);
 	for (i = 0; i < n; i++) {
 		w = a[i].user;
 		fn = w->fn;
 		arg = w->arg;
+		cancelled = w->cancelled;
 		free(w);
-		fn(arg, a[i].timed_out);
+		if (!cancelled)
+			fn(arg, a[i].timed_out);
 	}
 	free(a);
 }
@@ -155,6 +160,8 @@ void vd_waiters_cancel(vd_waiter *w)
 	step(ws, &in, &out);
 	if (out.result == 0)
 		free(w);
+	else
+		w->cancelled = 1;   /* answered in the batch under way: freed there */
 	vd_waiters_arm(ws, out.deadline_ms);
 }
 
