@@ -21,6 +21,13 @@
  *   - under "signed", dropping every unsigned ledger record changes no
  *     group's trust.
  *
+ * In half the histories the first whole pass after the process's first
+ * whole scan goes in slices of a few chains (the core's pass_slice), run
+ * between the other steps. While it is under way the checks above wait
+ * for its end; meanwhile there is no committed head, and a group reads
+ * trusted or committed only where the reference says it is. Only its
+ * last slice says what changed.
+ *
  * Every change to the memory of commitments is an input of the core (the
  * state machine the daemon runs, src/core/vd_core.c: posts, statements,
  * checkpoints, withdrawals, ledgers read, gone and forgotten, refreshes
@@ -68,8 +75,8 @@
  * Each step draws from its own generator (the seed and the step's number),
  * so a failing history can be shortened by leaving steps out. Prints how
  * many records were persisted, persists failed and restarts were made,
- * what became of the clients, then, last, "N histories, M steps, V
- * invariant violations"; exits 1 when V > 0.
+ * the whole passes in slices, what became of the clients, then, last,
+ * "N histories, M steps, V invariant violations"; exits 1 when V > 0.
  *
  *   vd-sim [--seeds N] [--seed S] [--steps K] [--quiet]
  */
