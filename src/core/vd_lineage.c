@@ -1907,6 +1907,22 @@ static int pass_chains(vd_lineage *l, const vd_lineage_input *in, size_t *budget
 	return l->pass_next == l->pass_n;
 }
 
+/* A group that changed while the pass went on may have been computed
+ * after children that read it as it was (a parent that appeared after
+ * them): the refresh after the pass recomputes it, and its signature,
+ * taken as its slice read it, is forgotten so that its dependents follow
+ * whether or not it reads differently then. */
+static void pass_forget_changed(const vd_lineage_input *in)
+{
+	vd_group *g;
+	const char *k;
+	size_t it = 0;
+
+	while ((k = vd_model_next_dirty(in->model, &it)) != NULL)
+		if ((g = vd_model_group(in->model, k)) != NULL)
+			g->sig = ~g->sig;
+}
+
 int vd_lineage_passing(const vd_lineage *l)
 {
 	return l->passing;
@@ -1927,6 +1943,7 @@ int vd_lineage_pass(vd_lineage *l, const vd_lineage_input *in, vd_lineage_delta 
 	l->pass_order = NULL;
 	l->pass_n = l->pass_next = 0;
 	l->passing = 0;
+	pass_forget_changed(in);
 	l->out = out;
 	compute_head(l, in);
 	whole_alerts(l, in);

@@ -21,6 +21,13 @@
  *   - under "signed", dropping every unsigned ledger record changes no
  *     group's trust.
  *
+ * In half the histories the first whole pass after the process's first
+ * whole scan goes in slices of a few chains (the core's pass_slice), run
+ * between the other steps. While it is under way the checks above wait
+ * for its end; meanwhile there is no committed head, and a group reads
+ * trusted or committed only where the reference says it is. Only its
+ * last slice says what changed.
+ *
  * Every change to the memory of commitments is an input of the core (the
  * state machine the daemon runs, src/core/vd_core.c: posts, statements,
  * checkpoints, withdrawals, ledgers read, gone and forgotten, refreshes
@@ -68,8 +75,8 @@
  * Each step draws from its own generator (the seed and the step's number),
  * so a failing history can be shortened by leaving steps out. Prints how
  * many records were persisted, persists failed and restarts were made,
- * what became of the clients, then, last, "N histories, M steps, V
- * invariant violations"; exits 1 when V > 0.
+ * the whole passes in slices, what became of the clients, then, last,
+ * "N histories, M steps, V invariant violations"; exits 1 when V > 0.
  *
  *   vd-sim [--seeds N] [--seed S] [--steps K] [--quiet]
  */
@@ -112,6 +119,10 @@ static void violation(world *w, const char *fmt, ...) __attribute__((format(prin
 #define P_WAIT_COPIES 3            /* copies one client waits for, at most */
 #define P_WAIT_MS 4000             /* longest wait drawn, simulated ms */
 #define P_TICK_MS 1500             /* longest jump of the simulated clock */
+#define P_PASS_SLICE_MAX 5         /* chains a slice of a whole pass computes, at most */
+#define P_SCAN_ONE_IN 4            /* steps: the first whole scan ends on one in so many */
+#define P_PASS_ONE_IN 4            /* steps: no slice of a pass under way on one in so many */
+#define P_PASS_REST_ONE_IN 8       /* slices: one in so many is the rest (SIZE_MAX) */
 
 static const char *const p_runs[] = { "a", "b" };
 #define P_RUNS 2
@@ -168,6 +179,8 @@ typedef struct world {
 	p_waiter waiters[P_WAITERS];
 	p_waiter *adding;           /* the one VD_CORE_WAIT hands in now */
 	uint64_t clock;             /* simulated ms, what TICK tells */
+	size_t pass_slice;          /* the core's, as the store sets it: 0 or a few chains */
+	int scanned;                /* the process's first whole scan ended */
 	int failed;                 /* an invariant was violated */
 	char why[512];              /* the first one */
 } world;
@@ -528,6 +541,7 @@ static int ch_header(world *w)
 static struct {
 	unsigned long persisted, failed, restarts;
 	unsigned long waited, ready, timed_out, at_stop, cancelled;
+	unsigned long passes, slices, sliced_to_end;   /* whole passes in slices */
 	int counting;
 } tally;
 
@@ -789,16 +803,27 @@ static void sim_sources(world *w, vd_refresh change)
 	vd_core_output out;
 
 	in.u.sources.src = (vd_core_sources){ &f->model, vd_config_trust(&f->cfg), &f->ring,
-		NULL, f->ledgers, f->n_ledgers, 0, { 0, 0, 0 } };   /* no queue: no jobs */
+		NULL, f->ledgers, f->n_ledgers, w->scanned, { 0, 0, 0 } };   /* no queue: no jobs */
 	in.u.sources.change = change;
 	vd_core_step(&f->core, &in, &out);
 	waiters_observe(w, &in, &out);
 }
 
+static void sim_pass(world *w, size_t budget);
+
+/* An input that must follow the end of a whole pass in slices ends it
+ * first, its changes noted as their own, as the store does (the input
+ * would end it too, but a delta of its own would hide the pass's). */
 static void sim_input_raw(world *w, const vd_core_input *in, vd_core_output *out)
 {
+	int passing;
+
+	if (vd_core_pass_first(&w->f->core, in->kind))
+		sim_pass(w, SIZE_MAX);
 	sim_sources(w, VD_REFRESH_MODEL);
+	passing = vd_core_passing(&w->f->core);
 	vd_core_step(&w->f->core, in, out);
+	tally.passes += (unsigned long)(tally.counting && !passing && out->passing);
 	waiters_observe(w, in, out);
 	if (out->delta != NULL)
 		fx_note_delta(w->f, out->delta);
@@ -877,6 +902,38 @@ static void sim_retain(world *w, size_t budget)
 	check_durable(w, "after a slice of the retention");
 }
 
+/* A slice of the whole pass under way, as the store's idle handle
+ * computes one a turn (SIZE_MAX: the rest, as before a client's answer or
+ * at a stop). Only its last slice says what changed, and only it. */
+static void sim_pass(world *w, size_t budget)
+{
+	vd_core_input in = { .kind = VD_CORE_PASS, .u.budget = budget };
+	vd_core_output out;
+
+	sim_input_raw(w, &in, &out);
+	tally.slices += (unsigned long)tally.counting;
+	tally.sliced_to_end += (unsigned long)(tally.counting && !out.passing && budget != SIZE_MAX);
+	if (out.passing != vd_core_passing(&w->f->core))
+		violation(w, "a slice of the pass says passing %d, the core %d", out.passing,
+		    vd_core_passing(&w->f->core));
+	else if (out.passing && out.delta != NULL)
+		violation(w, "a slice of a pass still under way says what changed");
+	else if (!out.passing && out.delta == NULL)
+		violation(w, "the last slice of a pass does not say what changed");
+	else if (budget == SIZE_MAX && out.passing)
+		violation(w, "the rest of a pass (SIZE_MAX) left it under way");
+}
+
+/* Lineage caught up with everything, to the end of a whole pass the
+ * refresh may begin (the first after the first whole scan): what a
+ * snapshot of trust is taken from. */
+static void sim_settle(world *w)
+{
+	sim_refresh(w, 1);
+	if (vd_core_passing(&w->f->core))
+		sim_pass(w, SIZE_MAX);
+}
+
 /* One input whose persists fail, one time in P_FAIL_ONE_IN, all of them:
  * a failed persist must leave the memory and every group's trust as they
  * were, unless what changed is volatile (a ledger read as diverged, which
@@ -891,7 +948,7 @@ static int sim_input(world *w, const vd_core_input *in)
 
 	if (fail) {
 		/* Lineage as of the memory now (this step may have changed it). */
-		sim_refresh(w, 1);
+		sim_settle(w);
 		snap_take(&f->model, &snap);
 		before = vd_memory_digest(&f->core.mem, 0);
 		before_all = vd_memory_digest(&f->core.mem, 1);
@@ -1657,12 +1714,16 @@ static int ch_restart(world *w)
 	w->no_fail = 1;
 	for (r = 0; r < P_RUNS; r++)
 		scan_ledger(w, r);
-	sim_refresh(w, 1);
+	sim_settle(w);      /* the store ends a pass under way as it stops */
 	snap_take(&f->model, &snap);
 	/* The process ends: its lineage and memory are kept aside, to compare
-	 * with the new process's; the alerts start again from none. */
+	 * with the new process's; the alerts start again from none. The new
+	 * process slices its first whole pass as the old one did (the store
+	 * sets pass_slice at init), once its first whole scan has ended. */
 	before = f->core.lineage;
 	vd_lineage_init(&f->core.lineage);
+	f->core.pass_slice = w->pass_slice;
+	w->scanned = 0;
 	old = f->core.mem;
 	vd_memory_init(&f->core.mem);
 	vd_map_free(&f->applied);
@@ -1955,6 +2016,37 @@ static void check_group(world *w, const vd_group *g)
 	}
 }
 
+/* Trusted as the reference has it: committed by the commitments of its
+ * round, verified, and its parent verified or pruned in its run unless it
+ * is a root (its chain is lineage's own). */
+static int ref_trusted(const fx *f, const vd_group *g)
+{
+	return ref_committed(f, g) && vd_group_settled(g) == VD_AS_VERIFIED && parent_ok(f, g);
+}
+
+/* While a whole pass goes on in slices: no committed head, and a group
+ * reads trusted or committed only as the reference says it is. */
+static void check_passing(world *w)
+{
+	const fx *f = w->f;
+	const vd_group *g;
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	if (vd_lineage_head(&f->core.lineage, NULL, NULL) >= 0)
+		violation(w, "a committed head while a whole pass is under way");
+	while (!w->failed && vd_map_next(&f->model.groups, &it, &k, &v)) {
+		g = v;
+		if (g->committed && !ref_committed(f, g))
+			violation(w, "%.12s: committed while a whole pass is under way, but the "
+			    "commitments of its round do not commit it", g->hash);
+		else if (g->trusted && !ref_trusted(f, g))
+			violation(w, "%.12s: trusted while a whole pass is under way, but the "
+			    "reference does not trust it", g->hash);
+	}
+}
+
 static void check_reference(world *w)
 {
 	const char *k;
@@ -2046,6 +2138,10 @@ static void world_start(world *w, unsigned seed)
 	vd_memory_init(&w->db.durable);
 	draw_ids(w);
 	world_config(w);
+	/* Half the histories go through the first whole pass in slices of a
+	 * few chains, as the store's core does in slices of many. */
+	w->pass_slice = rnd(w, 2) ? 0 : 1 + rnd(w, P_PASS_SLICE_MAX);
+	w->f->core.pass_slice = w->pass_slice;
 	sim_refresh(w, 1);
 }
 
@@ -2067,6 +2163,9 @@ static void views_lend(world *w, vd_store *s)
 	s->ledgers = w->f->ledgers;
 	s->n_ledgers = w->f->n_ledgers;
 	s->scanned_once = 1;
+	/* It has no loop: an input the views send (the retention caught up)
+	 * arms no idle slice or timer, as in a store that is stopping. */
+	s->closing = 1;
 }
 
 static void views_return(world *w, vd_store *s)
@@ -2218,17 +2317,34 @@ static size_t world_step(world *w, unsigned id)
 	int commits;
 
 	reseed(w, id + 1);
+	/* The process's first whole scan ends: the next refresh is the first
+	 * whole pass, in slices when pass_slice is set. */
+	if (!w->scanned && rnd(w, P_SCAN_ONE_IN) == 0)
+		w->scanned = 1;
 	c = rnd(w, (uint32_t)(sizeof(changes) / sizeof(changes[0])));
 	commits = changes[c].fn(w);
-	/* The retention's slices run when the loop is idle: between any two. */
+	/* The retention's slices run when the loop is idle: between any two;
+	 * so do the slices of a whole pass. */
 	if (rnd(w, 2))
 		sim_retain(w, 1 + rnd(w, 3));
+	if (vd_core_passing(&w->f->core) && rnd(w, P_PASS_ONE_IN) != 0)
+		sim_pass(w, rnd(w, P_PASS_REST_ONE_IN) == 0 ? SIZE_MAX : 1 + rnd(w, P_PASS_SLICE_MAX));
 	sim_refresh(w, commits);
-	compare_with_scratch(w);
+	if (vd_core_passing(&w->f->core)) {
+		/* A pass under way has computed some groups and left the others
+		 * pending, with no head and the alerts of before: lineage from
+		 * scratch, the reference's committed and the unsigned records'
+		 * trust are for after its end. Until then, only what it reached
+		 * may read trusted or committed, and only where the reference
+		 * says so. */
+		check_passing(w);
+	} else {
+		compare_with_scratch(w);
+		check_reference(w);
+		check_unsigned_inert(w);
+	}
 	if (w->step % P_SETTLE_EVERY == 0)
 		check_orders(w, &w->f->model);
-	check_reference(w);
-	check_unsigned_inert(w);
 	if (w->step % P_VIEWS_EVERY == 0)
 		check_views(w);
 	return c;
@@ -2397,6 +2513,8 @@ int main(int argc, char **argv)
 	printf("memory: %lu records persisted, %lu persists failed, %lu restarts\n",
 	    tally.persisted, tally.failed, tally.restarts);
 	printf("%llu refreshes rebuilt some commitment slots alone\n", (unsigned long long)in_place_total);
+	printf("whole passes in slices: %lu begun, %lu slices, %lu ended by a slice of a few chains\n",
+	    tally.passes, tally.slices, tally.sliced_to_end);
 	printf("clients: %lu waited, %lu answered ready, %lu timed out, %lu answered at a stop, "
 	    "%lu cancelled\n", tally.waited, tally.ready, tally.timed_out, tally.at_stop,
 	    tally.cancelled);

@@ -1394,6 +1394,34 @@ static void test_pass_in_slices_model_changes(void **state)
 	fx_free(b);
 }
 
+/* A parent appears after the pass computed its child (every chain done,
+ * the head and the alerts left for the last slice): the slice that
+ * computes the parent reads it as the refresh after the pass would, and
+ * that refresh must still recompute the child, which read the parent
+ * missing. */
+static void test_pass_parent_appears_late(void **state)
+{
+	fx *a = fx_new(), *b = fx_new();
+	vd_lineage_input in;
+
+	mixed_store(a);
+	copy(a, "r", "stray-parent", X(39), 40, NULL, V_OK);
+	first_pass(a, 0, &in);
+	mixed_store(b);
+	first_pass(b, vd_model_group_count(&b->model), &in);
+	vd_model_clear_dirty(&b->model);     /* as the core does when a pass begins */
+	assert_false(vd_lineage_pass(&b->core.lineage, &in, &b->core.delta));
+	assert_int_equal(G(b, X(40))->mark, 2);
+	copy(b, "r", "stray-parent", X(39), 40, NULL, V_OK);
+	input_for(b, &b->model, &in);
+	in.scanned = 1;
+	assert_true(vd_lineage_pass(&b->core.lineage, &in, &b->core.delta));
+	refresh(b, 0);
+	same_lineage(a, b);
+	fx_free(a);
+	fx_free(b);
+}
+
 /* A refresh under way drops the pass and recomputes everything at once:
  * the head it compares with is the one before the pass. */
 static void test_pass_dropped(void **state)
@@ -1480,6 +1508,7 @@ int main(void)
 		cmocka_unit_test(test_pass_in_slices),
 		cmocka_unit_test(test_pass_in_slices_delta),
 		cmocka_unit_test(test_pass_in_slices_model_changes),
+		cmocka_unit_test(test_pass_parent_appears_late),
 		cmocka_unit_test(test_pass_dropped),
 		cmocka_unit_test(test_cycle_order_independent),
 	};
