@@ -19,10 +19,14 @@ void vd_core_init(vd_core *c, vd_mem_persist_fn persist, void *arg)
 	vd_lineage_init(&c->lineage);
 	vd_lineage_delta_init(&c->delta);
 	vd_waitset_init(&c->waiters);
-	vd_plan_init(&c->plan, NULL);
+	vd_model_init(&c->model);
+	vd_map_init(&c->unreadable);
+	vd_plan_init(&c->plan, &c->model);
 	c->persist = persist;
 	c->persist_arg = arg;
 }
+
+static void paths_clear(vd_core *c);
 
 void vd_core_free(vd_core *c)
 {
@@ -35,6 +39,10 @@ void vd_core_free(vd_core *c)
 	vd_plan_free(&c->plan);
 	vd_retries_free(&c->retries);
 	vd_scrub_end(&c->scrub);
+	vd_model_free(&c->model);
+	vd_map_free(&c->unreadable);
+	paths_clear(c);
+	free(c->paths);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -91,7 +99,7 @@ static void retain_more(vd_core *c, size_t budget, vd_core_output *out)
 	if (c->retain_unlisted)
 		retain_list(c, out);
 	while (c->retain_next < c->n_retain_q && budget-- > 0)
-		if ((g = vd_model_group(c->src.model, c->retain_q[c->retain_next++])) != NULL)
+		if ((g = vd_model_group(&c->model, c->retain_q[c->retain_next++])) != NULL)
 			retain_group(c, g, out);
 	if (c->retain_next == c->n_retain_q)
 		c->n_retain_q = c->retain_next = 0;
@@ -117,7 +125,7 @@ static void retain_list(vd_core *c, vd_core_output *out)
 	size_t it = 0;
 
 	c->retain_unlisted = 0;
-	while ((g = vd_model_next_group(c->src.model, &it)) != NULL) {
+	while ((g = vd_model_next_group(&c->model, &it)) != NULL) {
 		if (!g->committed || vd_map_get(&c->mem.retained, g->hash) != NULL)
 			continue;
 		grown = vd_grow(c->retain_q, &c->cap_retain_q, c->n_retain_q, sizeof(*c->retain_q));
@@ -154,10 +162,10 @@ static void retain_committed(vd_core *c, const vd_lineage_delta *d, vd_core_outp
 
 /* ---- lineage ------------------------------------------------------------ */
 
-static void lineage_input(const vd_core *c, vd_lineage_input *in)
+static void lineage_input(vd_core *c, vd_lineage_input *in)
 {
 	memset(in, 0, sizeof(*in));
-	in->model = c->src.model;
+	in->model = &c->model;
 	in->policy = c->src.policy;
 	in->keys = c->src.keys;
 	in->ledgers = c->src.ledgers;
@@ -188,7 +196,7 @@ static void refresh(vd_core *c, vd_refresh what, vd_core_output *out)
 		what = VD_REFRESH_COMMITS;
 	lineage_input(c, &in);
 	vd_lineage_refresh(&c->lineage, &in, what, &c->delta);
-	vd_model_clear_dirty(c->src.model);
+	vd_model_clear_dirty(&c->model);
 	c->model_dirty = c->commits_dirty = c->whole_dirty = 0;
 	if (vd_lineage_passing(&c->lineage)) {
 		c->pass_what = what;
@@ -315,6 +323,19 @@ static void add_source(char *list, size_t n, const char *name)
 		snprintf(list + len, n - len, "%s%s", len ? "," : "", name);
 }
 
+/* Whether a copy's OMS bundle commits (run, round) -> hash. */
+static int oms_names(const vd_core *c, const vd_withdrawal *w)
+{
+	const vd_copy *cp;
+	size_t it = 0;
+
+	while ((cp = vd_model_next_copy(&c->model, &it)) != NULL)
+		if (vd_oms_commits(cp, c->src.oms_keys) && cp->hdr.round_index - 1 == w->round_index &&
+		    strcmp(cp->run, w->run) == 0 && strcmp(cp->hdr.content_hash, w->hash) == 0)
+			return 1;
+	return 0;
+}
+
 static void withdraw(vd_core *c, const vd_core_input *in, vd_core_output *out)
 {
 	vd_withdrawal *w = in->u.withdraw.w;
@@ -331,7 +352,7 @@ static void withdraw(vd_core *c, const vd_core_input *in, vd_core_output *out)
 		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_SIGNED));
 	if (named & VD_MEM_NAMED_LEDGER)
 		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_LEDGER));
-	if (in->u.withdraw.oms_named)
+	if (oms_names(c, w))
 		add_source(w->sources, sizeof(w->sources), vd_commit_source_name(VD_SRC_OMS));
 	if ((rc = vd_memory_withdraw(&c->mem, w, in->u.withdraw.now, &rec)) != VD_POST_NEW) {
 		out->result = rc;
@@ -485,7 +506,7 @@ static void oms_sig(const vd_core *c, const vd_copy *cp, char *out, size_t n)
 static void job_done(vd_core *c, const vd_job_result *r, vd_core_output *out)
 {
 	char before[VD_HASH_HEX_LEN + VD_KEYID_LEN + 32], after[sizeof(before)];
-	vd_model *m = c->src.model;
+	vd_model *m = &c->model;
 	vd_copy *cp = vd_model_copy(m, r->relpath);
 
 	out->result = VD_JOB_DROPPED;
@@ -550,7 +571,7 @@ static void retry_later(vd_core *c, const vd_copy *cp, const vd_job_result *r,
  * it finds). */
 static void job_follow(vd_core *c, const vd_job_result *r, vd_core_output *out)
 {
-	vd_copy *cp = vd_model_copy(c->src.model, r->relpath);
+	vd_copy *cp = vd_model_copy(&c->model, r->relpath);
 
 	if (out->result != VD_JOB_DROPPED) {
 		if (out->result == VD_JOB_TIMED_OUT)
@@ -580,7 +601,7 @@ static void retries_due(vd_core *c, uint64_t now_ms)
 	char *rel;
 
 	while ((rel = vd_retries_take_due(&c->retries, now_ms)) != NULL) {
-		if ((cp = vd_model_copy(c->src.model, rel)) != NULL && cp->timeouts > 0)
+		if ((cp = vd_model_copy(&c->model, rel)) != NULL && cp->timeouts > 0)
 			(void)vd_plan_schedule(&c->plan, cp, VD_JOB_BACKGROUND, NULL);
 		free(rel);
 	}
@@ -590,7 +611,7 @@ static void retries_due(vd_core *c, uint64_t now_ms)
  * a scrub never takes more than one worker, and its rate stays scrub_rate. */
 static void scrub_begin(vd_core *c, vd_core_output *out)
 {
-	vd_model *m = c->src.model;
+	vd_model *m = &c->model;
 	const char **rels;
 	const char *k;
 	void *v;
@@ -632,7 +653,7 @@ static void scrub_next(vd_core *c, vd_core_output *out)
 	if (!c->scrub.active)
 		return;
 	while ((rel = vd_scrub_next(&c->scrub)) != NULL) {
-		if ((cp = vd_model_copy(c->src.model, rel)) == NULL || cp->backlog)
+		if ((cp = vd_model_copy(&c->model, rel)) == NULL || cp->backlog)
 			continue;
 		if ((rc = vd_plan_start(&c->plan, cp, VD_JOB_SCRUB, cp->req_gen + 1)) == 0) {
 			cp->req_gen++;
@@ -650,7 +671,7 @@ static void scrub_next(vd_core *c, vd_core_output *out)
 
 static void verify(vd_core *c, const vd_core_input *in, vd_core_output *out)
 {
-	vd_copy *cp = vd_model_copy(c->src.model, in->u.verify.relpath);
+	vd_copy *cp = vd_model_copy(&c->model, in->u.verify.relpath);
 
 	if (cp == NULL) {
 		out->result = -ENOENT;
@@ -663,7 +684,7 @@ static void verify(vd_core *c, const vd_core_input *in, vd_core_output *out)
  * leaves the pass to go on with its next copy. */
 static void job_answer(vd_core *c, const vd_core_input *in, vd_core_output *out)
 {
-	vd_copy *cp = vd_model_copy(c->src.model, in->u.action.relpath);
+	vd_copy *cp = vd_model_copy(&c->model, in->u.action.relpath);
 	int scrub;
 
 	if (cp == NULL || cp->inflight != in->u.action.id)
@@ -709,7 +730,7 @@ static void adopt_kept(vd_copy *cp, const vd_kept_verdict *k)
 static void scanned(vd_core *c, vd_scan_artifact *a, const vd_kept_verdict *kept,
     vd_core_output *out)
 {
-	vd_model *m = c->src.model;
+	vd_model *m = &c->model;
 	vd_copy *cp = vd_model_copy(m, a->relpath);
 
 	out->result = VD_SCAN_CHANGED;
@@ -745,32 +766,6 @@ static void scanned(vd_core *c, vd_scan_artifact *a, const vd_kept_verdict *kept
 		(void)vd_plan_schedule(&c->plan, cp, VD_JOB_BACKGROUND, NULL);
 }
 
-/* The last copy of a remembered artifact going makes it a pruned link
- * (an operator's choice, counted and logged, never an alert). */
-static void copy_gone(vd_core *c, const char *relpath, vd_core_output *out)
-{
-	vd_model *m = c->src.model;
-	vd_copy *cp = vd_model_copy(m, relpath);
-	int indexed;
-
-	if (cp == NULL) {
-		out->result = -ENOENT;
-		return;
-	}
-	/* Its descendants' chains need it remembered before it goes. */
-	catch_up(c, out);
-	indexed = cp->hdr.code == VD_OK;
-	snprintf(out->hash, sizeof(out->hash), "%s", cp->hdr.content_hash);
-	out->round = cp->hdr.round_index;
-	if (vd_oms_commits(cp, c->src.oms_keys))
-		c->model_dirty = c->commits_dirty = 1;
-	/* An in-flight job finds no copy on return and is dropped. */
-	vd_plan_forget(&c->plan, cp);
-	vd_model_remove_copy(m, cp);
-	out->pruned = indexed && vd_model_group(m, out->hash) == NULL &&
-	    vd_core_is_retained(c, out->hash);
-}
-
 /* An unreadable copy was not judged: the remediation says so. */
 static void unreadable_facts(vd_copy *cp)
 {
@@ -784,18 +779,15 @@ static void unreadable_facts(vd_copy *cp)
 
 /* A copy at an unreadable path is failed with io_error until it can be
  * read again (and is verified again then, changed or not). */
-static void copy_unreadable(vd_core *c, const char *relpath, const char *reason,
-    vd_core_output *out)
+static void copy_unreadable(vd_core *c, const char *relpath, const char *reason)
 {
 	char why[VD_DETAIL_MAX];
-	vd_copy *cp = vd_model_copy(c->src.model, relpath);
+	vd_copy *cp = vd_model_copy(&c->model, relpath);
 
-	if (cp == NULL) {
-		out->result = -ENOENT;
+	if (cp == NULL)
 		return;
-	}
 	cp->seen = 1;
-	vd_model_touch(c->src.model, cp);
+	vd_model_touch(&c->model, cp);
 	cp->has_verdict = 1;
 	cp->code = VD_IO_ERROR;
 	snprintf(why, sizeof(why), "cannot read the %s: %s",
@@ -806,13 +798,257 @@ static void copy_unreadable(vd_core *c, const char *relpath, const char *reason,
 	cp->verdict_fp.ok = 0;
 }
 
+/* ---- what a scan found of the store's paths ----------------------------- */
+
+/* A note for the shell: NULL out of memory (the note is lost, not the
+ * change). */
+static vd_path_note *path_note(vd_core *c, vd_path_note_kind kind, const char *relpath)
+{
+	vd_path_note *grown, *n;
+
+	if (c->n_paths == c->cap_paths) {
+		grown = vd_grow(c->paths, &c->cap_paths, c->n_paths, sizeof(*grown));
+		if (grown == NULL)
+			return NULL;
+		c->paths = grown;
+	}
+	n = &c->paths[c->n_paths];
+	memset(n, 0, sizeof(*n));
+	if ((n->relpath = strdup(relpath)) == NULL)
+		return NULL;
+	n->kind = kind;
+	c->n_paths++;
+	return n;
+}
+
+static void paths_clear(vd_core *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_paths; i++)
+		free(c->paths[i].relpath);
+	c->n_paths = 0;
+}
+
+static void adopt(vd_core *c, const char *relpath, vd_artifact_kind kind, vd_core_output *out)
+{
+	const char *slash = strrchr(relpath, '/');
+	char *run;
+	vd_copy *cp;
+
+	if (vd_model_copy(&c->model, relpath) != NULL) {
+		out->result = VD_SCAN_SAME;
+		return;
+	}
+	run = slash ? strndup(relpath, (size_t)(slash - relpath)) : strdup("");
+	cp = run != NULL ? vd_model_add_copy(&c->model, relpath, run) : NULL;
+	free(run);
+	if (cp == NULL) {
+		out->result = -ENOMEM;
+		return;
+	}
+	cp->seen = 1;
+	cp->kind = kind;
+	out->result = VD_SCAN_NEW;
+}
+
+static const char *copy_path(const void *elem)
+{
+	return ((const vd_copy *)elem)->relpath;
+}
+
+static void unsee_one(void *arg, void *elem)
+{
+	(void)arg;
+	((vd_copy *)elem)->seen = 0;
+}
+
+/* Only the sweep reads seen, of the copies the scan covers: those are
+ * cleared, found by path; every copy when the scan is incomplete or out
+ * of memory. */
+static void scan_begin(vd_core *c, const vd_cover *cv)
+{
+	const vd_order *by_path = cv->incomplete ? NULL : vd_model_by_path(&c->model);
+	vd_copy *cp;
+	size_t it = 0;
+
+	if (by_path != NULL && vd_cover_each(cv, by_path, copy_path, unsee_one, NULL) == 0)
+		return;
+	while ((cp = vd_model_next_copy(&c->model, &it)) != NULL)
+		cp->seen = 0;
+}
+
+int vd_core_unreadable_covers(const vd_core *c, const char *relpath, int self)
+{
+	char *p, *slash;
+	int found = 0;
+
+	if (c->unreadable.count == 0)
+		return 0;
+	if (vd_map_get(&c->unreadable, "") != NULL ||
+	    (self && vd_map_get(&c->unreadable, relpath) != NULL))
+		return 1;
+	if ((p = strdup(relpath)) == NULL)
+		return 1;       /* unknown: kept, which loses nothing */
+	for (slash = strchr(p, '/'); slash != NULL && !found; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		found = vd_map_get(&c->unreadable, p) != NULL;
+		*slash = '/';
+	}
+	free(p);
+	return found;
+}
+
+/* Copies the scan did not reach because a directory above them is
+ * unreadable keep their verdicts: seen, not swept, not pruned. */
+static void keep_covered(vd_core *c)
+{
+	vd_copy *cp;
+	size_t it = 0;
+
+	if (c->unreadable.count == 0)
+		return;
+	while ((cp = vd_model_next_copy(&c->model, &it)) != NULL)
+		if (!cp->seen && vd_core_unreadable_covers(c, cp->relpath, 0))
+			cp->seen = 1;
+}
+
+/* The directories a scan could not open or search ("relpath\nreason"),
+ * each noted once until a scan that looks at it can read it again; what
+ * the scan did not look at stays as it was. Out of memory, what is under
+ * them could be swept: result -ENOMEM says the sweep must not be made. */
+static void unreadable_dirs(vd_core *c, const vd_core_input *in, vd_core_output *out)
+{
+	const char *k;
+	void *v;
+	size_t i, it = 0;
+	vd_map now;
+
+	vd_map_init(&now);
+	for (i = 0; i < in->u.unreadable.n; i++) {
+		const char *entry = in->u.unreadable.dirs[i], *nl = strchr(entry, '\n');
+		char *rel = nl ? strndup(entry, (size_t)(nl - entry)) : NULL;
+		vd_path_note *n;
+
+		if (rel == NULL || vd_map_put(&now, rel, (void *)1) < 0) {
+			out->result = -ENOMEM;
+			free(rel);
+			continue;
+		}
+		if (vd_map_get(&c->unreadable, rel) == NULL &&
+		    (n = path_note(c, VD_PATH_UNREADABLE, rel)) != NULL)
+			n->reason = nl + 1;
+		copy_unreadable(c, rel, nl + 1);
+		free(rel);
+	}
+	while (vd_map_next(&c->unreadable, &it, &k, &v)) {
+		if (vd_map_get(&now, k) != NULL)
+			continue;
+		if (vd_cover_path(in->u.unreadable.cover, k))
+			(void)path_note(c, VD_PATH_READABLE, k);
+		else if (vd_map_put(&now, k, (void *)1) < 0)
+			out->result = -ENOMEM;
+	}
+	vd_map_free(&c->unreadable);
+	c->unreadable = now;
+}
+
+/* The last copy of a remembered artifact going makes it a pruned link
+ * (an operator's choice, counted and logged, never an alert). */
+static void copy_gone(vd_core *c, const char *relpath, vd_core_output *out)
+{
+	vd_model *m = &c->model;
+	vd_copy *cp = vd_model_copy(m, relpath);
+	vd_path_note *n;
+	int indexed;
+
+	if (cp == NULL) {
+		out->result = -ENOENT;
+		return;
+	}
+	/* Its descendants' chains need it remembered before it goes. */
+	catch_up(c, out);
+	indexed = cp->hdr.code == VD_OK;
+	snprintf(out->hash, sizeof(out->hash), "%s", cp->hdr.content_hash);
+	out->round = cp->hdr.round_index;
+	if ((n = path_note(c, VD_PATH_GONE, relpath)) != NULL)
+		n->artifact = cp->kind;
+	if (vd_oms_commits(cp, c->src.oms_keys))
+		c->model_dirty = c->commits_dirty = 1;
+	/* An in-flight job finds no copy on return and is dropped. */
+	vd_plan_forget(&c->plan, cp);
+	vd_model_remove_copy(m, cp);
+	out->pruned = indexed && vd_model_group(m, out->hash) == NULL &&
+	    vd_core_is_retained(c, out->hash);
+	if (n != NULL) {
+		n->pruned = out->pruned;
+		memcpy(n->hash, out->hash, sizeof(n->hash));
+		n->round = out->round;
+	}
+}
+
+typedef struct gone_list {
+	vd_copy **v;
+	size_t n, cap;
+	int failed;
+} gone_list;
+
+static void note_gone(void *arg, void *elem)
+{
+	gone_list *g = arg;
+	vd_copy **grown;
+
+	if (((vd_copy *)elem)->seen || g->failed)
+		return;
+	if ((grown = vd_grow(g->v, &g->cap, g->n, sizeof(*grown))) == NULL) {
+		g->failed = 1;
+		return;
+	}
+	g->v = grown;
+	g->v[g->n++] = elem;
+}
+
+/* Copies gone where the scan looked: those it covers, found in the index
+ * by path; out of memory, by a walk of every copy. A copy's removal
+ * leaves the index by path as it was until it settles: the list is
+ * taken first. */
+static void sweep(vd_core *c, const vd_cover *cv, vd_core_output *out)
+{
+	vd_copy *gone[256], *cp;
+	const vd_order *by_path;
+	gone_list g = { NULL, 0, 0, 0 };
+	size_t it, n, i;
+
+	if (cv->incomplete)
+		return;
+	keep_covered(c);
+	by_path = vd_model_by_path(&c->model);
+	if (by_path != NULL && vd_cover_each(cv, by_path, copy_path, note_gone, &g) == 0 &&
+	    !g.failed) {
+		for (i = 0; i < g.n; i++)
+			copy_gone(c, g.v[i]->relpath, out);
+		free(g.v);
+		return;
+	}
+	free(g.v);
+	do {
+		n = 0;
+		it = 0;
+		while (n < VD_ARRAY_LEN(gone) && (cp = vd_model_next_copy(&c->model, &it)) != NULL)
+			if (!cp->seen && vd_cover_path(cv, cp->relpath))
+				gone[n++] = cp;
+		for (i = 0; i < n; i++)
+			copy_gone(c, gone[i]->relpath, out);
+	} while (n == VD_ARRAY_LEN(gone));
+}
+
 /* ---- clients waiting for verdicts --------------------------------------- */
 
 /* A copy as its waiters see it: a run they must wait for is under way
  * unless it is a scrub (which answers nobody). */
 static void wait_copy(const vd_core *c, const char *relpath, vd_wait_copy *st)
 {
-	const vd_copy *cp = vd_model_copy(c->src.model, relpath);
+	const vd_copy *cp = vd_model_copy(&c->model, relpath);
 
 	st->present = cp != NULL;
 	st->done_gen = cp ? cp->done_gen : 0;
@@ -851,7 +1087,7 @@ static void wait_check(vd_core *c)
 	}
 	vd_waitset_settle(&c->waiters);
 	for (it = 0; vd_waitset_next_watched(&c->waiters, &it, &rel); )
-		if ((cp = vd_model_copy(c->src.model, rel)) != NULL)
+		if ((cp = vd_model_copy(&c->model, rel)) != NULL)
 			(void)vd_plan_hurry(&c->plan, cp);
 }
 
@@ -884,7 +1120,6 @@ static void take_answers(vd_core *c, vd_core_output *out)
 static void sources(vd_core *c, const vd_core_input *in)
 {
 	c->src = in->u.sources.src;
-	c->plan.model = c->src.model;
 	vd_plan_set_queue(&c->plan, &c->src.queue);
 	if (in->u.sources.change == VD_REFRESH_WHOLE)
 		c->whole_dirty = 1;
@@ -911,6 +1146,7 @@ static void restore(vd_core *c, vd_memory *loaded)
 void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 {
 	memset(out, 0, sizeof(*out));
+	paths_clear(c);
 	vd_plan_begin(&c->plan);
 	if (vd_core_pass_first(c, in->kind))
 		pass_more(c, SIZE_MAX, out);
@@ -969,14 +1205,23 @@ void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 		job_done(c, in->u.job, out);
 		job_follow(c, in->u.job, out);
 		break;
+	case VD_CORE_ADOPT:
+		adopt(c, in->u.adopt.relpath, in->u.adopt.kind, out);
+		break;
+	case VD_CORE_SCAN_BEGIN:
+		scan_begin(c, in->u.cover);
+		break;
 	case VD_CORE_SCANNED:
 		scanned(c, in->u.scanned.a, in->u.scanned.kept, out);
 		break;
+	case VD_CORE_UNREADABLE:
+		unreadable_dirs(c, in, out);
+		break;
+	case VD_CORE_SWEEP:
+		sweep(c, in->u.cover, out);
+		break;
 	case VD_CORE_COPY_GONE:
 		copy_gone(c, in->u.relpath, out);
-		break;
-	case VD_CORE_UNREADABLE:
-		copy_unreadable(c, in->u.unreadable.relpath, in->u.unreadable.reason, out);
 		break;
 	case VD_CORE_WAIT:
 		wait_add(c, in, out);
@@ -1002,10 +1247,42 @@ void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out)
 	out->retaining = vd_core_retaining(c);
 	out->actions = c->plan.acts;
 	out->n_actions = c->plan.n_acts;
+	out->paths = c->paths;
+	out->n_paths = c->n_paths;
 	out->passing = vd_core_passing(c);
 }
 
 /* ---- reading ------------------------------------------------------------ */
+
+const vd_model *vd_core_model(const vd_core *c)
+{
+	return &c->model;
+}
+
+const vd_copy *vd_core_copy(const vd_core *c, const char *relpath)
+{
+	return vd_model_copy(&c->model, relpath);
+}
+
+const vd_group *vd_core_group(const vd_core *c, const char *hash)
+{
+	return vd_model_group(&c->model, hash);
+}
+
+size_t vd_core_unreadable_count(const vd_core *c)
+{
+	return c->unreadable.count;
+}
+
+const vd_order *vd_core_by_hash(vd_core *c)
+{
+	return vd_model_by_hash(&c->model);
+}
+
+const vd_order *vd_core_by_run(vd_core *c)
+{
+	return vd_model_by_run(&c->model);
+}
 
 const vd_memory *vd_core_memory(const vd_core *c)
 {
@@ -1038,6 +1315,7 @@ int vd_core_pass_first(const vd_core *c, vd_core_in_kind kind)
 	case VD_CORE_LEDGER_GONE:
 	case VD_CORE_LEDGER_FORGET:
 	case VD_CORE_RESTORE:
+	case VD_CORE_SWEEP:
 	case VD_CORE_COPY_GONE:
 		return vd_core_passing(c);
 	default:
@@ -1063,5 +1341,5 @@ int vd_core_is_retained(const vd_core *c, const char *hash)
 int vd_core_round_mismatch(const vd_core *c, const char *run, int64_t round,
     const char *hash, int64_t *header_round)
 {
-	return vd_round_mismatch(c->src.model, &c->mem.retained, run, round, hash, header_round);
+	return vd_round_mismatch(&c->model, &c->mem.retained, run, round, hash, header_round);
 }

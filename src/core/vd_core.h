@@ -18,10 +18,12 @@
  * after all (UNSTARTED), a job taken back before it started (TAKEN_BACK).
  * Those two answer no waiter, and leave every copy in the model.
  *
- * The model (copies and groups) is the shell's, merged from scans; the
- * machine reads it, keeps each copy's schedule (its job in flight, runs
- * booked, the backlog) and clears its dirty marks once lineage has seen
- * them.
+ * The model (copies and groups) is the machine's: copies come in only as
+ * scans found them (SCANNED) or a client named them (ADOPT), and go only
+ * as the machine decides from what a scan covered (SWEEP) or as told
+ * (COPY_GONE). The shell reads it through vd_core_model; each copy keeps
+ * its schedule (its job in flight, runs booked, the backlog), and lineage
+ * its dirty marks until it has seen them.
  */
 #ifndef VD_CORE_H
 #define VD_CORE_H
@@ -30,6 +32,7 @@
 #include <stdint.h>
 
 #include "vd_artifact.h"
+#include "vd_cover.h"
 #include "vd_lineage.h"
 #include "vd_memory.h"
 #include "vd_model.h"
@@ -41,7 +44,6 @@ struct vd_omskeys;
 
 /* What lineage reads besides the memory: set by VD_CORE_SOURCES. */
 typedef struct vd_core_sources {
-	vd_model *model;
 	vd_policy policy;
 	const vd_keyring *keys;             /* may be NULL */
 	const struct vd_omskeys *oms_keys;  /* may be NULL */
@@ -70,9 +72,13 @@ typedef enum vd_core_in_kind {
 	VD_CORE_INTEREST,       /* hash: a client asked about it: its jobs go ahead */
 	VD_CORE_SCRUB,          /* the scrub's interval came round: a pass begins */
 	VD_CORE_JOB_DONE,       /* job: a verification came back (judged, gone, timed out) */
+	VD_CORE_ADOPT,          /* adopt: an artifact a client named, not scanned yet */
+	VD_CORE_SCAN_BEGIN,     /* cover: a scan's result comes: what it covers is unseen */
 	VD_CORE_SCANNED,        /* scanned: an artifact as a scan found it */
-	VD_CORE_COPY_GONE,      /* relpath: an artifact a scan no longer finds */
-	VD_CORE_UNREADABLE,     /* unreadable: an artifact a scan could not read */
+	VD_CORE_UNREADABLE,     /* unreadable: the directories a scan could not read */
+	VD_CORE_SWEEP,          /* cover: the scan merged: what it covers and did not
+	                         * find is gone, unless under an unreadable directory */
+	VD_CORE_COPY_GONE,      /* relpath: an artifact gone */
 	VD_CORE_WAIT,           /* wait: a client waits for copies to reach generations */
 	VD_CORE_WAIT_CANCEL,    /* wait_id: it went away */
 	VD_CORE_WAIT_CHECK,     /* copies may have reached what their waiters wait for */
@@ -159,7 +165,6 @@ typedef struct vd_core_input {
 		} statement;
 		struct {
 			vd_withdrawal *w;           /* sources and at filled in */
-			int oms_named;              /* an OMS bundle names it too */
 			double now;
 		} withdraw;
 		struct {
@@ -185,8 +190,14 @@ typedef struct vd_core_input {
 		} scanned;
 		struct {
 			const char *relpath;
-			const char *reason;
+			vd_artifact_kind kind;
+		} adopt;
+		struct {
+			const vd_cover *cover;      /* what the scan looked at */
+			char *const *dirs;          /* "relpath\nreason" each */
+			size_t n;
 		} unreadable;
+		const vd_cover *cover;          /* SCAN_BEGIN, SWEEP */
 		struct {
 			char *const *relpaths;
 			const uint64_t *gens;       /* the generation of each that answers it */
@@ -203,6 +214,26 @@ typedef struct vd_core_input {
 	const struct vd_audit *audit;
 } vd_core_input;
 
+/* What an input found of the store's paths, for the shell to say once
+ * and to act on: a directory newly unreadable (reason) or readable
+ * again; an artifact gone (its kind; pruned: the last copy of a
+ * remembered round, now a pruned link (hash, round)). */
+typedef enum vd_path_note_kind {
+	VD_PATH_UNREADABLE,
+	VD_PATH_READABLE,
+	VD_PATH_GONE
+} vd_path_note_kind;
+
+typedef struct vd_path_note {
+	vd_path_note_kind kind;
+	char *relpath;
+	const char *reason;             /* UNREADABLE: in the input */
+	vd_artifact_kind artifact;      /* GONE */
+	int pruned;
+	char hash[VD_HASH_HEX_LEN + 1];
+	int64_t round;
+} vd_path_note;
+
 /* What a ledger input found, for the shell to say once. */
 typedef enum vd_core_note {
 	VD_CORE_NOTE_NONE,
@@ -217,7 +248,9 @@ typedef struct vd_core_output {
 	 * taken (ledgers), a vd_job_outcome (jobs), a vd_scan_outcome (scanned
 	 * artifacts), 0 a verification asked for (VERIFY: gen answers it), the
 	 * copies of the scrub's pass begun (SCRUB; -EBUSY one is under way,
-	 * -EAGAIN the store was not scanned yet or is stopping), or a
+	 * -EAGAIN the store was not scanned yet or is stopping), a
+	 * vd_scan_outcome (ADOPT: NEW or SAME), -ENOMEM (UNREADABLE: not
+	 * every directory noted, so the scan must not sweep), or a
 	 * negative errno: -EAGAIN the hasher queue is full, -ESHUTDOWN it is
 	 * stopping, -EIO nothing could be made
 	 * durable (the machine is as it was), -ENOENT nothing to withdraw or
@@ -253,6 +286,11 @@ typedef struct vd_core_output {
 	size_t n_answered;
 	uint64_t wait_id;               /* VD_CORE_WAIT: its id */
 	uint64_t deadline_ms;
+	/* What the input found of paths, in order (valid until the next
+	 * input). UNREADABLE: out of memory noting them (oom set), nothing
+	 * the scan covers may be swept. */
+	const vd_path_note *paths;
+	size_t n_paths;
 	/* The schedule's: what the hasher queue is to do, in order (valid
 	 * until the next input). */
 	const vd_action *actions;
@@ -261,6 +299,11 @@ typedef struct vd_core_output {
 } vd_core_output;
 
 typedef struct vd_core {
+	vd_model model;
+	vd_map unreadable;          /* directories a scan could not read: what is
+	                             * under them is unknown, never gone */
+	vd_path_note *paths;        /* the last input's */
+	size_t n_paths, cap_paths;
 	vd_memory mem;
 	vd_lineage lineage;
 	vd_lineage_delta delta;
@@ -292,6 +335,16 @@ void vd_core_free(vd_core *c);
 void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out);
 
 /* ---- reading ---------------------------------------------------------- */
+const vd_model *vd_core_model(const vd_core *c);
+const vd_copy *vd_core_copy(const vd_core *c, const char *relpath);
+const vd_group *vd_core_group(const vd_core *c, const char *hash);
+/* Whether relpath lies in a directory the last scans could not read (or
+ * is one, with self): what it holds there is unknown, never gone. */
+int vd_core_unreadable_covers(const vd_core *c, const char *relpath, int self);
+size_t vd_core_unreadable_count(const vd_core *c);
+/* The model's indexes, settled on reading. */
+const vd_order *vd_core_by_hash(vd_core *c);
+const vd_order *vd_core_by_run(vd_core *c);
 const vd_memory *vd_core_memory(const vd_core *c);
 const vd_lineage *vd_core_lineage(const vd_core *c);
 /* Whether lineage is behind the model or the commitment sources. */

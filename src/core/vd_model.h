@@ -1,8 +1,8 @@
 /*
- * The store's model: every artifact (a "copy": a directory or a tar) with
- * its header and latest verdict, and the copies grouped by the content
- * hash their headers claim. The store owns and changes it on the loop
- * thread; lineage reads it and writes only each group's lineage part.
+ * The model: every artifact (a "copy": a directory or a tar) with its
+ * header and latest verdict, and the copies grouped by the content hash
+ * their headers claim. The core (vd_core) owns and changes it; lineage
+ * writes only each group's lineage part; the shell reads it.
  */
 #ifndef VD_MODEL_H
 #define VD_MODEL_H
@@ -51,11 +51,10 @@ typedef struct vd_copy {
 	uint64_t tensors, bytes;
 	double verified_at, duration_ms;
 	vd_fingerprint verdict_fp;
-	/* Scheduling: the core's (vd_plan.h), but job. */
+	/* Scheduling: the core's (vd_plan.h). */
 	uint64_t inflight;          /* its job queued or running: the job's id; 0: none */
 	vd_job_kind inflight_kind;
 	uint64_t inflight_gen;      /* the generation that job answers */
-	vd_job *job;                /* that job as the shell made it, owned by the pool */
 	int again;                  /* verify once more when it returns */
 	vd_job_kind again_kind;
 	uint64_t again_gen, req_gen, done_gen;

@@ -106,7 +106,7 @@ typedef enum vd_act_kind {
 
 typedef struct vd_action {
 	vd_act_kind kind;
-	vd_copy *copy;              /* valid until the model changes */
+	const vd_copy *copy;        /* valid until the model changes */
 	vd_job_kind job_kind;       /* START */
 	uint64_t gen;               /* START: the generation it answers */
 	uint64_t id;                /* the job's: copy->inflight from START on */

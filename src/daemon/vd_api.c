@@ -808,7 +808,7 @@ static void get_commitments(vd_api *api, vd_req *r)
 
 static void accepted(verify_wait *vw)
 {
-	vd_copy *c = vw->vr.form == VD_VERIFY_PATH ? vd_store_copy(vw->api->store, vw->relpath) : NULL;
+	const vd_copy *c = vw->vr.form == VD_VERIFY_PATH ? vd_store_copy(vw->api->store, vw->relpath) : NULL;
 	const char *hash = vw->vr.form != VD_VERIFY_PATH ? vw->vr.hash :
 	    (c && c->hdr.code == VD_OK ? c->hdr.content_hash : NULL);
 	const char *doing = "answering (the verification goes on)";
@@ -849,10 +849,10 @@ static void on_verify_cancel(vd_req *r)
 
 /* Queue the copies (the targets of vw) and answer, or hold the answer for
  * vw->wait seconds. Takes vw. */
-static void verify_copies(vd_api *api, verify_wait *vw, vd_copy *const *copies, size_t n)
+static void verify_copies(vd_api *api, verify_wait *vw, const vd_copy *const *copies, size_t n)
 {
 	vd_req *r = vw->req;
-	vd_copy **targets = calloc(n, sizeof(*targets));
+	const vd_copy **targets = calloc(n, sizeof(*targets));
 	char **paths = calloc(n, sizeof(*paths));
 	uint64_t *gens = calloc(n, sizeof(*gens));
 	size_t i;
@@ -925,7 +925,7 @@ static void lookup_work(uv_work_t *w)
 /* Back on the loop: adopt what was found, unless a scan found it first. */
 static void found(vd_api *api, verify_wait *vw, int kind)
 {
-	vd_copy *c;
+	const vd_copy *c;
 
 	if (api->store->closing) {
 		vd_http_error(vw->req, 503, "overloaded", "the daemon is stopping", RETRY_AFTER);
@@ -1039,7 +1039,7 @@ void vd_api_stop(vd_api *api)
  * is looked up off the loop first. Takes vw. */
 static void verify_path(vd_api *api, verify_wait *vw)
 {
-	vd_copy *c;
+	const vd_copy *c;
 
 	if (store_relpath(api, vw->vr.path, vw->relpath, sizeof(vw->relpath)) < 0) {
 		vd_http_error(vw->req, 400, "bad_request",
@@ -1056,14 +1056,14 @@ static void verify_path(vd_api *api, verify_wait *vw)
 /* The content hash and RoundClose forms: every copy claiming the hash. */
 static void verify_hash(vd_api *api, verify_wait *vw)
 {
-	vd_group *g = vd_store_group(api->store, vw->vr.hash);
+	const vd_group *g = vd_store_group(api->store, vw->vr.hash);
 
 	if (g == NULL) {
 		vd_http_error(vw->req, 404, "not_found", "no artifact in the store claims this hash", NULL);
 		free(vw);
 		return;
 	}
-	verify_copies(api, vw, g->copies, g->n);
+	verify_copies(api, vw, (const vd_copy *const *)g->copies, g->n);
 }
 
 static void post_verify(vd_api *api, vd_req *r)

@@ -780,165 +780,30 @@ static unsigned components(const char *rel)
 	return n;
 }
 
-/* path is dir, or lies in it ("" holds everything). */
-static int under(const char *path, const char *dir)
+/* What the scan covers, as the core reads it. */
+static vd_cover cover_of(const vd_scan_result *r)
 {
-	size_t n = strlen(dir);
-
-	return n == 0 || (strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/'));
-}
-
-/* path is dir's entry name (exact), or lies in it (tree). */
-static int at_entry(const char *path, const char *dir, const char *name, int tree)
-{
-	size_t n = strlen(dir), m = strlen(name);
-
-	if (n > 0) {
-		if (strncmp(path, dir, n) != 0 || path[n] != '/')
-			return 0;
-		path += n + 1;
-	}
-	return strncmp(path, name, m) == 0 && (path[m] == '\0' || (tree && path[m] == '/'));
-}
-
-static int scope_covers(const vd_scope *sc, const char *relpath)
-{
-	switch (sc->kind) {
-	case VD_SCOPE_TREE:
-		return under(relpath, sc->relpath);
-	case VD_SCOPE_DIR:
-		return strcmp(relpath, sc->relpath) == 0 ||
-		    at_entry(relpath, sc->relpath, VD_LEDGER_FILE, 0);
-	case VD_SCOPE_STMTS:
-		return at_entry(relpath, sc->relpath, VD_COMMITMENTS_DIR, 1);
-	case VD_SCOPE_FILE:
-		return strcmp(relpath, sc->relpath) == 0;
-	}
-	return 0;
+	return (vd_cover){ r->incomplete, r->targeted, r->scopes, r->n_scopes };
 }
 
 int vd_scan_covers(const vd_scan_result *r, const char *relpath)
 {
-	size_t i;
+	vd_cover cv = cover_of(r);
 
-	if (r->incomplete)
-		return 0;
-	if (!r->targeted)
-		return 1;
-	for (i = 0; i < r->n_scopes; i++)
-		if (scope_covers(&r->scopes[i], relpath))
-			return 1;
-	return 0;
-}
-
-/* The first position of o whose path is not below key. */
-static size_t path_lower(const vd_order *o, const char *(*path_of)(const void *), const char *key)
-{
-	size_t lo = 0, hi = o->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(key, path_of(o->v[mid])) <= 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
-}
-
-typedef struct span {
-	size_t lo, hi;
-} span;
-
-/* The positions of o holding dir's entry name alone, or (tree) the
- * paths that start with it; dir "" is the root. 0, or -ENOMEM. */
-static int entry_span(const vd_order *o, const char *(*path_of)(const void *), const char *dir,
-    const char *name, int tree, span *out)
-{
-	char *key = dir[0] ? join(dir, name) : strdup(name);
-	size_t n;
-
-	if (key == NULL)
-		return -ENOMEM;
-	n = strlen(key);
-	out->lo = out->hi = path_lower(o, path_of, key);
-	while (out->hi < o->n && strncmp(path_of(o->v[out->hi]), key, n) == 0 &&
-	    (tree || path_of(o->v[out->hi])[n] == '\0'))
-		out->hi++;
-	free(key);
-	return 0;
-}
-
-/* Where what sc covers lies in o: at most two spans, a superset; how
- * many, or -ENOMEM. */
-static int scope_spans(const vd_order *o, const char *(*path_of)(const void *), const vd_scope *sc,
-    span *out)
-{
-	const char *p = sc->relpath;
-	span whole = { 0, o->n };
-
-	switch (sc->kind) {
-	case VD_SCOPE_TREE:
-		if (p[0] == '\0') {
-			out[0] = whole;
-			return 1;
-		}
-		out[0].lo = path_lower(o, path_of, p);
-		out[0].hi = out[0].lo + (out[0].lo < o->n && strcmp(path_of(o->v[out[0].lo]), p) == 0);
-		return entry_span(o, path_of, p, "", 1, &out[1]) < 0 ? -ENOMEM : 2;
-	case VD_SCOPE_DIR:
-		out[0].lo = path_lower(o, path_of, p);
-		out[0].hi = out[0].lo + (out[0].lo < o->n && strcmp(path_of(o->v[out[0].lo]), p) == 0);
-		return entry_span(o, path_of, p, VD_LEDGER_FILE, 0, &out[1]) < 0 ? -ENOMEM : 2;
-	case VD_SCOPE_STMTS:
-		return entry_span(o, path_of, p, VD_COMMITMENTS_DIR, 1, &out[0]) < 0 ? -ENOMEM : 1;
-	case VD_SCOPE_FILE:
-		out[0].lo = path_lower(o, path_of, p);
-		out[0].hi = out[0].lo + (out[0].lo < o->n && strcmp(path_of(o->v[out[0].lo]), p) == 0);
-		return 1;
-	}
-	return 0;
-}
-
-static int span_cmp(const void *a, const void *b)
-{
-	const span *x = a, *y = b;
-
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
+	return vd_cover_path(&cv, relpath);
 }
 
 int vd_scan_each_covered(const vd_scan_result *r, const vd_order *o,
     const char *(*path_of)(const void *elem), void (*fn)(void *arg, void *elem), void *arg)
 {
-	span *spans;
-	size_t i, n = 0, at = 0;
-	int k;
+	vd_cover cv = cover_of(r);
 
-	if (r->incomplete)
-		return 0;
-	if ((spans = calloc(r->targeted ? 2 * r->n_scopes + 1 : 1, sizeof(*spans))) == NULL)
-		return -ENOMEM;
-	if (!r->targeted)
-		spans[n++] = (span){ 0, o->n };
-	for (i = 0; r->targeted && i < r->n_scopes; i++) {
-		if ((k = scope_spans(o, path_of, &r->scopes[i], &spans[n])) < 0) {
-			free(spans);
-			return k;
-		}
-		n += (size_t)k;
-	}
-	/* In order, each position once where two scopes reach it. */
-	qsort(spans, n, sizeof(*spans), span_cmp);
-	for (i = 0; i < n; i++) {
-		size_t j = spans[i].lo > at ? spans[i].lo : at;
-		for (; j < spans[i].hi; j++)
-			if (vd_scan_covers(r, path_of(o->v[j])))
-				fn(arg, o->v[j]);
-		if (spans[i].hi > at)
-			at = spans[i].hi;
-	}
-	free(spans);
-	return 0;
+	return vd_cover_each(&cv, o, path_of, fn, arg);
+}
+
+vd_cover vd_scan_cover(const vd_scan_result *r)
+{
+	return cover_of(r);
 }
 
 static void add_scope(vd_scan_result *r, vd_scope_kind kind, const char *dir, const char *name)
@@ -1064,10 +929,10 @@ static int subsumed(const vd_scan_result *r, size_t k)
 		const vd_scope *t = &r->scopes[i];
 		if (i == k)
 			continue;
-		if (t->kind == VD_SCOPE_TREE && under(x->relpath, t->relpath) &&
+		if (t->kind == VD_SCOPE_TREE && vd_path_under(x->relpath, t->relpath) &&
 		    (x->kind != VD_SCOPE_TREE || strcmp(x->relpath, t->relpath) != 0))
 			return 1;
-		if (t->kind == VD_SCOPE_STMTS && x->kind == VD_SCOPE_FILE && scope_covers(t, x->relpath))
+		if (t->kind == VD_SCOPE_STMTS && x->kind == VD_SCOPE_FILE && vd_scope_covers(t, x->relpath))
 			return 1;
 	}
 	return 0;

@@ -19,9 +19,9 @@
 #include "vd_limits.h"
 #include "vd_order.h"
 #include "vd_util.h"
+#include "vd_cover.h"
 #include "vd_scanned.h"
 
-#define VD_LEDGER_FILE "ledger.jsonl"
 #define VD_TAR_SUFFIX ".tar"          /* a regular file so named is a tar artifact */
 
 /* Whether a directory entry's name is a tar artifact's: "*.tar", not
@@ -46,8 +46,6 @@ const struct stat *vd_tar_sig_stat(int parent, const char *tar_name, struct stat
 /* Read and verify one ledger file (opened beneath dirfd). */
 void vd_scan_read_ledger(int dirfd, vd_scan_ledger *l);
 
-#define VD_COMMITMENTS_DIR "commitments"   /* signed statements of a run */
-
 /* One *.json file of a run's commitments directory, read raw: the loop
  * parses and checks it against the keys it trusts. */
 typedef struct vd_scan_envelope {
@@ -57,19 +55,6 @@ typedef struct vd_scan_envelope {
 	int read_ok;
 	char read_error[VD_DETAIL_MAX];
 } vd_scan_envelope;
-
-/* What a targeted scan looked at, and so what it can tell is gone. */
-typedef enum vd_scope_kind {
-	VD_SCOPE_TREE,       /* relpath and all under it, walked as a whole scan walks it */
-	VD_SCOPE_DIR,        /* the directory alone: an artifact or not, and its ledger */
-	VD_SCOPE_STMTS,      /* the commitments directory of the run relpath */
-	VD_SCOPE_FILE        /* one statement file */
-} vd_scope_kind;
-
-typedef struct vd_scope {
-	vd_scope_kind kind;
-	char *relpath;       /* a directory ("" the root), or FILE's file */
-} vd_scope;
 
 typedef struct vd_scan_result {
 	vd_bounds bounds;           /* headers are read within these (0: defaults) */
@@ -114,6 +99,8 @@ int vd_scan_covers(const vd_scan_result *r, const char *relpath);
  * change o. 0, or -ENOMEM (nothing passed). */
 int vd_scan_each_covered(const vd_scan_result *r, const vd_order *o,
     const char *(*path_of)(const void *elem), void (*fn)(void *arg, void *elem), void *arg);
+/* The same, as the core reads it: a view into r. */
+vd_cover vd_scan_cover(const vd_scan_result *r);
 void vd_scan_result_free(vd_scan_result *r);
 
 /* Open relpath below rootfd one component at a time, following no

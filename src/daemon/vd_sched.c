@@ -27,7 +27,7 @@ static unsigned queue_bound(const vd_config *cfg, vd_job_kind kind)
 	return VD_BACKGROUND_QUEUED;
 }
 
-static vd_job *job_for(vd_sched *sc, vd_copy *c, const vd_action *a)
+static vd_job *job_for(vd_sched *sc, const vd_copy *c, const vd_action *a)
 {
 	const vd_config *cfg = cfg_of(sc);
 	vd_job *j;
@@ -63,51 +63,73 @@ static vd_job *job_for(vd_sched *sc, vd_copy *c, const vd_action *a)
 static int start(vd_sched *sc, const vd_action *a)
 {
 	vd_pool *pool = pool_of(sc);
-	vd_copy *c = a->copy;
 	vd_job *j;
 
 	if (pool == NULL)
 		return -ESHUTDOWN;
-	if ((j = job_for(sc, c, a)) == NULL)
+	if ((j = job_for(sc, a->copy, a)) == NULL)
 		return -ENOMEM;
+	if (vd_map_put(&sc->jobs, a->copy->relpath, j) < 0) {
+		vd_job_free(j);
+		return -ENOMEM;
+	}
 	if (vd_pool_submit(pool, j, queue_bound(cfg_of(sc), a->job_kind)) < 0) {
+		vd_map_del(&sc->jobs, a->copy->relpath);
 		vd_job_free(j);
 		return -EAGAIN;
 	}
-	c->job = j;
 	return 0;
+}
+
+vd_job *vd_sched_job(const vd_sched *sc, const char *relpath)
+{
+	return vd_map_get(&sc->jobs, relpath);
+}
+
+void vd_sched_job_ended(vd_sched *sc, const char *relpath)
+{
+	vd_map_del(&sc->jobs, relpath);
+}
+
+/* The job the action names, if it is still its copy's. */
+static vd_job *acted_on(const vd_sched *sc, const vd_action *a)
+{
+	vd_job *j = vd_sched_job(sc, a->copy->relpath);
+
+	return j != NULL && j->id == a->id ? j : NULL;
 }
 
 /* 0 when the job was taken back (the core is told), else it is promoted. */
 static int take_back(vd_sched *sc, const vd_action *a, int may)
 {
 	vd_pool *pool = pool_of(sc);
-	vd_copy *c = a->copy;
+	vd_job *j = acted_on(sc, a);
 
-	if (pool == NULL || c->job == NULL || c->job->id != a->id)
+	if (pool == NULL || j == NULL)
 		return -ENOENT;
-	if (may && vd_pool_take_back(pool, c->job) == 0) {
-		vd_job_free(c->job);
-		c->job = NULL;
+	if (may && vd_pool_take_back(pool, j) == 0) {
+		vd_sched_job_ended(sc, a->copy->relpath);
+		vd_job_free(j);
 		return 0;
 	}
-	vd_pool_promote(pool, c->job);
+	vd_pool_promote(pool, j);
 	return -EBUSY;
 }
 
 static void promote(vd_sched *sc, const vd_action *a)
 {
 	vd_pool *pool = pool_of(sc);
+	vd_job *j = acted_on(sc, a);
 
-	if (pool != NULL && a->copy->job != NULL && a->copy->job->id == a->id)
-		vd_pool_promote(pool, a->copy->job);
+	if (pool != NULL && j != NULL)
+		vd_pool_promote(pool, j);
 }
 
 /* What goes back to the core, once every action of the output is applied
  * (an input drops the output's actions). */
 typedef struct answer {
 	vd_core_in_kind kind;
-	vd_copy *copy;              /* those inputs leave every copy in the model */
+	const vd_copy *copy;        /* those inputs leave every copy in the model */
 	uint64_t id;
 } answer;
 
@@ -165,9 +187,9 @@ void vd_sched_apply(vd_sched *sc, const vd_core_output *out)
 		free(ans);
 }
 
-int vd_sched_verify(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t *gen)
+int vd_sched_verify(vd_sched *sc, const char *relpath, vd_job_kind kind, uint64_t *gen)
 {
-	vd_core_input in = { .kind = VD_CORE_VERIFY, .u.verify = { c->relpath, kind } };
+	vd_core_input in = { .kind = VD_CORE_VERIFY, .u.verify = { relpath, kind } };
 	vd_core_output out;
 
 	sc->env.step(sc->env.arg, &in, &out);
@@ -214,6 +236,7 @@ void vd_sched_init(vd_sched *sc, uv_loop_t *loop, const vd_sched_env *env)
 {
 	memset(sc, 0, sizeof(*sc));
 	sc->env = *env;
+	vd_map_init(&sc->jobs);
 	uv_timer_init(loop, &sc->scrub_timer);
 	sc->scrub_timer.data = sc;
 	vd_sched_arm_scrub(sc);
@@ -225,4 +248,9 @@ unsigned vd_sched_close(vd_sched *sc, uv_close_cb cb, void *cb_data)
 	sc->scrub_timer.data = cb_data;
 	uv_close((uv_handle_t *)&sc->scrub_timer, cb);
 	return 1;
+}
+
+void vd_sched_free(vd_sched *sc)
+{
+	vd_map_free(&sc->jobs);     /* the jobs are the pool's */
 }

@@ -6,7 +6,8 @@
  * core's pass over every verified copy begins with it). Retries of jobs
  * that ran out of time are the core's, due at its deadline (vd_waiters
  * keeps that timer). The loop thread only. It sees the store only
- * through vd_sched_env and the copies the core's actions name.
+ * through vd_sched_env and the copies the core's actions name, and keeps
+ * each copy's job as it made it (the core knows the job by its id).
  */
 #ifndef VD_SCHED_H
 #define VD_SCHED_H
@@ -14,6 +15,7 @@
 #include <uv.h>
 
 #include "vd_config.h"
+#include "vd_map.h"
 #include "vd_core.h"
 #include "vd_model.h"
 #include "vd_omskeys.h"
@@ -34,17 +36,26 @@ typedef struct vd_sched {
 	vd_sched_env env;
 	uv_timer_t scrub_timer;     /* the scrub's interval */
 	double last_scrub;          /* unix seconds the last pass finished; 0: never */
+	vd_map jobs;                /* relpath -> the job queued or running for it,
+	                             * owned by the pool */
 } vd_sched;
 
 /* Its timer, armed from the config. */
 void vd_sched_init(vd_sched *sc, uv_loop_t *loop, const vd_sched_env *env);
 /* Close its handles with cb (their data: cb_data): how many were closed. */
 unsigned vd_sched_close(vd_sched *sc, uv_close_cb cb, void *cb_data);
+/* Its memory, once closed. */
+void vd_sched_free(vd_sched *sc);
+
+/* The job of relpath's copy as last started (NULL: none), and its end:
+ * a job that comes back is the copy's no more. */
+vd_job *vd_sched_job(const vd_sched *sc, const char *relpath);
+void vd_sched_job_ended(vd_sched *sc, const char *relpath);
 
 /* Verify c (again) as the core decides (VD_CORE_VERIFY): 0 and the
  * generation whose completion answers the request, or -errno (-EAGAIN:
  * queue full; a background request then waits in the backlog). */
-int vd_sched_verify(vd_sched *sc, vd_copy *c, vd_job_kind kind, uint64_t *gen);
+int vd_sched_verify(vd_sched *sc, const char *relpath, vd_job_kind kind, uint64_t *gen);
 /* The core's actions in out, applied to the pool in order; what the pool
  * answered that the core could not know (a job refused after all, one
  * taken back before it started) goes back to it as inputs. */

@@ -23,19 +23,24 @@ static void on_merge_idle(uv_idle_t *h);
 static void scan_path(vd_store *s, const char *relpath);
 static void close_step(vd_store *s);
 
-vd_group *vd_store_group(vd_store *s, const char *hash)
+const vd_group *vd_store_group(vd_store *s, const char *hash)
 {
-	return vd_model_group(&s->model, hash);
+	return vd_core_group(&s->core, hash);
 }
 
-vd_copy *vd_store_copy(vd_store *s, const char *relpath)
+const vd_copy *vd_store_copy(vd_store *s, const char *relpath)
 {
-	return vd_model_copy(&s->model, relpath);
+	return vd_core_copy(&s->core, relpath);
 }
 
-int vd_store_verify_now(vd_store *s, vd_copy *c, uint64_t *gen)
+const vd_model *vd_store_model(vd_store *s)
 {
-	return vd_sched_verify(&s->sched, c, VD_JOB_EXPLICIT, gen);
+	return vd_core_model(&s->core);
+}
+
+int vd_store_verify_now(vd_store *s, const vd_copy *c, uint64_t *gen)
+{
+	return vd_sched_verify(&s->sched, c->relpath, VD_JOB_EXPLICIT, gen);
 }
 
 /* With the hash the header claims, by which the artifact is known. */
@@ -133,7 +138,7 @@ static void job_result(vd_store *s, vd_job *j, vd_job_result *r)
 
 /* What follows from a job the core judged, or did not, besides the runs
  * the core queued. */
-static void after_job(vd_store *s, vd_copy *c, vd_job *j, const vd_core_output *out)
+static void after_job(vd_store *s, const vd_copy *c, vd_job *j, const vd_core_output *out)
 {
 	switch ((vd_job_outcome)out->result) {
 	case VD_JOB_GONE:
@@ -160,7 +165,8 @@ static void after_job(vd_store *s, vd_copy *c, vd_job *j, const vd_core_output *
 static void on_job_done(vd_job *j, void *arg)
 {
 	vd_store *s = arg;
-	vd_copy *c = vd_model_copy(&s->model, j->relpath);
+	const vd_copy *c = vd_core_copy(&s->core, j->relpath);
+	int current = c != NULL && vd_sched_job(&s->sched, j->relpath) == j;
 	vd_core_input in = { .kind = VD_CORE_JOB_DONE };
 	vd_core_output out;
 	vd_job_result r;
@@ -170,12 +176,12 @@ static void on_job_done(vd_job *j, void *arg)
 		    j->duration);
 	else
 		vd_metrics_verified(s->metrics, j->verdict.code, j->hashed, j->duration);
-	if (c != NULL && c->job == j && j->abandoned != VD_ABANDON_GONE)
+	if (current && j->abandoned != VD_ABANDON_GONE)
 		log_job(c, j);
 	/* The copy's job now, whatever the core makes of it: a job it queued
 	 * meanwhile is the copy's from the step on. */
-	if (c != NULL && c->job == j)
-		c->job = NULL;
+	if (current)
+		vd_sched_job_ended(&s->sched, j->relpath);
 	job_result(s, j, &r);
 	in.u.job = &r;
 	core_step(s, &in, &out);
@@ -218,7 +224,7 @@ static void core_sources(vd_store *s, vd_refresh change)
 	vd_core_input in = { .kind = VD_CORE_SOURCES };
 	vd_core_output out;
 
-	in.u.sources.src = (vd_core_sources){ &s->model, vd_config_trust(s->cfg), s->keys,
+	in.u.sources.src = (vd_core_sources){ vd_config_trust(s->cfg), s->keys,
 		s->oms_keys, s->ledgers, s->n_ledgers, s->scanned_once,
 		{ s->pool ? vd_pool_queued(s->pool) : 0, s->cfg->queue_max, s->pool != NULL } };
 	in.u.sources.change = change;
@@ -227,17 +233,48 @@ static void core_sources(vd_store *s, vd_refresh change)
 
 static void on_retain_idle(uv_idle_t *h);
 static void on_pass_idle(uv_idle_t *h);
+
+/* What the core found of a path, said once; a copy gone takes its stored
+ * verdict with it. */
+static void path_note(vd_store *s, const vd_path_note *n)
+{
+	const char *where = n->relpath[0] ? n->relpath : ".";
+
+	switch (n->kind) {
+	case VD_PATH_UNREADABLE:
+		log_warn("cannot read %s: %s", where, n->reason);
+		break;
+	case VD_PATH_READABLE:
+		log_info("%s is readable again", where);
+		break;
+	case VD_PATH_GONE:
+		log_info("%s %s is gone", n->artifact == VD_KIND_TAR ? "tar artifact" :
+		    "artifact directory", n->relpath);
+		if (s->state)
+			vd_state_forget_verdict(s->state, n->relpath);
+		if (n->pruned) {
+			s->metrics->artifacts_pruned_total++;
+			log_info("round %lld (%s, %s) was removed; it stays in its descendants' chains as a pruned link",
+			    (long long)n->round, n->relpath, n->hash);
+		}
+		break;
+	}
+}
 static void on_refresh_timer(uv_timer_t *t);
 
 /* What every output asks of the shell: a refresh's changes logged,
  * recorded and published; the retention's slices scheduled. */
 static void core_apply(vd_store *s, const vd_core_output *out)
 {
+	size_t i;
+
 	if (out->oom)
 		log_error("out of memory remembering a commitment; it is stored and counts after a restart");
+	for (i = 0; i < out->n_paths; i++)
+		path_note(s, &out->paths[i]);
 	if (out->delta != NULL) {
 		apply_delta(s, out->delta);
-		vd_events_lineage(s->events, vd_core_lineage(&s->core), out->delta, &s->model, s->cfg,
+		vd_events_lineage(s->events, vd_core_lineage(&s->core), out->delta, vd_core_model(&s->core), s->cfg,
 		    out->refreshed != VD_REFRESH_MODEL, s->scanned_once);
 		uv_timer_stop(&s->refresh_timer);
 		trim_heap(s);
@@ -335,32 +372,12 @@ static const vd_memory *memory(const vd_store *s)
  * operator's choice, counted and logged, never an alert). */
 static void note_removed(vd_store *s, const char *hash, int64_t round, const char *relpath)
 {
-	if (vd_model_group(&s->model, hash) != NULL)
+	if (vd_core_group(&s->core, hash) != NULL)
 		return;
 	if (vd_core_is_retained(&s->core, hash)) {
 		s->metrics->artifacts_pruned_total++;
 		log_info("round %lld (%s, %s) was removed; it stays in its descendants' chains as a pruned link",
 		    (long long)round, relpath, hash);
-	}
-}
-
-static void remove_copy(vd_store *s, vd_copy *c)
-{
-	vd_core_input in = { .kind = VD_CORE_COPY_GONE };
-	vd_core_output out;
-	char rel[VD_RUN_MAX];
-
-	log_info("%s %s is gone", c->kind == VD_KIND_TAR ? "tar artifact" : "artifact directory",
-	    c->relpath);
-	if (s->state)
-		vd_state_forget_verdict(s->state, c->relpath);
-	snprintf(rel, sizeof(rel), "%s", c->relpath);
-	in.u.relpath = rel;
-	core_step(s, &in, &out);
-	if (out.pruned) {
-		s->metrics->artifacts_pruned_total++;
-		log_info("round %lld (%s, %s) was removed; it stays in its descendants' chains as a pruned link",
-		    (long long)out.round, rel, out.hash);
 	}
 }
 
@@ -402,14 +419,14 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 	vd_core_input in = { .kind = VD_CORE_SCANNED };
 	vd_kept_verdict kept;
 	vd_core_output out;
-	vd_copy *c;
+	const vd_copy *c;
 
 	in.u.scanned.a = a;
 	in.u.scanned.kept = kept_of(st, &kept);
 	core_step(s, &in, &out);
 	if (out.result < 0 || out.result == VD_SCAN_SAME)
 		return;
-	c = vd_model_copy(&s->model, a->relpath);
+	c = vd_core_copy(&s->core, a->relpath);
 	if (out.result == VD_SCAN_NEW)
 		log_debug("found %s %s", c->kind == VD_KIND_TAR ? "tar artifact" : "artifact directory",
 		    c->relpath);
@@ -425,92 +442,29 @@ static void merge_artifact(vd_store *s, vd_scan_artifact *a)
 	}
 }
 
-/* Whether relpath lies in a directory the last scan could not read (or
- * is one, with self): what it holds there is unknown, never gone. */
 static int unreadable_covers(const vd_store *s, const char *relpath, int self)
 {
-	char *p, *slash;
-	int found = 0;
-
-	if (s->unreadable.count == 0)
-		return 0;
-	if (vd_map_get(&s->unreadable, "") != NULL ||
-	    (self && vd_map_get(&s->unreadable, relpath) != NULL))
-		return 1;
-	if ((p = strdup(relpath)) == NULL)
-		return 1;       /* unknown: kept, which loses nothing */
-	for (slash = strchr(p, '/'); slash != NULL && !found; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		found = vd_map_get(&s->unreadable, p) != NULL;
-		*slash = '/';
-	}
-	free(p);
-	return found;
-}
-
-/* A copy at an unreadable path is failed with io_error until it can be
- * read again. */
-static void copy_unreadable(vd_store *s, const char *relpath, const char *reason)
-{
-	vd_core_input in = { .kind = VD_CORE_UNREADABLE, .u.unreadable = { relpath, reason } };
-	vd_core_output out;
-
-	core_step(s, &in, &out);
-}
-
-/* Copies the scan did not reach because a directory above them is
- * unreadable keep their verdicts: seen, not swept, not pruned. */
-static void keep_covered(vd_store *s)
-{
-	vd_copy *c;
-	size_t it = 0;
-
-	if (s->unreadable.count == 0)
-		return;
-	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
-		if (!c->seen && unreadable_covers(s, c->relpath, 0))
-			c->seen = 1;
+	return vd_core_unreadable_covers(&s->core, relpath, self);
 }
 
 /* Directories that cannot be opened or searched: each is reported once,
- * at warning, until a scan that looks at it can read it again. */
+ * at warning, until a scan that looks at it can read it again; a copy
+ * there is failed with io_error meanwhile. */
 static void merge_unreadable(vd_store *s, vd_scan_result *r)
 {
-	const char *k;
-	void *v;
-	size_t i, it = 0;
-	vd_map now;
+	vd_cover cv = vd_scan_cover(r);
+	vd_core_input in = { .kind = VD_CORE_UNREADABLE,
+		.u.unreadable = { &cv, r->unreadable, r->n_unreadable } };
+	vd_core_output out;
 
-	vd_map_init(&now);
-	for (i = 0; i < r->n_unreadable; i++) {
-		const char *nl = strchr(r->unreadable[i], '\n');
-		char *rel = nl ? strndup(r->unreadable[i], (size_t)(nl - r->unreadable[i])) : NULL;
-		if (rel == NULL || vd_map_put(&now, rel, (void *)1) < 0) {
-			/* Not remembered as unreadable, what is under it would be
-			 * swept: nothing is, this time. */
-			if (!r->incomplete)
-				log_warn("out of memory noting an unreadable directory; nothing is taken for removed this time");
-			r->incomplete = 1;
-			free(rel);
-			continue;
-		}
-		if (vd_map_get(&s->unreadable, rel) == NULL)
-			log_warn("cannot read %s: %s", rel[0] ? rel : ".", nl + 1);
-		copy_unreadable(s, rel, nl + 1);
-		free(rel);
+	core_step(s, &in, &out);
+	/* Not remembered as unreadable, what is under it would be swept:
+	 * nothing is, this time. */
+	if (out.result == -ENOMEM) {
+		if (!r->incomplete)
+			log_warn("out of memory noting an unreadable directory; nothing is taken for removed this time");
+		r->incomplete = 1;
 	}
-	/* What the scan did not look at stays as it was. */
-	while (vd_map_next(&s->unreadable, &it, &k, &v)) {
-		if (vd_map_get(&now, k) != NULL)
-			continue;
-		if (vd_scan_covers(r, k))
-			log_info("%s is readable again", k[0] ? k : ".");
-		else if (vd_map_put(&now, k, (void *)1) < 0)
-			r->incomplete = 1;
-	}
-	vd_map_free(&s->unreadable);
-	s->unreadable = now;
-	keep_covered(s);
 }
 
 /* Verdicts stored for directories that are gone since the last run; one
@@ -861,14 +815,14 @@ void vd_store_set_keys(vd_store *s, vd_keyring *keys)
 
 void vd_store_set_oms_keys(vd_store *s, vd_omskeys *keys)
 {
-	vd_copy *c;
+	const vd_copy *c;
 	size_t it = 0;
 
 	vd_omskeys_unref(s->oms_keys);
 	s->oms_keys = vd_omskeys_ref(keys);
-	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
+	while ((c = vd_model_next_copy(vd_core_model(&s->core), &it)) != NULL)
 		if (vd_oms_stale(c, s->oms_keys))
-			vd_sched_verify(&s->sched, c, VD_JOB_BACKGROUND, NULL);
+			vd_sched_verify(&s->sched, c->relpath, VD_JOB_BACKGROUND, NULL);
 	/* A bundle checked under the old keys commits nothing meanwhile. */
 	vd_store_refresh(s);
 }
@@ -959,58 +913,14 @@ static void merge_ledgers(vd_store *s, vd_scan_result *r)
 	}
 }
 
-static const char *copy_path(const void *c)
-{
-	return ((const vd_copy *)c)->relpath;
-}
-
-typedef struct gone_list {
-	vd_copy **v;
-	size_t n, cap;
-	int failed;
-} gone_list;
-
-static void note_gone(void *arg, void *elem)
-{
-	gone_list *g = arg;
-	vd_copy **grown;
-
-	if (((vd_copy *)elem)->seen)
-		return;
-	if ((grown = vd_grow(g->v, &g->cap, g->n, sizeof(*grown))) == NULL) {
-		g->failed = 1;
-		return;
-	}
-	g->v = grown;
-	g->v[g->n++] = elem;
-}
-
-/* Copies gone where the scan looked: those its scopes cover, found in the
- * index by path; out of memory, by a walk of every copy. */
+/* Copies gone where the scan looked, as the core decides. */
 static void sweep(vd_store *s, const vd_scan_result *r)
 {
-	vd_copy *gone[256], *c;
-	const vd_order *by_path = vd_model_by_path(&s->model);
-	gone_list g = { NULL, 0, 0, 0 };
-	size_t it, n, i;
+	vd_cover cv = vd_scan_cover(r);
+	vd_core_input in = { .kind = VD_CORE_SWEEP, .u.cover = &cv };
+	vd_core_output out;
 
-	if (by_path != NULL && vd_scan_each_covered(r, by_path, copy_path, note_gone, &g) == 0 &&
-	    !g.failed) {
-		for (i = 0; i < g.n; i++)
-			remove_copy(s, g.v[i]);
-		free(g.v);
-		return;
-	}
-	free(g.v);
-	do {
-		n = 0;
-		it = 0;
-		while (n < VD_ARRAY_LEN(gone) && (c = vd_model_next_copy(&s->model, &it)) != NULL)
-			if (!c->seen && vd_scan_covers(r, c->relpath))
-				gone[n++] = c;
-		for (i = 0; i < n; i++)
-			remove_copy(s, gone[i]);
-	} while (n == VD_ARRAY_LEN(gone));
+	core_step(s, &in, &out);
 }
 
 static int commitments_dir(const char *relpath)
@@ -1033,7 +943,7 @@ static void merge_runs(vd_store *s, vd_scan_result *r)
 
 	vd_map_init(&now);
 	for (i = 0; i < r->n_dirs; i++)
-		if (vd_model_copy(&s->model, r->dirs[i]) == NULL && !commitments_dir(r->dirs[i]) &&
+		if (vd_core_copy(&s->core, r->dirs[i]) == NULL && !commitments_dir(r->dirs[i]) &&
 		    vd_map_put(&now, r->dirs[i], (void *)1) < 0)
 			goto keep_all;
 	while (vd_map_next(&s->runs, &it, &k, &v))
@@ -1047,7 +957,7 @@ keep_all:
 	/* Out of memory: the runs known stand, and those the scan found. */
 	vd_map_free(&now);
 	for (i = 0; i < r->n_dirs; i++)
-		if (vd_model_copy(&s->model, r->dirs[i]) == NULL && !commitments_dir(r->dirs[i]))
+		if (vd_core_copy(&s->core, r->dirs[i]) == NULL && !commitments_dir(r->dirs[i]))
 			vd_map_put(&s->runs, r->dirs[i], (void *)1);
 }
 
@@ -1082,7 +992,7 @@ static int config_names_run(const vd_config *cfg, const char *run)
  * directory, never a file, a FIFO or a symbolic link of the store). */
 int vd_store_run_known(vd_store *s, const char *run)
 {
-	if (vd_model_copy(&s->model, run) != NULL || commitments_dir(run))
+	if (vd_core_copy(&s->core, run) != NULL || commitments_dir(run))
 		return 0;
 	return vd_map_get(&s->runs, run) != NULL || config_names_run(s->cfg, run);
 }
@@ -1318,25 +1228,15 @@ static void on_merge_idle(uv_idle_t *h)
 	merge_more(h->data);
 }
 
-static void unsee_one(void *arg, void *elem)
-{
-	(void)arg;
-	((vd_copy *)elem)->seen = 0;
-}
-
-/* Only the sweep reads seen, of the copies the scan covers: those are
- * cleared, found by path; every copy when the scan is incomplete or out
- * of memory. */
+/* The core forgets which copies the scan covers it has seen: the sweep
+ * reads what the merge finds again. */
 static void unsee(vd_store *s, const vd_scan_result *r)
 {
-	const vd_order *by_path = r->incomplete ? NULL : vd_model_by_path(&s->model);
-	vd_copy *c;
-	size_t it = 0;
+	vd_cover cv = vd_scan_cover(r);
+	vd_core_input in = { .kind = VD_CORE_SCAN_BEGIN, .u.cover = &cv };
+	vd_core_output out;
 
-	if (by_path != NULL && vd_scan_each_covered(r, by_path, copy_path, unsee_one, NULL) == 0)
-		return;
-	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
-		c->seen = 0;
+	core_step(s, &in, &out);
 }
 
 static void after_scan(uv_work_t *req, int status)
@@ -1396,13 +1296,13 @@ static void scan_request(vd_store *s)
 		return;
 	}
 	whole = !s->scanned_once || s->changes.whole ||
-	    vd_model_copy_count(&s->model) >= VD_SCAN_MAX_ARTIFACTS;
+	    vd_model_copy_count(vd_core_model(&s->core)) >= VD_SCAN_MAX_ARTIFACTS;
 	if (!whole && s->changes.n == 0)
 		return;
 	vd_changes_take(&s->changes, &s->scan_changes);
 	if (whole)
 		vd_changes_whole(&s->scan_changes);
-	s->scan_room = VD_SCAN_MAX_ARTIFACTS - vd_model_copy_count(&s->model);
+	s->scan_room = VD_SCAN_MAX_ARTIFACTS - vd_model_copy_count(vd_core_model(&s->core));
 	vd_metrics_scan(s->metrics, whole);
 	s->scanning = 1;
 	s->scan_depth = s->cfg->scan_depth;
@@ -1474,26 +1374,15 @@ static void on_rescan(uv_timer_t *t)
 	vd_store_scan(t->data);
 }
 
-vd_copy *vd_store_adopt(vd_store *s, const char *relpath, vd_artifact_kind kind)
+const vd_copy *vd_store_adopt(vd_store *s, const char *relpath, vd_artifact_kind kind)
 {
-	vd_copy *c = vd_model_copy(&s->model, relpath);
-	const char *slash;
-	char *run;
+	vd_core_input in = { .kind = VD_CORE_ADOPT, .u.adopt = { relpath, kind } };
+	vd_core_output out;
 
-	if (c != NULL)
-		return c;
-	slash = strrchr(relpath, '/');
-	run = slash ? strndup(relpath, (size_t)(slash - relpath)) : strdup("");
-	if (run == NULL)
-		return NULL;
-	c = vd_model_add_copy(&s->model, relpath, run);
-	free(run);
-	if (c != NULL) {
-		c->seen = 1;
-		c->kind = kind;
-	}
-	scan_path(s, relpath);      /* fills in its header */
-	return c;
+	core_step(s, &in, &out);
+	if (out.result == VD_SCAN_NEW)
+		scan_path(s, relpath);      /* fills in its header */
+	return vd_core_copy(&s->core, relpath);
 }
 
 /* ---- durable state --------------------------------------------------- */
@@ -1586,28 +1475,6 @@ int vd_store_post_checkpoint(vd_store *s, const vd_statement *st, const char *co
 
 /* ---- withdrawals by the operator (trust.md section 8) --------------- */
 
-static int same(const char *run, int64_t round, const char *hash, const char *r2,
-    int64_t round2, const char *h2)
-{
-	return round == round2 && strcmp(run, r2) == 0 && strcmp(hash, h2) == 0;
-}
-
-/* Whether a copy's OMS bundle commits (run, round) -> hash. */
-static int oms_names(vd_store *s, const vd_withdrawal *w)
-{
-	const char *k;
-	void *v;
-	size_t it = 0;
-
-	while (vd_map_next(&s->model.copies, &it, &k, &v)) {
-		const vd_copy *c = v;
-		if (vd_oms_commits(c, s->oms_keys) && same(w->run, w->round_index, w->hash, c->run,
-		    c->hdr.round_index - 1, c->hdr.content_hash))
-			return 1;
-	}
-	return 0;
-}
-
 int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
 {
 	vd_core_input in = { .kind = VD_CORE_WITHDRAW };
@@ -1619,7 +1486,6 @@ int vd_store_withdraw(vd_store *s, vd_withdrawal *w)
 	};
 
 	in.u.withdraw.w = w;
-	in.u.withdraw.oms_named = oms_names(s, w);
 	in.u.withdraw.now = vd_wall_now();
 	in.audit = &a;
 	core_step(s, &in, &out);
@@ -1813,10 +1679,10 @@ static void refresh_now(vd_store *s, vd_refresh what)
 
 void vd_store_gauges(vd_store *s, vd_gauges *g)
 {
-	vd_copy *c;
+	const vd_copy *c;
 	size_t it = 0;
 
-	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
+	while ((c = vd_model_next_copy(vd_core_model(&s->core), &it)) != NULL)
 		g->artifacts[vd_copy_state(c)]++;
 	memcpy(g->alerts, vd_lineage_alert_counts(vd_core_lineage(&s->core)), sizeof(g->alerts));
 	memcpy(g->commitments, vd_lineage_series(vd_core_lineage(&s->core)), sizeof(g->commitments));
@@ -1830,7 +1696,7 @@ void vd_store_gauges(vd_store *s, vd_gauges *g)
 		vd_pool_progress(s->pool, &g->hashing_bytes, &g->hashing_yields);
 	}
 	g->last_scan = s->last_scan;
-	g->unreadable_dirs = s->unreadable.count;
+	g->unreadable_dirs = vd_core_unreadable_count(&s->core);
 	g->last_scrub = s->sched.last_scrub;
 }
 
@@ -1886,13 +1752,11 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->cfg = cfg;
 	s->metrics = metrics;
 	s->root_ok = 1;
-	vd_model_init(&s->model);
 	vd_core_init(&s->core, store_persist, s);
 	s->core.pass_slice = VD_LINEAGE_PASS_SLICE;
 	core_sources(s, VD_REFRESH_MODEL);    /* the model is read from the first input on */
 	vd_map_init(&s->env_cache);
 	vd_map_init(&s->stored);
-	vd_map_init(&s->unreadable);
 	vd_map_init(&s->runs);
 	if ((s->root = strdup(cfg->store)) == NULL)
 		return -ENOMEM;
@@ -1955,12 +1819,12 @@ static void free_all(vd_store *s)
 	vd_changes_free(&s->scan_changes);
 	vd_waiters_free(&s->waiters);     /* its waiters are the core's */
 	vd_core_free(&s->core);
+	vd_sched_free(&s->sched);
 	for (i = 0; i < s->n_unsaved; i++) {
 		free(s->unsaved[i].subject);
 		free(s->unsaved[i].detail);
 	}
 	free(s->unsaved);
-	vd_model_free(&s->model);
 	while (vd_map_next(&s->env_cache, &it, &k, &v))
 		free(v);
 	vd_map_free(&s->env_cache);
@@ -1974,7 +1838,6 @@ static void free_all(vd_store *s)
 	while (vd_map_next(&s->stored, &it, &k, &v))
 		free_stored(v);
 	vd_map_free(&s->stored);
-	vd_map_free(&s->unreadable);
 	vd_map_free(&s->runs);
 }
 

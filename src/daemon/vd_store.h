@@ -1,10 +1,11 @@
 /*
- * The store as the daemon knows it, owned by the event loop thread: every
- * artifact (a "copy": a directory or a tar) with its header and latest
- * verdict, the copies grouped by the content hash their headers claim,
- * the ledgers, and the clients waiting for verifications. Scans run on
- * libuv's threadpool and hashing on the hasher pool; both hand plain
- * results back here.
+ * The store as the daemon knows it, owned by the event loop thread: the
+ * shell around the core (vd_core), which holds every artifact (a "copy":
+ * a directory or a tar) with its header and latest verdict, grouped by
+ * the content hash their headers claim, the commitments, lineage, the
+ * clients waiting and the schedule. Scans run on libuv's threadpool and
+ * hashing on the hasher pool; both hand plain results back here, which
+ * become the core's inputs; the store applies its outputs.
  */
 #ifndef VD_STORE_H
 #define VD_STORE_H
@@ -36,8 +37,8 @@ typedef struct vd_store {
 	vd_pool *pool;
 	vd_metrics *metrics;
 	vd_watch watch;
-	vd_model model;             /* copies and groups */
-	vd_core core;               /* the memory of commitments, lineage, alerts, head */
+	vd_core core;               /* the model, the memory of commitments, lineage,
+	                             * alerts, head, waiters and the schedule */
 	vd_scan_ledger *ledgers;    /* from the last scan */
 	size_t n_ledgers;
 	vd_keyring *keys;           /* trusted keys; NULL: none */
@@ -66,7 +67,6 @@ typedef struct vd_store {
 	vd_state *state;               /* durable state; NULL: memory only */
 	struct vd_events *events;      /* GET /events, once the state is attached */
 	vd_map stored;                 /* relpath -> stored verdict, from the last run */
-	vd_map unreadable;             /* directories reported unreadable */
 	vd_map runs;                   /* directories that can be runs, from the last scan */
 	/* Batched state writes end with each loop turn. */
 	uv_check_t flush_check;
@@ -102,15 +102,16 @@ void vd_store_set_config(vd_store *s, const vd_config *cfg);
 void vd_store_scan(vd_store *s);            /* now (or right after the running one) */
 void vd_store_close(vd_store *s, void (*done)(void *), void *arg);
 
-vd_group *vd_store_group(vd_store *s, const char *hash);
-vd_copy *vd_store_copy(vd_store *s, const char *relpath);
+const vd_group *vd_store_group(vd_store *s, const char *hash);
+const vd_copy *vd_store_copy(vd_store *s, const char *relpath);
+const vd_model *vd_store_model(vd_store *s);
 
 /* Queue a verification that bypasses the cached verdict. Returns 0 and the
  * generation whose completion answers it, or -EAGAIN (queue full). */
-int vd_store_verify_now(vd_store *s, vd_copy *c, uint64_t *gen);
+int vd_store_verify_now(vd_store *s, const vd_copy *c, uint64_t *gen);
 /* Register an artifact (a directory or a tar) a client named that no scan
  * has seen yet. */
-vd_copy *vd_store_adopt(vd_store *s, const char *relpath, vd_artifact_kind kind);
+const vd_copy *vd_store_adopt(vd_store *s, const char *relpath, vd_artifact_kind kind);
 
 void vd_store_gauges(vd_store *s, vd_gauges *g);
 

@@ -341,7 +341,7 @@ static json_object *headerless_json(int *oom, const vd_copy *c)
 
 int vd_view_status(vd_store *s, const char *hash, json_object **out)
 {
-	vd_group *g = vd_store_group(s, hash);
+	const vd_group *g = vd_store_group(s, hash);
 	json_object *o;
 	int oom = 0;
 
@@ -366,7 +366,7 @@ static int hash_above(const void *after, const void *g)
 json_object *vd_view_artifacts(vd_store *s, int want, const char *after, size_t limit)
 {
 	json_object *list, *o;
-	const vd_order *by = vd_model_by_hash(&s->model);
+	const vd_order *by = vd_core_by_hash(&s->core);
 	vd_group *const *groups;
 	const vd_copy *c;
 	size_t it = 0, n, i, shown = 0;
@@ -391,7 +391,7 @@ json_object *vd_view_artifacts(vd_store *s, int want, const char *after, size_t 
 	}
 	next = more ? last : NULL;
 	it = 0;
-	while (next == NULL && !oom && (c = vd_model_next_headerless(&s->model, &it)) != NULL) {
+	while (next == NULL && !oom && (c = vd_model_next_headerless(vd_store_model(s), &it)) != NULL) {
 		if (want < 0 || (int)vd_copy_state(c) == want)
 			push(&oom, list, headerless_json(&oom, c));
 	}
@@ -406,7 +406,7 @@ json_object *vd_view_artifacts(vd_store *s, int want, const char *after, size_t 
 
 static json_object *path_status(int *oom, vd_store *s, const vd_copy *c)
 {
-	vd_group *g = c->hdr.code == VD_OK ? vd_store_group(s, c->hdr.content_hash) : NULL;
+	const vd_group *g = c->hdr.code == VD_OK ? vd_store_group(s, c->hdr.content_hash) : NULL;
 
 	return g != NULL ? group_json(oom, g) : headerless_json(oom, c);
 }
@@ -438,7 +438,7 @@ static void copy_reasons(int *oom, const vd_copy *c, json_object *reasons)
 
 static void group_reasons(int *oom, vd_store *s, const vd_verify_req *vr, json_object *reasons)
 {
-	vd_group *g = vd_store_group(s, vr->hash);
+	const vd_group *g = vd_store_group(s, vr->hash);
 	size_t i;
 
 	if (g == NULL) {
@@ -459,8 +459,8 @@ static void group_reasons(int *oom, vd_store *s, const vd_verify_req *vr, json_o
 json_object *vd_view_verdict(vd_store *s, const vd_verify_req *vr, const char *relpath)
 {
 	json_object *o, *reasons;
-	vd_group *g;
-	vd_copy *c;
+	const vd_group *g;
+	const vd_copy *c;
 	int oom = 0;
 
 	reasons = jarr(&oom);
@@ -672,7 +672,7 @@ static int run_names(vd_store *s, vd_map *accs)
 	for (i = 0; i < s->n_ledgers; i++)
 		if (vd_map_put(accs, s->ledgers[i].run, NULL) < 0)
 			return -ENOMEM;
-	while ((c = vd_model_next_copy(&s->model, &it)) != NULL)
+	while ((c = vd_model_next_copy(vd_store_model(s), &it)) != NULL)
 		if (vd_map_put(accs, c->run, NULL) < 0)
 			return -ENOMEM;
 	return 0;
@@ -702,9 +702,9 @@ static json_object *runs_json(int *oom, vd_store *s)
 		vd_map_put(&accs, k, &arr[n++]);
 	}
 	it = 0;
-	while ((g = vd_model_next_group(&s->model, &it)) != NULL)
+	while ((g = vd_model_next_group(vd_store_model(s), &it)) != NULL)
 		if (vd_group_state(g) == VD_AS_VERIFIED)
-			acc_group(oom, &accs, &s->model, g);
+			acc_group(oom, &accs, vd_store_model(s), g);
 	qsort(arr, n, sizeof(*arr), str_cmp);
 	/* Every acc_json, out of memory or not: each takes its heads. */
 	for (i = 0; i < n; i++)
@@ -727,7 +727,7 @@ static json_object *forks_json(int *oom, vd_store *s)
 		if (a->kind != VD_ALERT_FORK)
 			continue;
 		children = jarr(oom);
-		for (c = vd_model_first_child(&s->model, a->subject); c != NULL; c = c->next_child)
+		for (c = vd_model_first_child(vd_store_model(s), a->subject); c != NULL; c = c->next_child)
 			if (vd_group_state(c) == VD_AS_VERIFIED)
 				push(oom, children, jstr(oom, c->hash));
 		f = jobj(oom);
@@ -796,7 +796,7 @@ static void commitment_text(vd_buf *b, vd_store *s, const vd_commit_slot *sl,
     vd_commit_source src, int policy)
 {
 	const vd_commit_entry *e = vd_slot_entry(sl, src);
-	vd_group *g;
+	const vd_group *g;
 
 	if (e == NULL)
 		return;
@@ -945,7 +945,7 @@ static json_object *pruned_json(int *oom, vd_store *s, const char *run, long lon
 	rs = (vd_retained *const *)by->v;
 	run_span(by, retained_key_cmp, run, after, until, &i, &n);
 	for (; i < n && !*oom; i++) {
-		if (vd_model_group(&s->model, rs[i]->hash) != NULL)
+		if (vd_model_group(vd_store_model(s), rs[i]->hash) != NULL)
 			continue;
 		o = jobj(oom);
 		add(oom, o, "round_index", ji64(oom, rs[i]->round_index));
@@ -976,7 +976,7 @@ static const vd_group *run_head(const vd_order *by, const char *run)
 json_object *vd_view_run_chain(vd_store *s, const char *run, long long after, size_t limit)
 {
 	json_object *o, *list;
-	const vd_order *by = vd_model_by_run(&s->model);
+	const vd_order *by = vd_core_by_run(&s->core);
 	vd_copy *const *cs;
 	const vd_group *best, *g, *prev = NULL;
 	size_t i, n, shown = 0;

@@ -38,9 +38,9 @@ fx *fx_new(void)
 	fx *f = calloc(1, sizeof(*f));
 
 	FX_REQUIRE(f);
-	vd_model_init(&f->model);
 	vd_config_defaults(&f->cfg);
 	vd_core_init(&f->core, NULL, NULL);
+	f->model = &f->core.model;
 	f->ring.keys = keys;
 	f->ring.n = 1;                 /* the second key is not trusted */
 	f->ring.refs = 1;
@@ -57,7 +57,6 @@ void fx_apply(fx *f, const vd_mem_record *rec)
 void fx_free(fx *f)
 {
 	vd_map_free(&f->applied);
-	vd_model_free(&f->model);
 	vd_core_free(&f->core);
 	free(f);
 }
@@ -127,10 +126,10 @@ void refresh(fx *f, int commits)
 
 	if (commits)
 		f->whole = 0;
-	input_for(f, &f->model, &in);
+	input_for(f, f->model, &in);
 	vd_lineage_refresh(&f->core.lineage, &in, what, &f->core.delta);
 	fx_note_delta(f, &f->core.delta);
-	vd_model_clear_dirty(&f->model);
+	vd_model_clear_dirty(f->model);
 }
 
 void refresh_alone(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
@@ -192,7 +191,7 @@ vd_copy *model_copy(vd_model *m, const char *run, const char *name, const char *
 vd_copy *copy(fx *f, const char *run, const char *name, const char *hash,
     int64_t round, const char *parent, int v)
 {
-	return model_copy(&f->model, run, name, hash, round, parent, v);
+	return model_copy(f->model, run, name, hash, round, parent, v);
 }
 
 /* Rounds from..to of one run, hx(base + i) the hash of round i. */
@@ -215,18 +214,18 @@ void chain(fx *f, const char *run, int from, int to, int v)
 
 void reverdict(fx *f, const char *relpath, int v)
 {
-	vd_copy *c = vd_model_copy(&f->model, relpath);
+	vd_copy *c = vd_model_copy(f->model, relpath);
 
 	FX_REQUIRE(c);
-	verdict(&f->model, c, v);
+	verdict(f->model, c, v);
 }
 
 void drop(fx *f, const char *relpath)
 {
-	vd_copy *c = vd_model_copy(&f->model, relpath);
+	vd_copy *c = vd_model_copy(f->model, relpath);
 
 	FX_REQUIRE(c);
-	vd_model_remove_copy(&f->model, c);
+	vd_model_remove_copy(f->model, c);
 }
 
 /* ---- commitments ------------------------------------------------------ */
@@ -390,7 +389,7 @@ void retain(fx *f, const char *hash, const char *run, int64_t round, const char 
 	snprintf(rec.r.parent, sizeof(rec.r.parent), "%s", parent ? parent : "");
 	FX_REQUIRE((vd_map_get(&f->core.mem.retained, hash)) == NULL);
 	fx_apply(f, &rec);
-	if (vd_model_group(&f->model, hash) == NULL)
+	if (vd_model_group(f->model, hash) == NULL)
 		f->whole = 1;
 }
 
@@ -400,7 +399,7 @@ void forget_retained(fx *f, const char *hash)
 	vd_retained *r = vd_map_del(&f->core.mem.retained, hash), **pp, *first;
 
 	FX_REQUIRE(r);
-	if (vd_model_group(&f->model, hash) == NULL)
+	if (vd_model_group(f->model, hash) == NULL)
 		f->whole = 1;
 	if (r->has_parent) {
 		first = vd_map_get(&f->core.mem.retained_children, r->parent);

@@ -32,7 +32,8 @@
 enum { V_NONE, V_OK, V_FAIL, V_STALE, V_BUSY, V_COUNT };
 
 typedef struct fx {
-	vd_model model;
+	vd_model *model;               /* the core's: filled directly here, as
+	                                * the memory is */
 	vd_config cfg;
 	vd_core core;                  /* its memory (posts, statements, ledgers,
 	                                * withdrawals, pruned artifacts) filled

@@ -181,6 +181,8 @@ typedef struct world {
 	uint64_t clock;             /* simulated ms, what TICK tells */
 	size_t pass_slice;          /* the core's, as the store sets it: 0 or a few chains */
 	int scanned;                /* the process's first whole scan ended */
+	int unreadable;             /* the run the last whole scan could not read,
+	                             * plus one; 0: none */
 	int failed;                 /* an invariant was violated */
 	char why[512];              /* the first one */
 } world;
@@ -289,7 +291,7 @@ static vd_copy *slot_copy(world *w, int i)
 	char rel[PATH_MAX_LEN];
 
 	slot_relpath(i, rel, sizeof(rel));
-	return vd_model_copy(&w->f->model, rel);
+	return vd_model_copy(w->f->model, rel);
 }
 
 /* ---- changes: each returns whether the refresh is a whole pass -------- */
@@ -357,20 +359,18 @@ static void slot_scanned(world *w, int i)
 		slot_verdict(w, i, v);
 }
 
-/* A scan looks at a present copy again: as it was (nothing to do), or
- * with its files replaced (verified again, and the job comes back). */
-static int ch_rescan(world *w)
+/* A scan looks at slot i's present copy again: as it was (nothing to
+ * do), or with its files replaced, its header as the slot now says
+ * (verified again, and the job comes back). */
+static void rescan(world *w, int i, int replaced)
 {
 	char rel[PATH_MAX_LEN];
-	int i = (int)rnd(w, P_SLOTS), replaced = (int)rnd(w, 2);
 	p_slot *s = &w->slots[i];
 	vd_core_input in = { .kind = VD_CORE_SCANNED };
 	vd_scan_artifact a;
 	vd_core_output out;
-	vd_copy *c;
+	const vd_copy *c = slot_copy(w, i);
 
-	if (!s->present || (c = slot_copy(w, i)) == NULL || c->inflight != 0)
-		return 0;
 	slot_relpath(i, rel, sizeof(rel));
 	memset(&a, 0, sizeof(a));
 	a.relpath = rel;
@@ -386,7 +386,7 @@ static int ch_rescan(world *w)
 	if (!replaced) {
 		if (out.result != VD_SCAN_SAME && c->fp.ok)
 			violation(w, "%s rescanned unchanged: outcome %d", rel, out.result);
-		return 0;
+		return;
 	}
 	if (out.result != VD_SCAN_CHANGED || !out.verify)
 		violation(w, "%s with its files replaced: outcome %d, verify %d", rel, out.result,
@@ -394,22 +394,98 @@ static int ch_rescan(world *w)
 	wait_check(w);              /* as the store does once a scan is merged */
 	s->verdict = rnd(w, 4) ? V_OK : V_FAIL;
 	job_back(w, i, s->verdict);
+}
+
+static int ch_rescan(world *w)
+{
+	int i = (int)rnd(w, P_SLOTS);
+	const vd_copy *c;
+
+	if (!w->slots[i].present || (c = slot_copy(w, i)) == NULL || c->inflight != 0)
+		return 0;
+	rescan(w, i, (int)rnd(w, 2));
 	return 0;
 }
 
+/* Whether slot i's copy is as a scan would find it unchanged. */
+static int scans_same(world *w, int i)
+{
+	const vd_copy *c = slot_copy(w, i);
+
+	return c != NULL && c->fp.ok;
+}
+
+static void scan_step(world *w, vd_core_in_kind kind, const vd_cover *cv, vd_core_output *out)
+{
+	vd_core_input in = { .kind = kind, .u.cover = cv };
+
+	sim_input_raw(w, &in, out);
+}
+
+/* Slot i's directory is removed and a scan finds it so: of its own tree
+ * (unless its run is unreadable: what is under it is then never gone), or
+ * of the whole store, which finds every other present copy as it was and,
+ * some of the time, cannot read the other run. The core sweeps: exactly
+ * slot i's copy goes, noted once; what lies under the unreadable run
+ * stays. */
+static void removed_by_scan(world *w, int i)
+{
+	char rel[PATH_MAX_LEN], dir[PATH_MAX_LEN + 16];
+	char *dirs[] = { dir };
+	vd_scope scope = { VD_SCOPE_TREE, rel };
+	vd_cover tree = { 0, 1, &scope, 1 }, whole = { 0, 0, NULL, 0 };
+	int run = i % P_RUNS, other = (i + 1) % P_RUNS;
+	const vd_cover *cv = rnd(w, 2) && w->unreadable != run + 1 ? &tree : &whole;
+	vd_core_input in = { .kind = VD_CORE_UNREADABLE };
+	vd_core_output out;
+	int k, unreadable = cv == &whole && rnd(w, 3) == 0;
+
+	slot_relpath(i, rel, sizeof(rel));
+	snprintf(dir, sizeof(dir), "%s\npermission denied", p_runs[other]);
+	scan_step(w, VD_CORE_SCAN_BEGIN, cv, &out);
+	for (k = 0; cv == &whole && k < P_SLOTS; k++)
+		if (k != i && w->slots[k].present && !(unreadable && k % P_RUNS == other))
+			rescan(w, k, 0);
+	in.u.unreadable.cover = cv;
+	in.u.unreadable.dirs = dirs;
+	in.u.unreadable.n = (size_t)unreadable;
+	sim_input_raw(w, &in, &out);
+	if (out.result != 0)
+		violation(w, "unreadable %s noted: %d", p_runs[other], out.result);
+	if (cv == &whole)
+		w->unreadable = unreadable ? other + 1 : 0;
+	scan_step(w, VD_CORE_SWEEP, cv, &out);
+	if (out.n_paths != 1 || out.paths[0].kind != VD_PATH_GONE ||
+	    strcmp(out.paths[0].relpath, rel) != 0)
+		violation(w, "a scan after %s was removed swept %zu paths, the first %s", rel,
+		    out.n_paths, out.n_paths ? out.paths[0].relpath : "none");
+	for (k = 0; k < P_SLOTS; k++)
+		if ((slot_copy(w, k) != NULL) != (k != i && w->slots[k].present))
+			violation(w, "slot %d: a copy %s after the sweep", k,
+			    slot_copy(w, k) ? "kept" : "missing");
+}
+
+/* A present copy goes, told (COPY_GONE) or found by a scan, when every
+ * copy it finds would be found as it was; an absent one comes. */
 static int ch_presence(world *w)
 {
 	char rel[PATH_MAX_LEN];
-	int i = (int)rnd(w, P_SLOTS);
+	int i = (int)rnd(w, P_SLOTS), k, by_scan = (int)rnd(w, 2);
 	p_slot *s = &w->slots[i];
 	vd_core_input in = { .kind = VD_CORE_COPY_GONE, .u.relpath = rel };
 	vd_core_output out;
 
 	if (s->present) {
+		for (k = 0; by_scan && k < P_SLOTS; k++)
+			by_scan = !w->slots[k].present || scans_same(w, k);
 		slot_relpath(i, rel, sizeof(rel));
-		sim_input_raw(w, &in, &out);
-		if (out.result != 0)
-			violation(w, "%s gone: %d", rel, out.result);
+		if (by_scan) {
+			removed_by_scan(w, i);
+		} else {
+			sim_input_raw(w, &in, &out);
+			if (out.result != 0)
+				violation(w, "%s gone: %d", rel, out.result);
+		}
 		s->present = 0;
 		wait_check(w);
 		return 0;
@@ -432,7 +508,7 @@ static void run_start(world *w, int i, vd_job_kind kind)
 	w->slots[i].run = (int)kind + 1;
 	c->inflight = busy_job;
 	c->inflight_kind = kind;
-	vd_model_touch(&w->f->model, c);
+	vd_model_touch(w->f->model, c);
 }
 
 /* A run of the copy comes back to the core, which takes its verdict as
@@ -496,7 +572,7 @@ static void slot_verdict(world *w, int i, int v)
 	if (v == V_BUSY && !s->run)
 		s->req_gen++;
 	s->run = v == V_BUSY ? VD_JOB_BACKGROUND + 1 : 0;
-	verdict(&w->f->model, slot_copy(w, i), v);
+	verdict(w->f->model, slot_copy(w, i), v);
 }
 
 /* A verdict comes back from a job, or the copy is seen changed since its
@@ -516,22 +592,20 @@ static int ch_verdict(world *w)
 	return 0;
 }
 
-/* A rescan found another header: unindex, change, index. */
+/* A rescan finds another header.json: the files changed, the copy
+ * claims another artifact (or none, or a forged round). */
 static int ch_header(world *w)
 {
 	int i = (int)rnd(w, P_SLOTS);
 	p_slot *s = &w->slots[i];
-	vd_copy *c;
+	const vd_copy *c;
 
-	if (!s->present)
+	if (!s->present || (c = slot_copy(w, i)) == NULL || c->inflight != 0)
 		return 0;
-	c = slot_copy(w, i);
-	vd_model_unindex(&w->f->model, c);
 	s->id = pick_id(w);
 	s->forged = rnd(w, 10) == 0;
 	s->bad_header = rnd(w, 10) == 0;
-	slot_header(w, s, c);
-	vd_model_index(&w->f->model, c);
+	rescan(w, i, 1);
 	return 0;
 }
 
@@ -610,6 +684,12 @@ static const char *input_name(vd_core_in_kind kind)
 		return "SCANNED";
 	case VD_CORE_COPY_GONE:
 		return "COPY_GONE";
+	case VD_CORE_SCAN_BEGIN:
+		return "SCAN_BEGIN";
+	case VD_CORE_UNREADABLE:
+		return "UNREADABLE";
+	case VD_CORE_SWEEP:
+		return "SWEEP";
 	case VD_CORE_WAIT:
 		return "WAIT";
 	case VD_CORE_WAIT_CANCEL:
@@ -802,7 +882,7 @@ static void sim_sources(world *w, vd_refresh change)
 	vd_core_input in = { .kind = VD_CORE_SOURCES };
 	vd_core_output out;
 
-	in.u.sources.src = (vd_core_sources){ &f->model, vd_config_trust(&f->cfg), &f->ring,
+	in.u.sources.src = (vd_core_sources){ vd_config_trust(&f->cfg), &f->ring,
 		NULL, f->ledgers, f->n_ledgers, w->scanned, { 0, 0, 0 } };   /* no queue: no jobs */
 	in.u.sources.change = change;
 	vd_core_step(&f->core, &in, &out);
@@ -872,7 +952,7 @@ static void snap_check(world *w, const trust_snap *t, const char *what)
 	size_t i;
 
 	for (i = 0; i < t->n && !w->failed; i++)
-		if ((g = vd_model_group(&w->f->model, t->hash[i])) != NULL &&
+		if ((g = vd_model_group(w->f->model, t->hash[i])) != NULL &&
 		    g->trusted * 2 + g->committed != t->bits[i])
 			violation(w, "%s: %.12s was trusted %d committed %d, now %d %d", what,
 			    t->hash[i], t->bits[i] / 2, t->bits[i] % 2, g->trusted, g->committed);
@@ -949,7 +1029,7 @@ static int sim_input(world *w, const vd_core_input *in)
 	if (fail) {
 		/* Lineage as of the memory now (this step may have changed it). */
 		sim_settle(w);
-		snap_take(&f->model, &snap);
+		snap_take(f->model, &snap);
 		before = vd_memory_digest(&f->core.mem, 0);
 		before_all = vd_memory_digest(&f->core.mem, 1);
 	}
@@ -1157,7 +1237,7 @@ static int ch_retained(world *w)
 {
 	int id = (int)rnd(w, P_IDS);
 	const p_id *d = &w->ids[id];
-	const vd_group *g = vd_model_group(&w->f->model, id_hash(id));
+	const vd_group *g = vd_model_group(w->f->model, id_hash(id));
 	vd_retained r;
 	vd_mem_record rec;
 
@@ -1645,7 +1725,7 @@ static void compare_with_scratch(world *w)
 	input_for(w->f, &m, &in);
 	refresh_alone(&fresh, &in, 1);
 	w->cmp = "refreshed != from scratch";
-	same_groups(w, &w->f->model, &m);
+	same_groups(w, w->f->model, &m);
 	same_slots(w, &w->f->core.lineage, &fresh);
 	same_head(w, &w->f->core.lineage, &fresh);
 	same_alerts(w, &w->f->core.lineage, &fresh);
@@ -1715,7 +1795,7 @@ static int ch_restart(world *w)
 	for (r = 0; r < P_RUNS; r++)
 		scan_ledger(w, r);
 	sim_settle(w);      /* the store ends a pass under way as it stops */
-	snap_take(&f->model, &snap);
+	snap_take(f->model, &snap);
 	/* The process ends: its lineage and memory are kept aside, to compare
 	 * with the new process's; the alerts start again from none. The new
 	 * process slices its first whole pass as the old one did (the store
@@ -1823,7 +1903,7 @@ static int ref_withdrawn(const fx *f, const char *run, int64_t t, const char *ha
  * naming it commits nothing. */
 static int ref_mismatch(const fx *f, const char *run, int64_t t, const char *hash)
 {
-	const vd_group *g = vd_model_group(&f->model, hash);
+	const vd_group *g = vd_model_group(f->model, hash);
 	const vd_retained *r = vd_map_get(&f->core.mem.retained, hash);
 	size_t i;
 
@@ -1985,7 +2065,7 @@ static int parent_ok(const fx *f, const vd_group *g)
 		return 0;
 	/* One verified copy shows the parent's bytes exist (a failed copy
 	 * beside it is that copy's problem); it must have a copy in the run. */
-	if ((p = vd_model_group(&f->model, g->parent)) != NULL &&
+	if ((p = vd_model_group(f->model, g->parent)) != NULL &&
 	    vd_group_through(p) == VD_AS_VERIFIED)
 		for (i = 0; i < p->n; i++)
 			if (vd_group_in_run(g, p->copies[i]->run))
@@ -2036,7 +2116,7 @@ static void check_passing(world *w)
 
 	if (vd_lineage_head(&f->core.lineage, NULL, NULL) >= 0)
 		violation(w, "a committed head while a whole pass is under way");
-	while (!w->failed && vd_map_next(&f->model.groups, &it, &k, &v)) {
+	while (!w->failed && vd_map_next(&f->model->groups, &it, &k, &v)) {
 		g = v;
 		if (g->committed && !ref_committed(f, g))
 			violation(w, "%.12s: committed while a whole pass is under way, but the "
@@ -2053,7 +2133,7 @@ static void check_reference(world *w)
 	void *v;
 	size_t it = 0;
 
-	while (!w->failed && vd_map_next(&w->f->model.groups, &it, &k, &v))
+	while (!w->failed && vd_map_next(&w->f->model->groups, &it, &k, &v))
 		check_group(w, v);
 }
 
@@ -2092,7 +2172,7 @@ static void check_unsigned_inert(world *w)
 	free(saved);
 	it = 0;
 	while (!w->failed && vd_map_next(&m.groups, &it, &k, &v)) {
-		const vd_group *a = v, *b = vd_model_group(&f->model, k);
+		const vd_group *a = v, *b = vd_model_group(f->model, k);
 		if (b != NULL && a->trusted != b->trusted)
 			violation(w, "%.12s: trusted %d, but %d without the unsigned ledger records "
 			    "(policy signed)", k, b->trusted, a->trusted);
@@ -2152,13 +2232,12 @@ static void world_start(world *w, unsigned seed)
 #define P_VIEW_PAGE 2               /* listings are read whole and this many at a time */
 
 /* The store the API renders from, holding the core's state as it is. Its
- * model, lineage and memory are f's own, lent for the views (which may
- * settle the listings' indexes) and given back. */
+ * core (the model, lineage and memory) is f's own, lent for the views
+ * (which may settle the listings' indexes) and given back. */
 static void views_lend(world *w, vd_store *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->cfg = &w->f->cfg;
-	s->model = w->f->model;
 	s->core = w->f->core;
 	s->ledgers = w->f->ledgers;
 	s->n_ledgers = w->f->n_ledgers;
@@ -2170,7 +2249,6 @@ static void views_lend(world *w, vd_store *s)
 
 static void views_return(world *w, vd_store *s)
 {
-	w->f->model = s->model;
 	w->f->core = s->core;
 }
 
@@ -2206,7 +2284,7 @@ static void views_status(world *w, vd_store *s)
 	size_t it = 0;
 	int rc;
 
-	while (!w->failed && (g = vd_model_next_group(&s->model, &it)) != NULL) {
+	while (!w->failed && (g = vd_model_next_group(vd_store_model(s), &it)) != NULL) {
 		if (vd_view_status(s, g->hash, &o) < 0 || !json_object_object_get_ex(o, "trusted", &t)) {
 			violation(w, "the status of %.12s cannot be rendered", g->hash);
 			json_object_put(o);
@@ -2344,7 +2422,7 @@ static size_t world_step(world *w, unsigned id)
 		check_unsigned_inert(w);
 	}
 	if (w->step % P_SETTLE_EVERY == 0)
-		check_orders(w, &w->f->model);
+		check_orders(w, w->f->model);
 	if (w->step % P_VIEWS_EVERY == 0)
 		check_views(w);
 	return c;

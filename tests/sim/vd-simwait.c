@@ -112,7 +112,6 @@ typedef struct world {
 	char rel[W_COPIES][16];
 	int life[W_COPIES];            /* each time a copy comes back, a new life */
 	double last_delay[W_COPIES];
-	vd_model m;
 	vd_core core;
 	w_job jobs[W_JOBS];
 	size_t n_jobs;
@@ -158,9 +157,10 @@ static uint32_t rnd(world *w, uint32_t n)
 	return w->rnd % n;
 }
 
+/* A copy as the core has it: read here, changed only through inputs. */
 static vd_copy *copy_at(const world *w, int i)
 {
-	return vd_model_copy(&w->m, w->rel[i]);
+	return vd_model_copy(&w->core.model, w->rel[i]);
 }
 
 static int slot_of(const char *relpath)
@@ -365,7 +365,6 @@ static void input(world *w, const vd_core_input *in, vd_core_output *out)
 	size_t k;
 
 	memset(&src.u.sources.src, 0, sizeof(src.u.sources.src));
-	src.u.sources.src.model = &w->m;
 	src.u.sources.src.scanned = 1;
 	src.u.sources.src.queue = (vd_plan_queue){ waiting(w), W_QUEUE, !w->down };
 	src.u.sources.change = VD_REFRESH_MODEL;
@@ -632,7 +631,7 @@ static size_t backlog_candidates(world *w, int *cand)
 	int i;
 
 	for (k = p->backlog.head; k < p->backlog.n && n < W_COPIES; k++) {
-		if ((c = vd_model_copy(&w->m, p->backlog.q[k])) == NULL || !c->backlog || c->inflight != 0)
+		if ((c = vd_model_copy(&w->core.model, p->backlog.q[k])) == NULL || !c->backlog || c->inflight != 0)
 			continue;
 		i = slot_of(c->relpath);
 		for (j = 0; j < n && cand[j] != i; j++)
@@ -868,6 +867,16 @@ static const char *step_remove(world *w)
 	return "remove a copy";
 }
 
+/* A copy comes into the core's model as a client's named one does. */
+static void adopt(world *w, int i)
+{
+	vd_core_input in = { .kind = VD_CORE_ADOPT, .u.adopt = { w->rel[i], VD_KIND_DIR } };
+	vd_core_output out;
+
+	input(w, &in, &out);
+	SIM_REQUIRE(out.result == VD_SCAN_NEW);
+}
+
 static const char *step_readd(world *w)
 {
 	int i;
@@ -875,7 +884,7 @@ static const char *step_readd(world *w)
 
 	if (c != NULL)
 		return "a copy comes back: there already";
-	SIM_REQUIRE((c = vd_model_add_copy(&w->m, w->rel[i], "r")) != NULL);
+	adopt(w, i);
 	w->life[i]++;
 	w->last_delay[i] = 0;
 	verify(w, i, VD_JOB_BACKGROUND, NULL);
@@ -1096,11 +1105,10 @@ static world *world_start(unsigned seed)
 	reseed(w, 0);
 	w->now = rnd(w, 1000);
 	w->deadline = VD_WAIT_NONE;
-	vd_model_init(&w->m);
 	vd_core_init(&w->core, NULL, NULL);     /* no records: waiters and jobs only */
 	for (i = 0; i < W_COPIES; i++) {
 		snprintf(w->rel[i], sizeof(w->rel[i]), "r/c%02d", i);
-		SIM_REQUIRE(vd_model_add_copy(&w->m, w->rel[i], "r") != NULL);
+		adopt(w, i);
 		verify(w, i, VD_JOB_BACKGROUND, NULL);
 	}
 	return w;
@@ -1109,7 +1117,6 @@ static world *world_start(unsigned seed)
 static void world_free(world *w)
 {
 	vd_core_free(&w->core);
-	vd_model_free(&w->m);
 	free(w->wt);
 	free(w->req);
 	free(w);

@@ -74,7 +74,7 @@ static void step(env *e, const vd_core_input *in, vd_core_output *out)
 	vd_core_input src = { .kind = VD_CORE_SOURCES };
 	vd_core_output ignored;
 
-	src.u.sources.src = (vd_core_sources){ &e->f->model, vd_config_trust(&e->f->cfg),
+	src.u.sources.src = (vd_core_sources){ vd_config_trust(&e->f->cfg),
 		&e->f->ring, NULL, e->f->ledgers, e->f->n_ledgers, e->scanned, e->queue };
 	src.u.sources.change = VD_REFRESH_MODEL;
 	vd_core_step(&e->f->core, &src, &ignored);
@@ -104,7 +104,7 @@ static int post_token(env *e, const char *run, int64_t round, const char *hash,
 
 static const vd_group *group(env *e, unsigned n)
 {
-	const vd_group *g = vd_model_group(&e->f->model, H(n));
+	const vd_group *g = vd_model_group(e->f->model, H(n));
 
 	assert_non_null(g);
 	return g;
@@ -393,7 +393,7 @@ static void test_job_outcomes(void **state)
 
 	(void)state;
 	chain(e->f, "r", 0, 0, V_BUSY);
-	c = vd_model_copy(&e->f->model, "r/round-00000");
+	c = vd_model_copy(e->f->model, "r/round-00000");
 	assert_non_null(c);
 	assert_int_equal(job(e, c, 0, VD_OK, VD_ABANDON_NONE, 0).result, VD_JOB_DROPPED);
 	assert_int_equal(c->inflight, busy_job);
@@ -455,7 +455,7 @@ static void test_waiters(void **state)
 
 	(void)state;
 	chain(e->f, "r", 0, 0, V_BUSY);
-	c = vd_model_copy(&e->f->model, paths[0]);
+	c = vd_model_copy(e->f->model, paths[0]);
 	wait_for(&in, paths, gens, 1000, &user1);
 	out = wait_input(e, &in);
 	assert_int_equal(out.result, 0);
@@ -792,6 +792,158 @@ static int tear_down(void **state)
 	return 0;
 }
 
+/* ---- what a scan found of the store's paths ------------------------------ */
+
+static void scan_input(env *e, vd_core_in_kind kind, const vd_cover *cv, vd_core_output *out)
+{
+	vd_core_input in = { .kind = kind, .u.cover = cv };
+
+	step(e, &in, out);
+}
+
+static void unreadable_input(env *e, const vd_cover *cv, char *const *dirs, size_t n,
+    vd_core_output *out)
+{
+	vd_core_input in = { .kind = VD_CORE_UNREADABLE, .u.unreadable = { cv, dirs, n } };
+
+	step(e, &in, out);
+}
+
+static int noted(const vd_core_output *out, vd_path_note_kind kind, const char *relpath)
+{
+	size_t i;
+
+	for (i = 0; i < out->n_paths; i++)
+		if (out->paths[i].kind == kind && strcmp(out->paths[i].relpath, relpath) == 0)
+			return 1;
+	return 0;
+}
+
+/* A scan of what changed sweeps only what it covers: a copy it looked at
+ * and did not find goes (noted, with its kind), one elsewhere stays; an
+ * incomplete scan sweeps nothing. */
+static void test_sweep_covered(void **state)
+{
+	env *e = env_new();
+	vd_scope scopes[] = { { VD_SCOPE_TREE, (char *)"r" } };
+	vd_cover targeted = { 0, 1, scopes, 1 }, broken = { 1, 0, NULL, 0 };
+	vd_core_output out;
+
+	(void)state;
+	chain(e->f, "r", 0, 1, V_OK);
+	chain(e->f, "x", 0, 0, V_OK);
+	scan_input(e, VD_CORE_SCAN_BEGIN, &broken, &out);
+	scan_input(e, VD_CORE_SWEEP, &broken, &out);
+	assert_int_equal(out.n_paths, 0);
+	assert_non_null(vd_core_copy(&e->f->core, "r/round-00000"));
+
+	scan_input(e, VD_CORE_SCAN_BEGIN, &targeted, &out);
+	vd_model_copy(e->f->model, "r/round-00001")->seen = 1;   /* found again */
+	scan_input(e, VD_CORE_SWEEP, &targeted, &out);
+	assert_int_equal(out.n_paths, 1);
+	assert_true(noted(&out, VD_PATH_GONE, "r/round-00000"));
+	assert_int_equal(out.paths[0].artifact, VD_KIND_DIR);
+	assert_null(vd_core_copy(&e->f->core, "r/round-00000"));
+	assert_non_null(vd_core_copy(&e->f->core, "r/round-00001"));
+	assert_non_null(vd_core_copy(&e->f->core, "x/round-00000"));
+	env_free(e);
+}
+
+/* An unreadable directory is noted once; what lies under it is neither
+ * gone nor pruned while it stays so, and its copy fails with io_error;
+ * readable again, it is noted, and a whole scan that does not find what
+ * was under it sweeps that. */
+static void test_unreadable_dirs(void **state)
+{
+	env *e = env_new();
+	vd_cover whole = { 0, 0, NULL, 0 };
+	char d1[] = "r\npermission denied", d2[] = "x/round-00000\npermission denied";
+	char *dirs[] = { d1, d2 };
+	const vd_copy *c;
+	vd_core_output out;
+
+	(void)state;
+	chain(e->f, "r", 0, 1, V_OK);
+	chain(e->f, "x", 0, 0, V_OK);
+	scan_input(e, VD_CORE_SCAN_BEGIN, &whole, &out);
+	unreadable_input(e, &whole, dirs, 2, &out);
+	assert_int_equal(out.result, 0);
+	assert_true(noted(&out, VD_PATH_UNREADABLE, "r"));
+	assert_true(noted(&out, VD_PATH_UNREADABLE, "x/round-00000"));
+	assert_string_equal(out.paths[0].reason, "permission denied");
+	assert_true(vd_core_unreadable_covers(&e->f->core, "r/round-00000", 0));
+	assert_false(vd_core_unreadable_covers(&e->f->core, "r", 0));
+	assert_true(vd_core_unreadable_covers(&e->f->core, "r", 1));
+	assert_int_equal(vd_core_unreadable_count(&e->f->core), 2);
+	c = vd_core_copy(&e->f->core, "x/round-00000");
+	assert_non_null(c);
+	assert_int_equal(c->code, VD_IO_ERROR);
+	scan_input(e, VD_CORE_SWEEP, &whole, &out);
+	assert_int_equal(out.n_paths, 0);
+	assert_non_null(vd_core_copy(&e->f->core, "r/round-00001"));
+
+	/* Still unreadable: not noted again. */
+	scan_input(e, VD_CORE_SCAN_BEGIN, &whole, &out);
+	unreadable_input(e, &whole, dirs, 1, &out);
+	assert_false(noted(&out, VD_PATH_UNREADABLE, "r"));
+	assert_true(noted(&out, VD_PATH_READABLE, "x/round-00000"));
+	scan_input(e, VD_CORE_SWEEP, &whole, &out);
+	assert_true(noted(&out, VD_PATH_GONE, "x/round-00000"));
+	assert_int_equal(out.n_paths, 1);
+
+	scan_input(e, VD_CORE_SCAN_BEGIN, &whole, &out);
+	unreadable_input(e, &whole, NULL, 0, &out);
+	assert_true(noted(&out, VD_PATH_READABLE, "r"));
+	assert_int_equal(vd_core_unreadable_count(&e->f->core), 0);
+	scan_input(e, VD_CORE_SWEEP, &whole, &out);
+	assert_true(noted(&out, VD_PATH_GONE, "r/round-00000"));
+	assert_true(noted(&out, VD_PATH_GONE, "r/round-00001"));
+	assert_int_equal(vd_model_copy_count(vd_core_model(&e->f->core)), 0);
+	env_free(e);
+}
+
+/* A directory the scan did not look at stays unreadable, unnoted. */
+static void test_unreadable_outside_scan(void **state)
+{
+	env *e = env_new();
+	vd_scope scopes[] = { { VD_SCOPE_TREE, (char *)"x" } };
+	vd_cover whole = { 0, 0, NULL, 0 }, targeted = { 0, 1, scopes, 1 };
+	char d1[] = "r\nI/O error";
+	char *dirs[] = { d1 };
+	vd_core_output out;
+
+	(void)state;
+	unreadable_input(e, &whole, dirs, 1, &out);
+	unreadable_input(e, &targeted, NULL, 0, &out);
+	assert_int_equal(out.n_paths, 0);
+	assert_true(vd_core_unreadable_covers(&e->f->core, "r/a", 0));
+	env_free(e);
+}
+
+/* A copy a client named comes in once, seen, of its kind. */
+static void test_adopt(void **state)
+{
+	env *e = env_new();
+	vd_core_input in = { .kind = VD_CORE_ADOPT, .u.adopt = { "r/m.tar", VD_KIND_TAR } };
+	vd_core_output out;
+	const vd_copy *c;
+
+	(void)state;
+	step(e, &in, &out);
+	assert_int_equal(out.result, VD_SCAN_NEW);
+	c = vd_core_copy(&e->f->core, "r/m.tar");
+	assert_non_null(c);
+	assert_int_equal(c->kind, VD_KIND_TAR);
+	assert_string_equal(c->run, "r");
+	assert_true(c->seen);
+	step(e, &in, &out);
+	assert_int_equal(out.result, VD_SCAN_SAME);
+	in.u.adopt.relpath = "top";
+	step(e, &in, &out);
+	assert_string_equal(vd_core_copy(&e->f->core, "top")->run, "");
+	env_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -811,6 +963,10 @@ int main(void)
 		cmocka_unit_test(test_pass_in_slices),
 		cmocka_unit_test(test_pass_ended_by_removal),
 		cmocka_unit_test(test_pass_dropped_by_post),
+		cmocka_unit_test(test_sweep_covered),
+		cmocka_unit_test(test_unreadable_dirs),
+		cmocka_unit_test(test_unreadable_outside_scan),
+		cmocka_unit_test(test_adopt),
 	};
 
 	return cmocka_run_group_tests(tests, set_up, tear_down);

@@ -28,7 +28,7 @@
 
 static vd_group *G(fx *f, const char *hash)
 {
-	vd_group *g = vd_model_group(&f->model, hash);
+	vd_group *g = vd_model_group(f->model, hash);
 
 	if (g == NULL)
 		fail_msg("no group for %s", hash);
@@ -358,12 +358,12 @@ static void test_cross_run(void **state)
  * re-indexed, as the store does when a header changes. */
 static void set_schema(fx *f, const char *relpath, int64_t version)
 {
-	vd_copy *c = vd_model_copy(&f->model, relpath);
+	vd_copy *c = vd_model_copy(f->model, relpath);
 
 	assert_non_null(c);
-	vd_model_unindex(&f->model, c);
+	vd_model_unindex(f->model, c);
 	c->hdr.schema_version = version;
-	vd_model_index(&f->model, c);
+	vd_model_index(f->model, c);
 }
 
 /* legacy_policy = untrusted: a legacy artifact is never trusted, nor the
@@ -895,15 +895,15 @@ static void test_round_mismatch(void **state)
 	refresh(f, 1);
 	assert_true(G(f, H(2))->trusted);
 	assert_false(has_alert(f, VD_ALERT_EQUIVOCATION, "r round 1"));
-	assert_int_equal(vd_round_mismatch(&f->model, &f->core.mem.retained, "r", 1, H(1), NULL), 1);
-	assert_int_equal(vd_round_mismatch(&f->model, &f->core.mem.retained, "r", 0, H(1), NULL), 0);
-	assert_int_equal(vd_round_mismatch(&f->model, &f->core.mem.retained, "other", 1, H(1), NULL), 0);
+	assert_int_equal(vd_round_mismatch(f->model, &f->core.mem.retained, "r", 1, H(1), NULL), 1);
+	assert_int_equal(vd_round_mismatch(f->model, &f->core.mem.retained, "r", 0, H(1), NULL), 0);
+	assert_int_equal(vd_round_mismatch(f->model, &f->core.mem.retained, "other", 1, H(1), NULL), 0);
 	/* A directory that only claims the hash, with another round, proves
 	 * nothing: it cannot veto the real round's commitment. */
 	copy(f, "r", "round-00005", H(2), 5, H(1), V_FAIL);
 	copy(f, "r", "round-00006", H(2), 6, H(1), V_NONE);
 	refresh(f, 0);
-	assert_int_equal(vd_round_mismatch(&f->model, &f->core.mem.retained, "r", 1, H(2), NULL), 0);
+	assert_int_equal(vd_round_mismatch(f->model, &f->core.mem.retained, "r", 1, H(2), NULL), 0);
 	assert_true(G(f, H(2))->committed);
 	drop(f, "r/round-00005");
 	drop(f, "r/round-00006");
@@ -1007,14 +1007,14 @@ static void test_fork(void **state)
 static void test_alerts_cleared(void **state)
 {
 	fx *f = committed_chain(2);
-	vd_copy *c = vd_model_copy(&f->model, "r/round-00001");
+	vd_copy *c = vd_model_copy(f->model, "r/round-00001");
 
 	f->ledgers[0].relpath = (char *)"r/ledger.jsonl";
 	f->ledgers[0].run = (char *)"r";
 	f->ledgers[0].read_ok = 0;
 	snprintf(f->ledgers[0].read_error, sizeof(f->ledgers[0].read_error), "permission denied");
 	f->n_ledgers = 1;
-	verdict(&f->model, c, V_FAIL);
+	verdict(f->model, c, V_FAIL);
 	refresh(f, 1);
 	assert_true(has_alert(f, VD_ALERT_LEDGER_BROKEN, "r/ledger.jsonl"));
 	assert_true(has_alert(f, VD_ALERT_ARTIFACT_FAILED, "r/round-00001"));
@@ -1024,7 +1024,7 @@ static void test_alerts_cleared(void **state)
 	f->ledgers[0].read_ok = 1;
 	f->ledgers[0].result.brk = VD_LEDGER_PREV_MISMATCH;
 	snprintf(f->ledgers[0].result.break_detail, sizeof(f->ledgers[0].result.break_detail), "line 3");
-	verdict(&f->model, c, V_OK);
+	verdict(f->model, c, V_OK);
 	refresh(f, 1);
 	assert_true(has_alert(f, VD_ALERT_LEDGER_BROKEN, "r/ledger.jsonl"));
 	assert_int_equal(f->core.lineage.alerts.count, 1);
@@ -1072,9 +1072,9 @@ static void test_busy_keeps_alerts(void **state)
 	reverdict(f, "r/round-00001", V_FAIL);
 	refresh(f, 0);
 	assert_int_equal(f->core.lineage.alerts.count, 2);
-	c = vd_model_copy(&f->model, "r/round-00001");
+	c = vd_model_copy(f->model, "r/round-00001");
 	c->inflight = busy_job;
-	vd_model_touch(&f->model, c);
+	vd_model_touch(f->model, c);
 	refresh(f, 0);
 	assert_int_equal(f->core.lineage.alerts.count, 2);
 	assert_break(G(f, H(2)), 0, H(2), 2, VD_BREAK_PARENT_FAILED);
@@ -1107,7 +1107,7 @@ static void test_cycle_broken(void **state)
 {
 	fx *f = fx_new();
 
-	cycle(&f->model, hx(CYCLE_HASH), hx(CYCLE_HASH + 1));
+	cycle(f->model, hx(CYCLE_HASH), hx(CYCLE_HASH + 1));
 	refresh(f, 1);
 	assert_int_equal(G(f, hx(CYCLE_HASH))->chain, VD_CHAIN_BROKEN);
 	assert_int_equal(G(f, hx(CYCLE_HASH + 1))->chain, VD_CHAIN_BROKEN);
@@ -1197,7 +1197,7 @@ static void mixed_store(fx *f)
 /* The first whole pass over a whole scan, as the core asks for it. */
 static void first_pass(fx *f, size_t slice, vd_lineage_input *in)
 {
-	input_for(f, &f->model, in);
+	input_for(f, f->model, in);
 	in->scanned = 1;
 	in->slice = slice;
 	vd_lineage_refresh(&f->core.lineage, in, VD_REFRESH_COMMITS, &f->core.delta);
@@ -1240,9 +1240,9 @@ static void same_lineage(fx *a, fx *b)
 	void *v;
 	size_t it = 0;
 
-	assert_int_equal(vd_model_group_count(&a->model), vd_model_group_count(&b->model));
-	while ((g = vd_model_next_group(&a->model, &it)) != NULL)
-		same_group(g, vd_model_group(&b->model, g->hash));
+	assert_int_equal(vd_model_group_count(a->model), vd_model_group_count(b->model));
+	while ((g = vd_model_next_group(a->model, &it)) != NULL)
+		same_group(g, vd_model_group(b->model, g->hash));
 	assert_head(b, la->head_round, la->head_hash, la->head_run);
 	assert_int_equal(la->alerts.count, lb->alerts.count);
 	it = 0;
@@ -1285,7 +1285,7 @@ static void assert_not_reached(fx *f)
 	assert_null(f->core.lineage.head_run);
 	assert_int_equal(f->core.delta.n_alerts, 0);
 	assert_false(f->core.delta.head_changed);
-	while ((g = vd_model_next_group(&f->model, &it)) != NULL) {
+	while ((g = vd_model_next_group(f->model, &it)) != NULL) {
 		if (g->mark == 2)
 			continue;
 		if (g->trusted || g->committed || g->chain != VD_CHAIN_PENDING || g->commit != NULL ||
@@ -1321,7 +1321,7 @@ static void test_pass_in_slices(void **state)
 	}
 	assert_false(vd_lineage_passing(&b->core.lineage));
 	/* A slice of 3 computes at least 3 groups (a walk up computes more). */
-	assert_true(slices >= 2 && slices <= vd_model_group_count(&b->model) / 3 + 1);
+	assert_true(slices >= 2 && slices <= vd_model_group_count(b->model) / 3 + 1);
 	same_lineage(a, b);
 	assert_head(b, 11, H(11), "r");         /* round 12 failed */
 	assert_true(G(b, H(3))->trusted);
@@ -1376,11 +1376,11 @@ static void test_pass_in_slices_model_changes(void **state)
 	first_pass(a, 0, &in);
 	mixed_store(b);
 	first_pass(b, 5, &in);
-	vd_model_clear_dirty(&b->model);     /* as the core does when a pass begins */
+	vd_model_clear_dirty(b->model);     /* as the core does when a pass begins */
 	do {
 		if (++slices == 2)
 			change_store(b);
-		input_for(b, &b->model, &in);
+		input_for(b, b->model, &in);
 		in.scanned = 1;
 		in.slice = 5;
 	} while (!vd_lineage_pass(&b->core.lineage, &in, &b->core.delta));
@@ -1408,12 +1408,12 @@ static void test_pass_parent_appears_late(void **state)
 	copy(a, "r", "stray-parent", X(39), 40, NULL, V_OK);
 	first_pass(a, 0, &in);
 	mixed_store(b);
-	first_pass(b, vd_model_group_count(&b->model), &in);
-	vd_model_clear_dirty(&b->model);     /* as the core does when a pass begins */
+	first_pass(b, vd_model_group_count(b->model), &in);
+	vd_model_clear_dirty(b->model);     /* as the core does when a pass begins */
 	assert_false(vd_lineage_pass(&b->core.lineage, &in, &b->core.delta));
 	assert_int_equal(G(b, X(40))->mark, 2);
 	copy(b, "r", "stray-parent", X(39), 40, NULL, V_OK);
-	input_for(b, &b->model, &in);
+	input_for(b, b->model, &in);
 	in.scanned = 1;
 	assert_true(vd_lineage_pass(&b->core.lineage, &in, &b->core.delta));
 	refresh(b, 0);

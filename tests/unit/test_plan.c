@@ -188,11 +188,12 @@ static void fq_apply(vd_plan *p, fake_queue *q)
 		if (acts[i].kind == VD_ACT_START) {
 			assert_true(q->n < 8);
 			assert_int_equal(acts[i].copy->inflight, acts[i].id);
-			q->jobs[q->n++] = (fake_job){ acts[i].id, acts[i].gen, acts[i].job_kind, acts[i].copy };
+			q->jobs[q->n++] = (fake_job){ acts[i].id, acts[i].gen, acts[i].job_kind,
+				vd_model_copy(p->model, acts[i].copy->relpath) };
 		} else if (acts[i].kind == VD_ACT_TAKE_BACK) {
 			fq_remove(q, acts[i].id);
 			fq_begin(p, q);
-			vd_plan_taken_back(p, acts[i].copy, acts[i].id);
+			vd_plan_taken_back(p, vd_model_copy(p->model, acts[i].copy->relpath), acts[i].id);
 			fq_apply(p, q);
 		} else {
 			q->promoted++;

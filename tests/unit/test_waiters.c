@@ -21,7 +21,6 @@
 
 typedef struct fx {
 	uv_loop_t loop;
-	vd_model model;
 	vd_core core;
 	vd_waiters ws;
 	int closed;
@@ -74,9 +73,7 @@ static int set_up(void **state)
 
 	assert_non_null(f);
 	assert_int_equal(uv_loop_init(&f->loop), 0);
-	vd_model_init(&f->model);
 	vd_core_init(&f->core, no_persist, NULL);
-	src.u.sources.src.model = &f->model;
 	src.u.sources.change = VD_REFRESH_MODEL;
 	vd_core_step(&f->core, &src, &out);
 	vd_waiters_init(&f->ws, &f->loop, &f->core,
@@ -94,7 +91,6 @@ static int tear_down(void **state)
 	assert_int_equal(f->closed, 1);
 	vd_waiters_free(&f->ws);
 	vd_core_free(&f->core);
-	vd_model_free(&f->model);
 	assert_int_equal(uv_loop_close(&f->loop), 0);
 	free(f);
 	return 0;
@@ -140,8 +136,11 @@ static void test_deadline(void **state)
 {
 	fx *f = *state;
 	client a = { 0 };
+	vd_core_input adopt = { .kind = VD_CORE_ADOPT, .u.adopt = { "r/c", VD_KIND_DIR } };
+	vd_core_output out;
 
-	assert_non_null(vd_model_add_copy(&f->model, "r/c", "r"));
+	vd_core_step(&f->core, &adopt, &out);
+	assert_int_equal(out.result, VD_SCAN_NEW);
 	wait_for(f, "r/c", 1, 0, &a);
 	vd_waiters_check(&f->ws);
 	assert_int_equal(a.calls, 0);
