@@ -158,9 +158,9 @@ static uint32_t rnd(world *w, uint32_t n)
 }
 
 /* A copy as the core has it: read here, changed only through inputs. */
-static vd_copy *copy_at(const world *w, int i)
+static const vd_copy *copy_at(const world *w, int i)
 {
-	return vd_model_copy(&w->core.model, w->rel[i]);
+	return vd_core_copy(&w->core, w->rel[i]);
 }
 
 static int slot_of(const char *relpath)
@@ -298,7 +298,7 @@ static int take_back(world *w, const vd_action *a)
 /* A job taken back is queued again, ahead, or waits in the backlog. */
 static void check_requeued(world *w, int i, uint64_t gen)
 {
-	vd_copy *c = copy_at(w, i);
+	const vd_copy *c = copy_at(w, i);
 	w_job *x;
 
 	if (c == NULL)
@@ -405,7 +405,7 @@ static w_waiter *waiter_by_id(world *w, uint64_t id)
 static void check_answer(world *w, const vd_wait_answer *a)
 {
 	w_waiter *x = waiter_by_id(w, a->id);
-	vd_copy *c;
+	const vd_copy *c;
 	int k;
 
 	if (x == NULL || a->user != x) {
@@ -481,7 +481,7 @@ static void check_waiters(world *w)
 static void check_ahead(world *w)
 {
 	const w_job *x;
-	vd_copy *c;
+	const vd_copy *c;
 	size_t k;
 	int j;
 
@@ -505,7 +505,7 @@ static void check_ahead(world *w)
 /* One job at most for each copy, the one the core counts in flight. */
 static void check_jobs(world *w)
 {
-	vd_copy *c;
+	const vd_copy *c;
 	int i, n;
 
 	for (i = 0; i < W_COPIES; i++) {
@@ -527,7 +527,7 @@ static void check_requests(world *w)
 {
 	const w_request *r;
 	const w_job *x;
-	vd_copy *c;
+	const vd_copy *c;
 	size_t k;
 
 	for (k = 0; k < w->n_req; ) {
@@ -552,7 +552,7 @@ static void check_backlog(world *w)
 {
 	const vd_plan *p = &w->core.plan;
 	size_t k, marked = 0;
-	vd_copy *c;
+	const vd_copy *c;
 	int i;
 
 	for (i = 0; i < W_COPIES; i++) {
@@ -599,7 +599,7 @@ static void check_retries(world *w)
 /* The scrub: one job at a time; a copy busy or gone meanwhile may be passed over. */
 static void check_scrub(world *w)
 {
-	vd_copy *c;
+	const vd_copy *c;
 	size_t k, n = 0;
 	int i;
 
@@ -627,7 +627,7 @@ static size_t backlog_candidates(world *w, int *cand)
 {
 	const vd_plan *p = &w->core.plan;
 	size_t k, n = 0, j;
-	vd_copy *c;
+	const vd_copy *c;
 	int i;
 
 	for (k = p->backlog.head; k < p->backlog.n && n < W_COPIES; k++) {
@@ -645,7 +645,7 @@ static size_t backlog_candidates(world *w, int *cand)
 static void check_drained(world *w, const int *cand, size_t n)
 {
 	size_t k, took = 0;
-	vd_copy *c;
+	const vd_copy *c;
 
 	for (k = 0; k < n; k++) {
 		c = copy_at(w, cand[k]);
@@ -660,7 +660,7 @@ static void check_drained(world *w, const int *cand, size_t n)
 
 /* ---- steps ----------------------------------------------------------------- */
 
-static vd_copy *pick_copy(world *w, int *slot)
+static const vd_copy *pick_copy(world *w, int *slot)
 {
 	int i = (int)rnd(w, W_COPIES);
 
@@ -680,7 +680,7 @@ static int verify(world *w, int i, vd_job_kind kind, uint64_t *gen)
 {
 	vd_core_input in = { .kind = VD_CORE_VERIFY };
 	vd_core_output out;
-	vd_copy *c = copy_at(w, i);
+	const vd_copy *c = copy_at(w, i);
 	uint64_t next = c->req_gen + 1;
 
 	in.u.verify.relpath = w->rel[i];
@@ -703,7 +703,7 @@ static const char *step_add(world *w)
 	vd_core_input in = { .kind = VD_CORE_WAIT };
 	vd_core_output out;
 	int k, i, tries, want = 1 + (int)rnd(w, W_PER_WAITER);
-	vd_copy *c;
+	const vd_copy *c;
 
 	memset(x, 0, sizeof(*x));
 	for (tries = 0; tries < 20 && x->n < want; tries++) {
@@ -753,7 +753,7 @@ static const char *step_start(world *w)
 
 static void retried_later(world *w, int i, const vd_core_output *out)
 {
-	vd_copy *c = copy_at(w, i);
+	const vd_copy *c = copy_at(w, i);
 	double d = out->retry_in;
 
 	if (d < 1 || d > VD_RETRY_MAX_SECONDS)
@@ -794,7 +794,7 @@ static const char *step_complete(world *w)
 	vd_job_result r;
 	vd_verdict v;
 	w_job j;
-	vd_copy *c;
+	const vd_copy *c;
 	int live;
 	unsigned long refused;
 
@@ -858,7 +858,7 @@ static const char *step_complete(world *w)
 static const char *step_remove(world *w)
 {
 	int i;
-	vd_copy *c = pick_copy(w, &i);
+	const vd_copy *c = pick_copy(w, &i);
 
 	if (c == NULL)
 		return "remove a copy: gone already";
@@ -880,7 +880,7 @@ static void adopt(world *w, int i)
 static const char *step_readd(world *w)
 {
 	int i;
-	vd_copy *c = pick_copy(w, &i);
+	const vd_copy *c = pick_copy(w, &i);
 
 	if (c != NULL)
 		return "a copy comes back: there already";
@@ -894,7 +894,7 @@ static const char *step_readd(world *w)
 static const char *step_change(world *w)
 {
 	int i;
-	vd_copy *c = pick_copy(w, &i);
+	const vd_copy *c = pick_copy(w, &i);
 
 	if (c == NULL)
 		return "a copy changed: gone";
@@ -912,7 +912,7 @@ static const char *step_refuse(world *w)
 /* The shadow of the retries: those due at now are fired. */
 static void retries_fired(world *w)
 {
-	vd_copy *c;
+	const vd_copy *c;
 	size_t k;
 
 	for (k = 0; k < w->n_rt; ) {
@@ -1038,7 +1038,7 @@ static const char *step_scrub(world *w)
 	vd_core_input in = { .kind = VD_CORE_SCRUB };
 	vd_core_output out;
 	int expect[W_COPIES], i;
-	vd_copy *c;
+	const vd_copy *c;
 
 	for (i = 0; i < W_COPIES; i++)
 		expect[i] = (c = copy_at(w, i)) != NULL && c->has_verdict;
