@@ -188,8 +188,11 @@ static void refresh(vd_core *c, vd_refresh what, vd_core_output *out)
 	vd_lineage_input in;
 
 	if (vd_lineage_passing(&c->lineage) && what == VD_REFRESH_MODEL && !c->commits_dirty &&
-	    !c->whole_dirty)
-		return;
+	    !c->whole_dirty) {
+		lineage_input(c, &in);
+		if (!vd_lineage_pass_changed(&c->lineage, &in))
+			return;
+	}
 	if (c->whole_dirty)
 		what = VD_REFRESH_WHOLE;
 	else if (what == VD_REFRESH_MODEL && c->commits_dirty)

@@ -1207,6 +1207,7 @@ static void inherit(vd_lineage *l, const vd_lineage_input *in, vd_group *g, cons
 	    vd_group_migrated_from(g) > 0;
 	g->trusted = vd_trust_reason(g, vd_group_state(g)) == NULL;
 	g->mark = 2;
+	g->computed = in->model->change_gen;
 	sig = group_sig(g);
 	if (!l->whole) {
 		note_touched(l, g);
@@ -1921,6 +1922,102 @@ static void pass_forget_changed(const vd_lineage_input *in)
 	while ((k = vd_model_next_dirty(in->model, &it)) != NULL)
 		if ((g = vd_model_group(in->model, k)) != NULL)
 			g->sig = ~g->sig;
+}
+
+/* What a group computed by the pass grants: to itself (trusted,
+ * committed) or to the chains of its children (an intact chain). One
+ * that grants nothing reads no worse than it is, however it changed. */
+static int grants(const vd_group *g)
+{
+	return g->mark == 2 && (g->trusted || g->committed || g->chain == VD_CHAIN_INTACT);
+}
+
+typedef struct group_stack {
+	vd_group **v;
+	size_t n, cap;
+	int failed;
+} group_stack;
+
+static void stack_push(group_stack *st, vd_group *g)
+{
+	vd_group **grown;
+
+	if (st->n == st->cap) {
+		if ((grown = vd_grow(st->v, &st->cap, st->n, sizeof(*grown))) == NULL) {
+			st->failed = 1;
+			return;
+		}
+		st->v = grown;
+	}
+	st->v[st->n++] = g;
+}
+
+/* g, and every descendant whose chain g's grants reached, read pending
+ * again, for the pass to compute anew. */
+static void pass_undo(const vd_lineage_input *in, group_stack *st, vd_group *g)
+{
+	vd_group *ch;
+
+	stack_push(st, g);
+	while (st->n > 0 && !st->failed) {
+		g = st->v[--st->n];
+		if (!grants(g))
+			continue;
+		pass_reset(g);
+		for (ch = vd_model_first_child(in->model, g->hash); ch != NULL; ch = ch->next_child)
+			stack_push(st, ch);
+	}
+}
+
+static int changed_since(const vd_group *g)
+{
+	return g != NULL && g->changed > g->computed && grants(g);
+}
+
+int vd_lineage_pass_changed(vd_lineage *l, const vd_lineage_input *in)
+{
+	group_stack st = { NULL, 0, 0, 0 };
+	vd_group *g;
+	const char *k;
+	size_t it = 0;
+	int undone = 0;
+
+	if (!l->passing)
+		return 0;
+	if (named_changed(l, in))
+		return 1;
+	if (vd_model_dirty_all(in->model)) {
+		while ((g = vd_model_next_group(in->model, &it)) != NULL)
+			if (changed_since(g)) {
+				pass_undo(in, &st, g);
+				undone = 1;
+			}
+	}
+	while (!vd_model_dirty_all(in->model) && (k = vd_model_next_dirty(in->model, &it)) != NULL) {
+		if (changed_since(g = vd_model_group(in->model, k))) {
+			pass_undo(in, &st, g);
+			undone = 1;
+		}
+		for (g = vd_model_first_child(in->model, k); g != NULL; g = g->next_child)
+			if (changed_since(g)) {
+				pass_undo(in, &st, g);
+				undone = 1;
+			}
+	}
+	free(st.v);
+	/* Out of memory for the walk: the pass begins again. */
+	if (st.failed) {
+		it = 0;
+		while ((g = vd_model_next_group(in->model, &it)) != NULL)
+			pass_reset(g);
+	}
+	/* The order lists only what was left to compute: listed again. */
+	if (undone || st.failed) {
+		free(l->pass_order);
+		l->pass_order = NULL;
+		l->pass_n = l->pass_next = 0;
+	}
+	return 0;
 }
 
 int vd_lineage_passing(const vd_lineage *l)

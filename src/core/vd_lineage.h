@@ -210,10 +210,21 @@ void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh wh
  * computes in->slice more chains (0: all that are left), then the head and
  * the alerts. Only the last says what changed (out, as the refresh in one
  * go would; else out is emptied). Meanwhile the model may change: a
- * group's chain reads the model as it is when computed, and what changed
- * after stays marked for the refresh after the pass. A vd_lineage_refresh
- * under way drops the pass and recomputes everything at once. */
+ * group's chain reads the model as it is when computed, what changed
+ * after stays marked for the refresh after the pass, and what it granted
+ * on what changed is taken back at once (vd_lineage_pass_changed). A
+ * vd_lineage_refresh under way drops the pass and recomputes everything
+ * at once. */
 int vd_lineage_passing(const vd_lineage *l);
+/* The model changed while the pass goes on: a group it computed that
+ * changed since, and the descendants it granted an intact chain, read
+ * pending again until the pass computes them anew, so that nothing reads
+ * trusted or committed on what it no longer is. One that granted nothing
+ * stays as computed (it reads no better than it is); the marks stay for
+ * the refresh after the pass either way. 1 when the change reaches what
+ * a commitment commits (a round check): the slots the pass reads are
+ * stale, and only a refresh now (which drops the pass) will do. */
+int vd_lineage_pass_changed(vd_lineage *l, const vd_lineage_input *in);
 /* 1 when the pass ended with this slice (or none was under way). */
 int vd_lineage_pass(vd_lineage *l, const vd_lineage_input *in, vd_lineage_delta *out);
 

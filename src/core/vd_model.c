@@ -250,6 +250,19 @@ vd_group *vd_model_first_child(const vd_model *m, const char *hash)
 	return vd_map_get(&m->children, hash);
 }
 
+/* A copy claiming hash changed: its group, and the groups naming it as
+ * their parent (whose chains read it), are stamped with the change. */
+static void stamp(vd_model *m, const char *hash)
+{
+	vd_group *g = vd_map_get(&m->groups, hash);
+
+	m->change_gen++;
+	if (g != NULL)
+		g->changed = m->change_gen;
+	for (g = vd_map_get(&m->children, hash); g != NULL; g = g->next_child)
+		g->changed = m->change_gen;
+}
+
 /* Out of memory, everything is taken as changed too. */
 static void mark(vd_model *m, vd_map *set, const char *key)
 {
@@ -269,6 +282,7 @@ static void mark_copy(vd_model *m, const vd_copy *c)
 	mark(m, &m->dirty_copies, c->relpath);
 	if (c->hdr.code != VD_OK)
 		return;
+	stamp(m, c->hdr.content_hash);
 	mark(m, &m->dirty, c->hdr.content_hash);
 	if (c->hdr.has_parent)
 		mark(m, &m->dirty, c->hdr.parent_hash);

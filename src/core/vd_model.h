@@ -106,6 +106,9 @@ typedef struct vd_group {      /* every copy claiming one content hash */
 	struct vd_group *next_child;   /* the next group naming the same parent */
 	/* Lineage, written by vd_lineage.c only. */
 	int mark;                   /* 0 to compute, 1 on the walk, 2 done */
+	uint64_t changed;           /* the model's change_gen when it or the link to
+	                             * its parent last changed */
+	uint64_t computed;          /* change_gen when lineage last computed it */
 	uint64_t sig;               /* what children read of it, as last computed */
 	vd_chain_status chain;
 	size_t chain_len;
@@ -141,6 +144,8 @@ typedef struct vd_model {
 	vd_order by_path;           /* every copy by relpath: a scan of one change
 	                             * finds what it covers without a walk of all */
 	int orders_failed;          /* out of memory: built again when next read */
+	uint64_t change_gen;        /* counts the marks of hashes changed: a group
+	                             * computed before its change reads stale */
 	uint64_t groups_gen;        /* counts groups made and freed: a list of them
 	                             * kept across changes of the model holds while
 	                             * it is the same */

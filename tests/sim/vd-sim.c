@@ -471,10 +471,17 @@ static void removed_by_scan(world *w, int i)
 
 /* A present copy goes, told (COPY_GONE) or found by a scan, when every
  * copy it finds would be found as it was; an absent one comes. */
+static int ch_presence_of(world *w, int i);
+
 static int ch_presence(world *w)
 {
+	return ch_presence_of(w, (int)rnd(w, P_SLOTS));
+}
+
+static int ch_presence_of(world *w, int i)
+{
 	char rel[PATH_MAX_LEN];
-	int i = (int)rnd(w, P_SLOTS), k, by_scan = (int)rnd(w, 2);
+	int k, by_scan = (int)rnd(w, 2);
 	p_slot *s = &w->slots[i];
 	vd_core_input in = { .kind = VD_CORE_COPY_GONE, .u.relpath = rel };
 	vd_core_output out;
@@ -1491,6 +1498,41 @@ static int ch_run(world *w)
 
 static int ch_restart(world *w);
 
+/* While a whole pass goes on in slices, a copy whose group it computed
+ * already changes: a verdict comes back (failed, mostly), its files are
+ * replaced with its round forged or put right, or it goes. */
+static int ch_computed(world *w)
+{
+	const vd_copy *c;
+	const vd_group *g;
+	int i, k, at = (int)rnd(w, P_SLOTS);
+
+	if (!vd_core_passing(&w->f->core))
+		return 0;
+	for (k = 0; k < P_SLOTS; k++) {
+		i = (at + k) % P_SLOTS;
+		if (!w->slots[i].present || (c = slot_copy(w, i)) == NULL || c->hdr.code != VD_OK ||
+		    (g = vd_model_group(w->f->model, c->hdr.content_hash)) == NULL || g->mark != 2)
+			continue;
+		switch (rnd(w, 4)) {
+		case 0:         /* replaced, its header's round forged or put right */
+			if (c->inflight == 0) {
+				w->slots[i].forged = !w->slots[i].forged;
+				rescan(w, i, 1);
+			}
+			break;
+		case 1:
+			return ch_presence_of(w, i);
+		default:
+			w->slots[i].verdict = rnd(w, 4) ? V_FAIL : V_OK;
+			job_back(w, i, w->slots[i].verdict);
+			break;
+		}
+		return 0;
+	}
+	return 0;
+}
+
 typedef int (*change_fn)(world *w);
 
 /* Weighted: copies come and go and get verdicts most often. */
@@ -1511,6 +1553,8 @@ static const struct change {
 	{ ch_tick, "the clock moves" }, { ch_tick, "the clock moves" },
 	{ ch_cancel, "a client goes away" }, { ch_run, "a run comes back or starts" },
 	{ ch_run, "a run comes back or starts" },
+	{ ch_computed, "a copy the pass computed changes" },
+	{ ch_computed, "a copy the pass computed changes" },
 };
 
 /* ---- comparing two lineages ------------------------------------------- */

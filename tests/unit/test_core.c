@@ -291,6 +291,72 @@ static void test_pass_in_slices(void **state)
 	env_free(e);
 }
 
+/* A copy of a group the pass computed fails while the pass goes on: the
+ * group, and the chains it granted, read pending again at once (not
+ * trusted on what it no longer is), and the pass computes them anew. */
+static void test_pass_undoes_stale_grant(void **state)
+{
+	env *e = pass_begun();
+	vd_core_input in = { .kind = VD_CORE_REFRESH, .u.refresh = VD_REFRESH_MODEL };
+	vd_core_input more = { .kind = VD_CORE_PASS, .u.budget = 4 };
+	vd_core_output out;
+
+	(void)state;
+	step(e, &more, &out);
+	assert_true(out.passing);
+	assert_true(vd_group_trusted(group(e, 1)));
+	assert_true(vd_group_trusted(group(e, 2)));
+	reverdict(e->f, "r/round-00001", V_FAIL);
+	step(e, &in, &out);
+	assert_true(out.passing);
+	assert_false(vd_group_trusted(group(e, 1)));
+	assert_false(vd_group_trusted(group(e, 2)));
+	assert_true(vd_group_trusted(group(e, 0)));
+	more.u.budget = SIZE_MAX;
+	step(e, &more, &out);
+	assert_false(out.passing);
+	assert_false(vd_group_trusted(group(e, 1)));
+	assert_false(vd_group_trusted(group(e, 2)));
+	assert_true(vd_group_trusted(group(e, 0)));
+	env_free(e);
+}
+
+/* A header moved off the round its commitment names while the pass goes
+ * on: the round check the slots read changed, and the refresh is made
+ * now (the pass dropped), so that nothing reads committed on it. */
+static void test_pass_round_check_changed(void **state)
+{
+	env *e = env_new();
+	vd_core_input in = { .kind = VD_CORE_REFRESH, .u.refresh = VD_REFRESH_COMMITS };
+	vd_core_input more = { .kind = VD_CORE_PASS, .u.budget = 4 };
+	vd_core_output out;
+	vd_copy *c;
+	int i;
+
+	(void)state;
+	pin(e->f, "genesis_hash", "r", -1, H(0));
+	chain(e->f, "r", 0, 9, V_OK);
+	for (i = 0; i < 9; i++)
+		post(e->f, "r", i, H((unsigned)i + 1), NULL);
+	e->f->core.pass_slice = 2;
+	step(e, &in, &out);
+	assert_true(out.passing);
+	in.u.refresh = VD_REFRESH_MODEL;
+	step(e, &more, &out);
+	assert_true(out.passing);
+	assert_true(group(e, 1)->committed);
+	c = vd_model_copy(e->f->model, "r/round-00001");
+	vd_model_unindex(e->f->model, c);
+	c->hdr.round_index = 5;
+	vd_model_index(e->f->model, c);
+	step(e, &in, &out);
+	assert_false(group(e, 1)->committed);
+	assert_false(vd_group_trusted(group(e, 1)));
+	assert_false(out.passing);
+	assert_non_null(out.delta);
+	env_free(e);
+}
+
 /* A copy removed while the pass goes on ends it first: its artifact is
  * remembered as the pass found it committed, and its link is pruned. */
 static void test_pass_ended_by_removal(void **state)
@@ -961,6 +1027,8 @@ int main(void)
 		cmocka_unit_test(test_scrub),
 		cmocka_unit_test(test_hurry_and_interest),
 		cmocka_unit_test(test_pass_in_slices),
+		cmocka_unit_test(test_pass_undoes_stale_grant),
+		cmocka_unit_test(test_pass_round_check_changed),
 		cmocka_unit_test(test_pass_ended_by_removal),
 		cmocka_unit_test(test_pass_dropped_by_post),
 		cmocka_unit_test(test_sweep_covered),
