@@ -1117,8 +1117,10 @@ enum {
 	MERGE_ARTIFACTS,     /* VD_MERGE_SLICE artifacts a turn */
 	MERGE_GONE,          /* what could not be read, and what is gone */
 	MERGE_LEDGERS,       /* the ledgers' new records, VD_LEDGER_REMEMBER_SLICE a turn */
-	MERGE_WATCHES,       /* new directories' watches, VD_WATCH_SLICE a turn */
-	MERGE_SOURCES        /* the commitment sources and lineage, in one turn */
+	MERGE_WATCHES,       /* the directories' watches, VD_WATCH_SLICE a turn */
+	MERGE_RUNS,          /* the run directories known, in one turn */
+	MERGE_SOURCES,       /* the commitment sources and lineage, in one turn */
+	MERGE_DONE           /* the scan's result freed, in one turn */
 };
 
 static int merge_artifacts(vd_store *s, vd_scan_result *r)
@@ -1147,36 +1149,33 @@ static void merge_gone(vd_store *s, vd_scan_result *r)
 
 /* A file written into a new directory before its watch was added raised
  * no event: one more scan of it finds it now, not at the next
- * rescan_interval. The new directories are watched a slice a turn, then
- * the whole list is synced (the renamed, the gone) at once. */
+ * rescan_interval. The scan's directories are watched a slice a turn,
+ * then the stale watches dropped. */
 static int watch_some(vd_store *s, vd_scan_result *r)
 {
 	vd_watch_scope scope = { watch_covers, watch_each_covered,
 		s->scanned_once ? watch_added : NULL, s };
 
-	if (r->n_dirs - s->merge_pos > VD_WATCH_SLICE) {
-		vd_watch_add(&s->watch, r->dirs + s->merge_pos, VD_WATCH_SLICE, &scope);
-		s->merge_pos += VD_WATCH_SLICE;
-		return 0;
+	if (!s->watch_passing) {
+		vd_watch_pass_begin(&s->watch_pass);
+		s->watch_passing = 1;
 	}
-	vd_watch_sync(&s->watch, r->dirs, r->n_dirs, &scope);
+	if (!vd_watch_pass_some(&s->watch, &s->watch_pass, r->dirs, r->n_dirs, &scope,
+	    VD_WATCH_SLICE))
+		return 0;
+	s->watch_passing = 0;
 	return 1;
 }
 
 /* The sources and lineage change in the same turn: slots point into the
  * sources (a statement's file name), which a merge may free. */
-static void finish_merge(vd_store *s)
+static void merge_sources(vd_store *s)
 {
 	uint64_t sig;
 	vd_scan_result *r = &s->scan_result;
 
 	merge_ledgers(s, r);
 	merge_envelopes(s, r);
-	merge_runs(s, r);
-	/* Merged: freed before lineage catches up, whose first whole pass
-	 * allocates as much again. */
-	vd_scan_result_free(r);
-	malloc_trim(0);
 	s->last_scan = vd_wall_now();
 	s->scanned_once = 1;
 	if ((sig = commit_sources_sig(s)) != s->commit_sig) {
@@ -1185,7 +1184,14 @@ static void finish_merge(vd_store *s)
 	}
 	refresh_now(s, VD_REFRESH_MODEL);
 	vd_waiters_check(&s->waiters);
+}
+
+/* Merged: the result is freed a turn later (a first pass over a large
+ * store goes on in slices of its own meanwhile). */
+static void finish_merge(vd_store *s)
+{
 	scan_done(s);
+	malloc_trim(0);
 }
 
 /* One turn's part of the merge; the next part runs a turn later, clients
@@ -1207,6 +1213,12 @@ static void merge_more(vd_store *s)
 		break;
 	case MERGE_WATCHES:
 		done = watch_some(s, r);
+		break;
+	case MERGE_RUNS:
+		merge_runs(s, r);
+		break;
+	case MERGE_SOURCES:
+		merge_sources(s);
 		break;
 	default:
 		uv_idle_stop(&s->merge_idle);
@@ -1815,6 +1827,8 @@ static void free_all(vd_store *s)
 
 	if (s->merging)
 		vd_scan_result_free(&s->scan_result);
+	if (s->watch_passing)
+		vd_watch_pass_free(&s->watch_pass);
 	vd_changes_free(&s->changes);
 	vd_changes_free(&s->scan_changes);
 	vd_waiters_free(&s->waiters);     /* its waiters are the core's */

@@ -59,6 +59,8 @@ typedef struct vd_store {
 	int merge_step;             /* then what is left of it, a step a turn */
 	size_t merge_pos;           /* the next ledger or directory of the step */
 	uv_idle_t merge_idle;       /* active: the merge goes on next loop turn */
+	vd_watch_pass watch_pass;   /* the merge's watches, a slice a turn */
+	int watch_passing;
 	uv_timer_t debounce, rescan;
 	uint64_t first_event_ms;
 	double last_scan;

@@ -264,11 +264,6 @@ static size_t add_pass(vd_watch *w, char *const *dirs, size_t n, const vd_watch_
 	return added;
 }
 
-size_t vd_watch_add(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope)
-{
-	return w->active ? add_pass(w, dirs, n, scope, 0) : 0;
-}
-
 typedef struct stale_list {
 	const vd_map *keep;
 	char **v;
@@ -326,30 +321,18 @@ static int drop_indexed(vd_watch *w, const vd_map *keep, const vd_watch_scope *s
 	return 0;
 }
 
-size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope)
+/* Drop the watches of directories that went away and the scope covers:
+ * found in the scope's index, or else in batches of a walk (the map
+ * cannot change under its iterator). */
+static void drop_stale(vd_watch *w, const vd_map *keep, const vd_watch_scope *scope)
 {
-	vd_map keep;
 	const char *k;
 	void *v;
-	size_t i, it = 0, added = 0, nstale;
+	size_t i, it, nstale;
 	char *stale[256];
-	int pass;
 
-	if (!w->active)
-		return 0;
-	vd_map_init(&keep);
-	for (i = 0; i < n; i++)
-		vd_map_put(&keep, dirs[i], (void *)1);
-	/* Twice: a directory renamed takes its watch along under its new
-	 * name, and one made under the old name needs its own after that. */
-	for (pass = 0; pass < 2; pass++)
-		added += add_pass(w, dirs, n, scope, pass);
-	if (drop_indexed(w, &keep, scope) == 0) {
-		vd_map_free(&keep);
-		return added;
-	}
-	/* Drop the watches of directories that went away, in batches (the
-	 * map cannot change under its iterator). */
+	if (drop_indexed(w, keep, scope) == 0)
+		return;
 	do {
 		nstale = 0;
 		it = 0;
@@ -357,7 +340,7 @@ size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_sc
 			/* The scope first: a scan of one change covers few of
 			 * the many watched. */
 			if ((scope == NULL || scope->covers == NULL || scope->covers(scope->arg, k)) &&
-			    vd_map_get(&keep, k) == NULL &&
+			    vd_map_get(keep, k) == NULL &&
 			    (stale[nstale] = strdup(k)) != NULL)
 				nstale++;
 		for (i = 0; i < nstale; i++) {
@@ -365,8 +348,63 @@ size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_sc
 			free(stale[i]);
 		}
 	} while (nstale == VD_ARRAY_LEN(stale));
-	vd_map_free(&keep);
-	return added;
+}
+
+enum { PASS_KEEP, PASS_ADD, PASS_TAKEN_ALONG, PASS_DROP };
+
+void vd_watch_pass_begin(vd_watch_pass *p)
+{
+	memset(p, 0, sizeof(*p));
+	vd_map_init(&p->keep);
+}
+
+void vd_watch_pass_free(vd_watch_pass *p)
+{
+	vd_map_free(&p->keep);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Twice over the list: a directory renamed takes its watch along under
+ * its new name, and one made under the old name needs its own after. */
+int vd_watch_pass_some(vd_watch *w, vd_watch_pass *p, char *const *dirs, size_t n,
+    const vd_watch_scope *scope, size_t budget)
+{
+	size_t end = n - p->pos > budget ? p->pos + budget : n;
+
+	if (!w->active) {
+		vd_watch_pass_free(p);
+		return 1;
+	}
+	switch (p->step) {
+	case PASS_KEEP:
+		for (; p->pos < end; p->pos++)
+			vd_map_put(&p->keep, dirs[p->pos], (void *)1);
+		break;
+	case PASS_ADD:
+	case PASS_TAKEN_ALONG:
+		p->added += add_pass(w, dirs + p->pos, end - p->pos, scope, p->step == PASS_TAKEN_ALONG);
+		p->pos = end;
+		break;
+	default:
+		drop_stale(w, &p->keep, scope);
+		vd_map_free(&p->keep);
+		return 1;
+	}
+	if (p->pos == n) {
+		p->step++;
+		p->pos = 0;
+	}
+	return 0;
+}
+
+size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope)
+{
+	vd_watch_pass p;
+
+	vd_watch_pass_begin(&p);
+	while (!vd_watch_pass_some(w, &p, dirs, n, scope, SIZE_MAX))
+		;
+	return p.added;
 }
 
 static void on_closed(uv_handle_t *h)

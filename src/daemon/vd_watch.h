@@ -50,10 +50,26 @@ typedef struct vd_watch_scope {
  * covered (scope NULL: every other). Returns how many were added: what
  * appeared in one before its watch did raised no event. */
 size_t vd_watch_sync(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope);
-/* Watch those of these directories not watched yet, and drop nothing: a
- * long list is watched a part at a time before vd_watch_sync of it all
- * (what it adds then, vd_watch_sync does not add again). */
-size_t vd_watch_add(vd_watch *w, char *const *dirs, size_t n, const vd_watch_scope *scope);
+
+/* The same over a long list, a part a loop turn: the list is taken in,
+ * its new directories watched, those that took a watch along under a new
+ * name given their own, then the stale watches dropped (in one part: the
+ * scope's index finds them). The list and the scope stay as they are
+ * meanwhile; the watches may change under events between parts. */
+typedef struct vd_watch_pass {
+	vd_map keep;        /* the list's directories */
+	size_t pos;         /* in the list, of the step under way */
+	int step;
+	size_t added;
+} vd_watch_pass;
+
+void vd_watch_pass_begin(vd_watch_pass *p);
+/* Up to budget directories of the list more: 1 when the pass is over
+ * (p->added: how many were added), 0 when more is left. */
+int vd_watch_pass_some(vd_watch *w, vd_watch_pass *p, char *const *dirs, size_t n,
+    const vd_watch_scope *scope, size_t budget);
+/* A pass left before its end. */
+void vd_watch_pass_free(vd_watch_pass *p);
 /* Close: the poll handle is closed; maps and fd are freed in its callback. */
 void vd_watch_close(vd_watch *w);
 

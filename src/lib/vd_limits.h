@@ -229,9 +229,11 @@
  * turn: a ledger of many thousand records is taken in over several turns
  * (1,000 took 4 to 12 ms of CPU beside the verdicts of the same turn). */
 #define VD_LEDGER_REMEMBER_SLICE 500
-/* Directories given an inotify watch a loop turn, at the end of a merge
- * (a watch costs a system call of 4 to 7 us, more when the kernel's
- * inotify lock is contended). */
+/* Directories of a scan looked at a loop turn, at the end of a merge, in
+ * each of three steps: taken in, given an inotify watch where they have
+ * none (a system call of 4 to 7 us, more when the kernel's inotify lock
+ * is contended), given their own where a renamed one took theirs along;
+ * then the stale watches are dropped in a turn. */
 #define VD_WATCH_SLICE 500
 /* Finished hashing jobs handed to the store a loop turn (about 10 us of
  * CPU each: the verdict's row, its event, the next jobs submitted); the
