@@ -26,6 +26,11 @@ void vd_core_init(vd_core *c, vd_mem_persist_fn persist, void *arg)
 	c->persist_arg = arg;
 }
 
+void vd_core_slice_passes(vd_core *c, size_t chains)
+{
+	c->pass_slice = chains;
+}
+
 static void paths_clear(vd_core *c);
 
 void vd_core_free(vd_core *c)

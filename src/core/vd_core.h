@@ -331,6 +331,10 @@ typedef struct vd_core {
 void vd_core_init(vd_core *c, vd_mem_persist_fn persist, void *arg);
 void vd_core_free(vd_core *c);
 
+/* The first whole pass over a whole scan goes in slices of this many
+ * chains (VD_CORE_PASS); 0, as vd_core_init leaves it: all at once. */
+void vd_core_slice_passes(vd_core *c, size_t chains);
+
 /* One input; out is overwritten. */
 void vd_core_step(vd_core *c, const vd_core_input *in, vd_core_output *out);
 

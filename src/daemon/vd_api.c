@@ -327,12 +327,12 @@ static void get_healthz(vd_api *api, vd_req *r)
  * not known to conflict with it. NULL once started. */
 static const char *starting(const vd_api *api)
 {
-	if (!api->store->scanned_once)
+	if (!vd_store_scanned(api->store))
 		return "the first store scan has not finished";
 	if (!api->state_ready)
 		return "the state database is not loaded yet";
 	/* Until it ends, what it has not reached reads chain_pending. */
-	if (vd_core_passing(&api->store->core))
+	if (vd_store_passing(api->store))
 		return "the first lineage pass over the store has not finished";
 	return NULL;
 }
@@ -347,7 +347,7 @@ static void get_readyz(vd_api *api, vd_req *r)
 		return;
 	}
 	/* Nothing new can be recorded: a replica that records is better. */
-	if (!vd_state_ok(api->store->state)) {
+	if (!vd_state_ok(vd_store_state(api->store))) {
 		vd_http_error(r, 503, "not_ready", "the state database cannot be written: nothing new is recorded (see the log)",
 		    (const char *const[]){ "Retry-After", "5", NULL });
 		return;
@@ -389,7 +389,7 @@ static int status_of(vd_api *api, vd_req *r, const char *hash, json_object **out
 		return -EINVAL;
 	}
 	/* Asking is interest, as waiting is: its verification goes ahead. */
-	vd_sched_interest(&api->store->sched, hash);
+	vd_store_interest(api->store, hash);
 	if ((rc = vd_view_status(api->store, hash, out)) == -ENOENT)
 		vd_http_error(r, 404, "not_found", "no artifact in the store claims this hash", NULL);
 	else if (rc < 0)
@@ -560,7 +560,7 @@ static void get_oms(vd_api *api, vd_req *r, const char *hash)
 	job->kind = c->kind;
 	job->want = c->verdict_fp;
 	vd_buf_init(&job->bundle);
-	if (uv_queue_work(api->store->loop, &job->work, oms_work, oms_done) < 0) {
+	if (uv_queue_work(vd_store_loop(api->store), &job->work, oms_work, oms_done) < 0) {
 		free(job);
 		vd_http_error(r, 503, "overloaded", "the bundle could not be signed; try again",
 		    RETRY_AFTER);
@@ -661,7 +661,7 @@ static void get_events(vd_api *api, vd_req *r)
 		vd_http_respond(r, 200, "text/event-stream", "", 0, NULL);
 		return;
 	}
-	if (vd_events_open(api->store->events, r, given != NULL, after) < 0)
+	if (vd_events_open(vd_store_events(api->store), r, given != NULL, after) < 0)
 		vd_http_error(r, 503, "overloaded",
 		    "no event stream can be opened now (max_event_streams are open, or the daemon is stopping)",
 		    RETRY_AFTER);
@@ -718,11 +718,11 @@ static void get_chain(vd_api *api, vd_req *r)
 /* The history is in the state database, loaded after the first start. */
 static vd_state *history_state(vd_api *api, vd_req *r)
 {
-	if (!api->state_ready || api->store->state == NULL) {
+	if (!api->state_ready || vd_store_state(api->store) == NULL) {
 		vd_http_error(r, 503, "not_ready", "the state database is not loaded yet", RETRY_AFTER);
 		return NULL;
 	}
-	return api->store->state;
+	return vd_store_state(api->store);
 }
 
 /* rc: what reading the page gave. */
@@ -881,7 +881,7 @@ static void verify_copies(vd_api *api, verify_wait *vw, const vd_copy *const *co
 		accepted(vw);
 		goto out;
 	}
-	vw->waiter = vd_waiters_wait(&api->store->waiters, paths, gens, n, (uint64_t)vw->wait * 1000,
+	vw->waiter = vd_waiters_wait(vd_store_waiters(api->store), paths, gens, n, (uint64_t)vw->wait * 1000,
 	    on_verified, vw);
 	if (vw->waiter == NULL) {
 		out_of_memory(r, "waiting for the verification");
@@ -927,7 +927,7 @@ static void found(vd_api *api, verify_wait *vw, int kind)
 {
 	const vd_copy *c;
 
-	if (api->store->closing) {
+	if (vd_store_closing(api->store)) {
 		vd_http_error(vw->req, 503, "overloaded", "the daemon is stopping", RETRY_AFTER);
 		free(vw);
 		return;
@@ -991,7 +991,7 @@ static void lookup_start(vd_api *api, verify_wait *vw)
 	job->vw = vw;
 	memcpy(job->root, api->cfg->store, len + 1);
 	memcpy(job->relpath, vw->relpath, sizeof(job->relpath));
-	if (uv_queue_work(api->store->loop, &job->work, lookup_work, lookup_done) < 0) {
+	if (uv_queue_work(vd_store_loop(api->store), &job->work, lookup_work, lookup_done) < 0) {
 		free(job);
 		vd_http_error(r, 503, "overloaded", "the artifact could not be looked up; try again",
 		    RETRY_AFTER);
@@ -1280,7 +1280,7 @@ static void post_envelope(vd_api *api, vd_req *r, const char *qrun)
 	}
 	rc = vd_statement_parse(env.payload_type, env.payload, env.payload_len, &st, why, sizeof(why));
 	pk.n = 0;
-	if (rc == VD_ENV_OK && (rc = vd_dsse_verify_all(&env, api->store->keys, signers,
+	if (rc == VD_ENV_OK && (rc = vd_dsse_verify_all(&env, vd_store_keys(api->store), signers,
 	    VD_DSSE_MAX_SIGS, &pk.n)) != VD_ENV_OK)
 		snprintf(why, sizeof(why), "%s", rc == VD_ENV_BAD_SIGNATURE ?
 		    "a trusted key's signature does not verify" :
@@ -1462,8 +1462,8 @@ static void get_page_icon(vd_api *api, vd_req *r)
 
 static void get_summary(vd_api *api, vd_req *r)
 {
-	vd_page_facts f = { starting(api), api->cfg, api->signing_key, api->store->keys,
-		vd_core_lineage(&api->store->core), VD_API_RETRY_AFTER };
+	vd_page_facts f = { starting(api), api->cfg, api->signing_key, vd_store_keys(api->store),
+		vd_store_lineage(api->store), VD_API_RETRY_AFTER };
 
 	vd_page_summary(r, &f);
 }

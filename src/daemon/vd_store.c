@@ -38,6 +38,56 @@ const vd_model *vd_store_model(vd_store *s)
 	return vd_core_model(&s->core);
 }
 
+const vd_lineage *vd_store_lineage(vd_store *s)
+{
+	return vd_core_lineage(&s->core);
+}
+
+uv_loop_t *vd_store_loop(vd_store *s)
+{
+	return s->loop;
+}
+
+int vd_store_closing(const vd_store *s)
+{
+	return s->closing;
+}
+
+int vd_store_scanned(const vd_store *s)
+{
+	return s->scanned_once;
+}
+
+int vd_store_passing(const vd_store *s)
+{
+	return vd_core_passing(&s->core);
+}
+
+vd_state *vd_store_state(vd_store *s)
+{
+	return s->state;
+}
+
+struct vd_events *vd_store_events(vd_store *s)
+{
+	return s->events;
+}
+
+vd_waiters *vd_store_waiters(vd_store *s)
+{
+	return &s->waiters;
+}
+
+const vd_keyring *vd_store_keys(vd_store *s)
+{
+	return s->keys;
+}
+
+void vd_store_interest(vd_store *s, const char *hash)
+{
+	vd_sched_interest(&s->sched, hash);
+}
+
 int vd_store_verify_now(vd_store *s, const vd_copy *c, uint64_t *gen)
 {
 	return vd_sched_verify(&s->sched, c->relpath, VD_JOB_EXPLICIT, gen);
@@ -1765,7 +1815,7 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 	s->metrics = metrics;
 	s->root_ok = 1;
 	vd_core_init(&s->core, store_persist, s);
-	s->core.pass_slice = VD_LINEAGE_PASS_SLICE;
+	vd_core_slice_passes(&s->core, VD_LINEAGE_PASS_SLICE);
 	core_sources(s, VD_REFRESH_MODEL);    /* the model is read from the first input on */
 	vd_map_init(&s->env_cache);
 	vd_map_init(&s->stored);

@@ -107,6 +107,19 @@ void vd_store_close(vd_store *s, void (*done)(void *), void *arg);
 const vd_group *vd_store_group(vd_store *s, const char *hash);
 const vd_copy *vd_store_copy(vd_store *s, const char *relpath);
 const vd_model *vd_store_model(vd_store *s);
+const vd_lineage *vd_store_lineage(vd_store *s);
+/* What the API reads of the store as it is now. */
+uv_loop_t *vd_store_loop(vd_store *s);
+int vd_store_closing(const vd_store *s);
+int vd_store_scanned(const vd_store *s);      /* a whole scan was merged */
+int vd_store_passing(const vd_store *s);      /* its first pass goes on in slices */
+vd_state *vd_store_state(vd_store *s);         /* NULL: memory only */
+struct vd_events *vd_store_events(vd_store *s);
+vd_waiters *vd_store_waiters(vd_store *s);
+const vd_keyring *vd_store_keys(vd_store *s);  /* NULL: none */
+/* A client asked about the artifact claiming hash: its copies' jobs go
+ * ahead of background work (vd_sched_interest). */
+void vd_store_interest(vd_store *s, const char *hash);
 
 /* Queue a verification that bypasses the cached verdict. Returns 0 and the
  * generation whose completion answers it, or -EAGAIN (queue full). */
