@@ -103,9 +103,10 @@ static vd_job *acted_on(const vd_sched *sc, const vd_action *a)
 static int take_back(vd_sched *sc, const vd_action *a, int may)
 {
 	vd_pool *pool = pool_of(sc);
-	vd_job *j = acted_on(sc, a);
+	vd_job *j;
 
-	if (pool == NULL || j == NULL)
+	/* A pool stopping has discarded its queued jobs: none is looked at. */
+	if (pool == NULL || (j = acted_on(sc, a)) == NULL)
 		return -ENOENT;
 	if (may && vd_pool_take_back(pool, j) == 0) {
 		vd_sched_job_ended(sc, a->copy->relpath);
@@ -119,9 +120,9 @@ static int take_back(vd_sched *sc, const vd_action *a, int may)
 static void promote(vd_sched *sc, const vd_action *a)
 {
 	vd_pool *pool = pool_of(sc);
-	vd_job *j = acted_on(sc, a);
+	vd_job *j;
 
-	if (pool != NULL && j != NULL)
+	if (pool != NULL && (j = acted_on(sc, a)) != NULL)
 		vd_pool_promote(pool, j);
 }
 

@@ -216,7 +216,7 @@ static void on_job_done(vd_job *j, void *arg)
 {
 	vd_store *s = arg;
 	const vd_copy *c = vd_core_copy(&s->core, j->relpath);
-	int current = c != NULL && vd_sched_job(&s->sched, j->relpath) == j;
+	int mine = vd_sched_job(&s->sched, j->relpath) == j, current = c != NULL && mine;
 	vd_core_input in = { .kind = VD_CORE_JOB_DONE };
 	vd_core_output out;
 	vd_job_result r;
@@ -228,9 +228,10 @@ static void on_job_done(vd_job *j, void *arg)
 		vd_metrics_verified(s->metrics, j->verdict.code, j->hashed, j->duration);
 	if (current && j->abandoned != VD_ABANDON_GONE)
 		log_job(c, j);
-	/* The copy's job now, whatever the core makes of it: a job it queued
-	 * meanwhile is the copy's from the step on. */
-	if (current)
+	/* The copy's job no more (gone with its copy, or whatever the core
+	 * makes of it): a job it queues meanwhile is the copy's from the step
+	 * on. */
+	if (mine)
 		vd_sched_job_ended(&s->sched, j->relpath);
 	job_result(s, j, &r);
 	in.u.job = &r;
