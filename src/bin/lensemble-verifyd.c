@@ -33,6 +33,7 @@
 #include "vd_startcheck.h"
 #include "vd_state.h"
 #include "vd_store.h"
+#include "vd_turn.h"
 #include "vd_exit.h"
 #include "vd_util.h"
 
@@ -67,7 +68,7 @@ typedef struct vd_daemon {
 	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t status, watchdog;
 	uv_prepare_t stall;
-	uint64_t turn_start, turn_idle;
+	vd_turn turn;
 	vd_log_limit stall_lines;
 	int stopping;
 } vd_daemon;
@@ -377,21 +378,15 @@ static int drop_privileges(const vd_account *a)
 /* Each turn of the loop, its busy time (the turn less the time it waited
  * in poll) goes to loop_stall_seconds; a turn over loop_stall_warn_ms is a
  * stall that delays every client, and is logged with its length, at most
- * once per VD_STALL_LOG_GAP_NS. Both clocks are monotonic, but libuv reads
- * the idle time with its own calls: a difference that comes out negative
- * is a turn of no busy time, not a wrapped one. */
+ * once per VD_STALL_LOG_GAP_NS. */
 static void on_prepare(uv_prepare_t *h)
 {
 	vd_daemon *d = h->data;
-	uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(&d->loop), held;
-	uint64_t busy = vd_ns_between(vd_ns_between(d->turn_idle, idle),
-	    vd_ns_between(d->turn_start, now));
+	uint64_t busy = vd_turn_mark(&d->turn), held;
 
-	d->turn_start = now;
-	d->turn_idle = idle;
 	vd_histogram_observe(&d->metrics.loop_stall, (double)busy / 1e9);
 	if (busy <= (uint64_t)d->cfg->loop_stall_warn_ms * 1000000u ||
-	    !vd_log_limit_pass(&d->stall_lines, now, VD_STALL_LOG_GAP_NS, &held))
+	    !vd_log_limit_pass(&d->stall_lines, d->turn.start, VD_STALL_LOG_GAP_NS, &held))
 		return;
 	log_warn("the event loop was busy for %.1f ms in one turn (over loop_stall_warn_ms = %u; %llu more such turn(s) since the last line)",
 	    (double)busy / 1e6, d->cfg->loop_stall_warn_ms, (unsigned long long)held);
@@ -401,8 +396,7 @@ static void start_stall_guard(vd_daemon *d)
 {
 	uv_prepare_init(&d->loop, &d->stall);
 	d->stall.data = d;
-	d->turn_start = uv_hrtime();
-	d->turn_idle = uv_metrics_idle_time(&d->loop);
+	vd_turn_init(&d->turn, &d->loop);
 	uv_prepare_start(&d->stall, on_prepare);
 }
 
@@ -618,7 +612,7 @@ static int run(vd_daemon *d)
 	    (rc = drop_privileges(&d->account)) < 0 || (rc = open_state(d)) < 0 ||
 	    (rc = open_signing_key(d, 0)) < 0 || (rc = open_oms_key(d, 0)) < 0)
 		return rc;
-	if ((rc = vd_store_init(&d->store, &d->loop, d->cfg, &d->metrics)) < 0) {
+	if ((rc = vd_store_init(&d->store, &d->loop, &d->turn, d->cfg, &d->metrics)) < 0) {
 		snprintf(err, sizeof(err), "cannot start the store %s: %s (%s)", d->cfg->store,
 		    uv_strerror(rc), uv_err_name(rc));
 		start_error(err);
@@ -638,8 +632,7 @@ static int run(vd_daemon *d)
 	log_info("lensemble-verifyd %s watching %s", PACKAGE_VERSION, d->cfg->store);
 	/* The start before this (the state database loaded, the keys read)
 	 * is no turn of the loop: its first turn starts now. */
-	d->turn_start = uv_hrtime();
-	d->turn_idle = uv_metrics_idle_time(&d->loop);
+	vd_turn_init(&d->turn, &d->loop);
 	uv_run(&d->loop, UV_RUN_DEFAULT);
 	rc = uv_loop_close(&d->loop);
 	if (rc != 0)

@@ -1021,6 +1021,11 @@ static void pool_free(void *arg)
 
 static const vd_queue_ops pool_ops = { "hasher", run_job, job_done, job_discard, pool_free };
 
+void vd_pool_pace(vd_pool *p, const vd_turn *turn)
+{
+	vd_queue_pace(p->q, turn);
+}
+
 int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
     vd_pool_done_fn done, void *arg, vd_pool **out)
 {

@@ -21,6 +21,7 @@
 #include "vd_omskeys.h"
 #include "vd_queue.h"
 #include "vd_scan.h"
+#include "vd_turn.h"
 
 
 typedef struct vd_job vd_job;
@@ -78,6 +79,8 @@ typedef void (*vd_pool_done_fn)(vd_job *job, void *arg);   /* loop thread; owns 
  * participant never waits behind background work, however big. */
 int vd_pool_new(uv_loop_t *loop, unsigned threads, const char *root,
     vd_pool_done_fn done, void *arg, vd_pool **out);
+/* Finished jobs go by the loop's turn (vd_queue_pace). */
+void vd_pool_pace(vd_pool *p, const vd_turn *turn);
 /* 0, or -EAGAIN when queue_max jobs already wait. Takes the job. */
 int vd_pool_submit(vd_pool *p, vd_job *job, unsigned queue_max);
 /* Take back a job still waiting behind others, to queue it as explicit:

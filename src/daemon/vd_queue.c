@@ -14,6 +14,7 @@
 #include "vd_limits.h"
 #include "vd_log.h"
 #include "vd_queue.h"
+#include "vd_turn.h"
 
 struct vd_queue {
 	uv_loop_t *loop;
@@ -43,6 +44,8 @@ struct vd_queue {
 	atomic_int cancel;          /* running items give up */
 	vd_queue_ops ops;
 	void *arg;
+	const vd_turn *turn;       /* NULL: finished items are handed over at once */
+	unsigned put_off;          /* vd_turn_defer */
 };
 
 /* ---- lanes (q->mu held) ----------------------------------------------- */
@@ -360,9 +363,9 @@ static void reap(vd_queue *q)
 }
 
 /* Loop thread: hand finished items to the owner, VD_QUEUE_DONE_SLICE a
- * turn: a burst of small items finished together (the first pass over a
- * store of many thousand rounds) is not one long turn; the rest wake the
- * next turn. */
+ * turn, none in a turn already busy for its budget: a burst of small items
+ * finished together (the first pass over a store of many thousand rounds)
+ * is not one long turn; the rest wake the next turn. */
 static void on_async(uv_async_t *h)
 {
 	vd_queue *q = h->data;
@@ -370,6 +373,10 @@ static void on_async(uv_async_t *h)
 	size_t n = 0;
 	int all_out, more;
 
+	if (!q->stopping && vd_turn_defer(q->turn, &q->put_off)) {
+		uv_async_send(&q->async);
+		return;
+	}
 	pthread_mutex_lock(&q->mu);
 	it = q->done_head;
 	for (next = it; next != NULL && n < VD_QUEUE_DONE_SLICE; n++) {
@@ -437,6 +444,11 @@ static unsigned usable_cpus(void)
 		return (unsigned)CPU_COUNT(&set);
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (unsigned)n : 1;
+}
+
+void vd_queue_pace(vd_queue *q, const vd_turn *turn)
+{
+	q->turn = turn;
 }
 
 int vd_queue_new(uv_loop_t *loop, unsigned threads, unsigned reserved,

@@ -16,6 +16,7 @@
 #define VD_QUEUE_H
 
 #include "vd_limits.h"
+#include "vd_turn.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -61,6 +62,9 @@ typedef struct vd_queue_ops {
  * what was opened closes on the loop, without calling closed). */
 int vd_queue_new(uv_loop_t *loop, unsigned threads, unsigned reserved,
     const vd_queue_ops *ops, void *arg, vd_queue **out);
+/* Finished items go by the loop's turn: none handed over in a turn already
+ * busy for VD_TURN_BUDGET_MS (vd_turn_defer). Loop thread. */
+void vd_queue_pace(vd_queue *q, const vd_turn *turn);
 /* 0, or -EAGAIN when max items already wait (2 * max for an urgent one);
  * the item stays the caller's then. */
 int vd_queue_submit(vd_queue *q, vd_queue_item *it, unsigned max);

@@ -378,7 +378,8 @@ static void on_pass_idle(uv_idle_t *h)
 {
 	vd_store *s = h->data;
 
-	if (vd_events_prime(s->events, vd_core_lineage(&s->core), s->cfg, s->scanned_once))
+	if (vd_turn_defer(s->turn, &s->pass_put_off) ||
+	    vd_events_prime(s->events, vd_core_lineage(&s->core), s->cfg, s->scanned_once))
 		return;
 	pass_some(s, VD_LINEAGE_PASS_SLICE);
 }
@@ -393,7 +394,10 @@ static void retain_some(vd_store *s, size_t budget)
 
 static void on_retain_idle(uv_idle_t *h)
 {
-	retain_some(h->data, VD_RETAIN_SLICE);
+	vd_store *s = h->data;
+
+	if (!vd_turn_defer(s->turn, &s->retain_put_off))
+		retain_some(s, VD_RETAIN_SLICE);
 }
 
 /* What a whole pass left to remember is remembered at once before the
@@ -1288,7 +1292,10 @@ static void merge_more(vd_store *s)
 
 static void on_merge_idle(uv_idle_t *h)
 {
-	merge_more(h->data);
+	vd_store *s = h->data;
+
+	if (!vd_turn_defer(s->turn, &s->merge_put_off))
+		merge_more(s);
 }
 
 /* The core forgets which copies the scan covers it has seen: the sweep
@@ -1805,13 +1812,14 @@ static void waited_sync(void *arg)
 	vd_store_sync(s);
 }
 
-int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
+int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_turn *turn, const vd_config *cfg,
     vd_metrics *metrics)
 {
 	int rc;
 
 	memset(s, 0, sizeof(*s));
 	s->loop = loop;
+	s->turn = turn;
 	s->cfg = cfg;
 	s->metrics = metrics;
 	s->root_ok = 1;
@@ -1829,6 +1837,7 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
 		free(s->root);
 		return rc;
 	}
+	vd_pool_pace(s->pool, turn);
 	if ((rc = vd_watch_init(&s->watch, loop, cfg->store, on_fs_event, s)) < 0)
 		log_warn("inotify is unavailable (%s); relying on the periodic rescan",
 		    uv_strerror(rc));

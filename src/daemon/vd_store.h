@@ -28,6 +28,7 @@
 #include "vd_scan.h"
 #include "vd_sched.h"
 #include "vd_state.h"
+#include "vd_turn.h"
 #include "vd_waiters.h"
 #include "vd_watch.h"
 
@@ -59,6 +60,8 @@ typedef struct vd_store {
 	int merge_step;             /* then what is left of it, a step a turn */
 	size_t merge_pos;           /* the next ledger or directory of the step */
 	uv_idle_t merge_idle;       /* active: the merge goes on next loop turn */
+	const vd_turn *turn;        /* the loop's turn under way: when to put a slice off */
+	unsigned merge_put_off, pass_put_off, retain_put_off;  /* vd_turn_defer */
 	vd_watch_pass watch_pass;   /* the merge's watches, a slice a turn */
 	int watch_passing;
 	uv_timer_t debounce, rescan;
@@ -98,7 +101,9 @@ typedef struct vd_store {
 	void *closed_arg;
 } vd_store;
 
-int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_config *cfg,
+/* turn: the loop's turn, marked by the caller each prepare phase; the
+ * store's sliced work and its pool's finished jobs go by it. */
+int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_turn *turn, const vd_config *cfg,
     vd_metrics *metrics);
 void vd_store_set_config(vd_store *s, const vd_config *cfg);
 void vd_store_scan(vd_store *s);            /* now (or right after the running one) */

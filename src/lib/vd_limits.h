@@ -218,6 +218,12 @@
 /* Changes noted between two scans; past this the whole store is scanned
  * instead of the places they name. */
 #define VD_SCAN_CHANGES_MAX 256
+/* A loop turn that has been busy this long starts no further slice of
+ * sliced work (the merge, the lineage pass, remembering retained
+ * artifacts, finished jobs): what is left waits for the next turn, so a
+ * turn holds the loop for this plus one slice, not for every slice ready
+ * in it (src/daemon/vd_turn.h). Half of loop_stall_warn_ms's default. */
+#define VD_TURN_BUDGET_MS 25
 /* The scan result is merged a slice at a time, one slice a loop turn:
  * on a store of many thousand rounds, clients are answered meanwhile. */
 #define VD_MERGE_SLICE 500
