@@ -1868,6 +1868,7 @@ static void pass_begin(vd_lineage *l, const vd_lineage_input *in)
 	l->head_run = NULL;
 	l->pass_order = NULL;
 	l->pass_n = l->pass_next = 0;
+	l->pass_looked = in->model->change_gen;
 	l->passing = 1;
 }
 
@@ -1986,6 +1987,12 @@ int vd_lineage_pass_changed(vd_lineage *l, const vd_lineage_input *in)
 		return 0;
 	if (named_changed(l, in))
 		return 1;
+	/* Every reader's catch-up asks during a pass; the walk below is of
+	 * every group once the model marked too many, and finds only what a
+	 * stamp since its last look changed. */
+	if (in->model->change_gen == l->pass_looked)
+		return 0;
+	l->pass_looked = in->model->change_gen;
 	if (vd_model_dirty_all(in->model)) {
 		while ((g = vd_model_next_group(in->model, &it)) != NULL)
 			if (changed_since(g)) {

@@ -180,6 +180,8 @@ typedef struct vd_lineage {
 	struct vd_pass_ent *pass_order;
 	size_t pass_n, pass_next;
 	uint64_t pass_gen;
+	uint64_t pass_looked;          /* the model's change_gen when the pass last
+	                                * looked for groups changed since computed */
 	int64_t pass_head_round;
 	char pass_head_hash[VD_HASH_HEX_LEN + 1];
 	char pass_head_run[VD_RUN_MAX];
