@@ -352,6 +352,27 @@ static int roundclose_ok(vd_lineage *l, const vd_lineage_input *in, const char *
 }
 
 /* Whether a change of the model changes what a RoundClose commits. */
+/* Whether a change of the model changes what a RoundClose commits. */
+static int named_differs(const vd_lineage_input *in, const named_hash *n, const char *hash)
+{
+	return n->multi ||
+	    vd_round_mismatch(in->model, in->retained, n->run, n->round, hash, NULL) != n->mismatch;
+}
+
+/* The model marked too many to list: every hash a commitment names is
+ * looked at. */
+static int named_any_changed(const vd_lineage *l, const vd_lineage_input *in)
+{
+	const char *k;
+	void *v;
+	size_t it = 0;
+
+	while (vd_map_next(&l->named, &it, &k, &v))
+		if (named_differs(in, v, k))
+			return 1;
+	return 0;
+}
+
 static int named_changed(const vd_lineage *l, const vd_lineage_input *in)
 {
 	const named_hash *n;
@@ -360,12 +381,14 @@ static int named_changed(const vd_lineage *l, const vd_lineage_input *in)
 
 	if (l->named_failed)
 		return 1;
+	if (vd_model_dirty_all(in->model))
+		return named_any_changed(l, in);
 	while ((k = vd_model_next_dirty(in->model, &it)) != NULL)
-		if ((n = vd_map_get(&l->named, k)) != NULL && (n->multi ||
-		    vd_round_mismatch(in->model, in->retained, n->run, n->round, k, NULL) != n->mismatch))
+		if ((n = vd_map_get(&l->named, k)) != NULL && named_differs(in, n, k))
 			return 1;
 	return 0;
 }
+
 
 /* How many records of a remembered ledger a trusted checkpoint of its run
  * covers, checked against the memory, never the file as it is now. */

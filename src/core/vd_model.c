@@ -228,6 +228,7 @@ void vd_model_init(vd_model *m)
 	vd_map_init_borrowed(&m->children);
 	vd_map_init(&m->dirty);
 	vd_map_init(&m->dirty_copies);
+	m->dirty_whole_min = VD_DIRTY_WHOLE_MIN;
 	vd_order_init(&m->by_hash, hash_cmp);
 	vd_order_init(&m->by_run, vd_model_run_cmp);
 	vd_order_init(&m->by_path, path_cmp);
@@ -268,7 +269,7 @@ static void mark(vd_model *m, vd_map *set, const char *key)
 {
 	if (m->dirty_all || vd_map_get(set, key) != NULL)
 		return;
-	if ((set->count >= VD_DIRTY_WHOLE_MIN && set->count >= m->groups.count / 4) ||
+	if ((set->count >= m->dirty_whole_min && set->count >= m->groups.count / 4) ||
 	    vd_map_put(set, key, (void *)1) < 0) {
 		vd_model_clear_dirty(m);
 		m->dirty_all = 1;

@@ -136,6 +136,8 @@ typedef struct vd_model {
 	vd_map dirty;               /* hashes whose groups or children changed */
 	vd_map dirty_copies;        /* relpaths of copies that changed or left */
 	int dirty_all;              /* too many to list: everything changed */
+	size_t dirty_whole_min;     /* VD_DIRTY_WHOLE_MIN; the simulator's stores
+	                             * are smaller */
 	/* The listings' indexes, kept as copies and groups come and go. */
 	vd_order by_hash;           /* the groups by content hash */
 	vd_order by_run;            /* the copies with a header, by run, their

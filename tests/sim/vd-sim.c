@@ -124,6 +124,7 @@ static void violation(world *w, const char *fmt, ...) __attribute__((format(prin
 #define P_WAIT_MS 4000             /* longest wait drawn, simulated ms */
 #define P_TICK_MS 1500             /* longest jump of the simulated clock */
 #define P_PASS_SLICE_MAX 5         /* chains a slice of a whole pass computes, at most */
+#define P_DIRTY_MIN_MAX 4          /* marks past which the model takes everything as changed */
 #define P_SCAN_ONE_IN 4            /* steps: the first whole scan ends on one in so many */
 #define P_PASS_ONE_IN 4            /* steps: no slice of a pass under way on one in so many */
 #define P_PASS_REST_ONE_IN 8       /* slices: one in so many is the rest (SIZE_MAX) */
@@ -184,6 +185,9 @@ typedef struct world {
 	p_waiter *adding;           /* the one VD_CORE_WAIT hands in now */
 	uint64_t clock;             /* simulated ms, what TICK tells */
 	size_t pass_slice;          /* the core's, as the store sets it: 0 or a few chains */
+	size_t dirty_min;           /* the model's dirty_whole_min: its default, or a
+	                             * few marks, for refreshes of everything in
+	                             * stores this small */
 	int scanned;                /* the process's first whole scan ended */
 	int unreadable;             /* the run the last whole scan could not read,
 	                             * plus one; 0: none */
@@ -1954,6 +1958,7 @@ static int ch_restart(world *w)
 	vd_core_free(&f->core);
 	vd_core_init(&f->core, sim_persist, w);
 	f->core.pass_slice = w->pass_slice;
+	f->core.model.dirty_whole_min = w->dirty_min;
 	w->scanned = 0;
 	w->unreadable = 0;
 	vd_map_free(&f->applied);
@@ -2374,6 +2379,8 @@ static void world_start(world *w, unsigned seed)
 	 * few chains, as the store's core does in slices of many. */
 	w->pass_slice = rnd(w, 2) ? 0 : 1 + rnd(w, P_PASS_SLICE_MAX);
 	w->f->core.pass_slice = w->pass_slice;
+	w->dirty_min = rnd(w, 2) ? VD_DIRTY_WHOLE_MIN : 1 + rnd(w, P_DIRTY_MIN_MAX);
+	w->f->core.model.dirty_whole_min = w->dirty_min;
 	sim_refresh(w, 1);
 }
 
