@@ -352,7 +352,6 @@ static int roundclose_ok(vd_lineage *l, const vd_lineage_input *in, const char *
 }
 
 /* Whether a change of the model changes what a RoundClose commits. */
-/* Whether a change of the model changes what a RoundClose commits. */
 static int named_differs(const vd_lineage_input *in, const named_hash *n, const char *hash)
 {
 	return n->multi ||
@@ -388,7 +387,6 @@ static int named_changed(const vd_lineage *l, const vd_lineage_input *in)
 			return 1;
 	return 0;
 }
-
 
 /* How many records of a remembered ledger a trusted checkpoint of its run
  * covers, checked against the memory, never the file as it is now. */
@@ -1901,7 +1899,7 @@ static void pass_drop(vd_lineage *l)
 	free(l->pass_order);
 	l->pass_order = NULL;
 	l->pass_n = l->pass_next = 0;
-	l->passing = 0;
+	l->passing = l->pass_in_place = 0;
 	l->whole_owed = 1;
 	set_head_to(l, l->pass_head_round, l->pass_head_hash, l->pass_head_run);
 }
@@ -1948,12 +1946,14 @@ static void pass_forget_changed(const vd_lineage_input *in)
 			g->sig = ~g->sig;
 }
 
-/* What a group computed by the pass grants: to itself (trusted,
- * committed) or to the chains of its children (an intact chain). One
- * that grants nothing reads no worse than it is, however it changed. */
+/* What a group grants as it reads: to itself (trusted, committed) or to
+ * the chains of its children (an intact chain); one a pass has not
+ * computed yet reads pending (a first pass) or as last computed (a pass
+ * in place). One that grants nothing reads no worse than it is, however
+ * it changed. */
 static int grants(const vd_group *g)
 {
-	return g->mark == 2 && (g->trusted || g->committed || g->chain == VD_CHAIN_INTACT);
+	return g->trusted || g->committed || g->chain == VD_CHAIN_INTACT;
 }
 
 typedef struct group_stack {
@@ -1996,6 +1996,47 @@ static void pass_undo(const vd_lineage_input *in, group_stack *st, vd_group *g)
 static int changed_since(const vd_group *g)
 {
 	return g != NULL && g->changed > g->computed && grants(g);
+}
+
+/* The head as it stands, or none when it no longer grants (taken back). */
+static void keep_head_if_trusted(vd_lineage *l, const vd_lineage_input *in)
+{
+	const vd_group *g = l->head_hash[0] ? vd_model_group(in->model, l->head_hash) : NULL;
+
+	if (g != NULL && g->trusted)
+		return;
+	l->head_round = -1;
+	l->head_hash[0] = '\0';
+	l->head_run = NULL;
+}
+
+static void pass_begin_in_place(vd_lineage *l, const vd_lineage_input *in)
+{
+	group_stack st = { NULL, 0, 0, 0 };
+	vd_group *g;
+	size_t it = 0;
+
+	while ((g = vd_model_next_group(in->model, &it)) != NULL)
+		if (changed_since(g))
+			pass_undo(in, &st, g);
+	free(st.v);
+	it = 0;
+	while ((g = vd_model_next_group(in->model, &it)) != NULL) {
+		if (st.failed)
+			pass_reset(g);      /* out of memory for the walk: nothing grants */
+		g->mark = 0;
+	}
+	l->whole = 1;
+	l->whole_owed = 0;
+	l->n_touched = l->n_queue = 0;
+	l->pass_head_round = l->head_round;
+	memcpy(l->pass_head_hash, l->head_hash, sizeof(l->pass_head_hash));
+	snprintf(l->pass_head_run, sizeof(l->pass_head_run), "%s", l->head_run ? l->head_run : "");
+	keep_head_if_trusted(l, in);
+	l->pass_order = NULL;
+	l->pass_n = l->pass_next = 0;
+	l->pass_looked = in->model->change_gen;
+	l->passing = l->pass_in_place = 1;
 }
 
 int vd_lineage_pass_changed(vd_lineage *l, const vd_lineage_input *in)
@@ -2046,6 +2087,7 @@ int vd_lineage_pass_changed(vd_lineage *l, const vd_lineage_input *in)
 		free(l->pass_order);
 		l->pass_order = NULL;
 		l->pass_n = l->pass_next = 0;
+		keep_head_if_trusted(l, in);
 	}
 	return 0;
 }
@@ -2053,6 +2095,11 @@ int vd_lineage_pass_changed(vd_lineage *l, const vd_lineage_input *in)
 int vd_lineage_passing(const vd_lineage *l)
 {
 	return l->passing;
+}
+
+int vd_lineage_pass_in_place(const vd_lineage *l)
+{
+	return l->passing && l->pass_in_place;
 }
 
 int vd_lineage_pass(vd_lineage *l, const vd_lineage_input *in, vd_lineage_delta *out)
@@ -2069,7 +2116,7 @@ int vd_lineage_pass(vd_lineage *l, const vd_lineage_input *in, vd_lineage_delta 
 	free(l->pass_order);
 	l->pass_order = NULL;
 	l->pass_n = l->pass_next = 0;
-	l->passing = 0;
+	l->passing = l->pass_in_place = 0;
 	pass_forget_changed(in);
 	l->out = out;
 	compute_head(l, in);
@@ -2102,10 +2149,14 @@ static void refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh what)
 	if (what == VD_REFRESH_WHOLE || !l->built || vd_model_dirty_all(in->model) ||
 	    (in->scanned && !l->scanned) || l->whole_owed) {
 		int first = in->scanned && !l->scanned;
+		int in_place = in->slice > 0 && !commits && l->built && l->scanned && !l->whole_owed &&
+		    what == VD_REFRESH_MODEL;
 		l->built = 1;
 		l->scanned |= in->scanned;
 		if (first && in->slice > 0)
 			pass_begin(l, in);
+		else if (in_place)
+			pass_begin_in_place(l, in);
 		else
 			refresh_whole(l, in);
 		return;

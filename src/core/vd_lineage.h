@@ -176,6 +176,7 @@ typedef struct vd_lineage {
 	 * next to compute, the model's groups_gen they were listed at, what
 	 * the refresh that began it was, and the head before it. */
 	int passing;
+	int pass_in_place;             /* the groups keep what they read until computed */
 	int whole_owed;                /* a pass was dropped: the next refresh is whole */
 	struct vd_pass_ent *pass_order;
 	size_t pass_n, pass_next;
@@ -216,8 +217,16 @@ void vd_lineage_refresh(vd_lineage *l, const vd_lineage_input *in, vd_refresh wh
  * after stays marked for the refresh after the pass, and what it granted
  * on what changed is taken back at once (vd_lineage_pass_changed). A
  * vd_lineage_refresh under way drops the pass and recomputes everything
- * at once. */
+ * at once.
+ * A refresh that would recompute every group because the model marked
+ * too many to list (the verdicts that came in while a first pass went on)
+ * is a pass too, in place: the groups keep what they read until the pass
+ * computes them, but for those that changed since they were computed and
+ * what they granted, which read pending; the head stays unless it was
+ * among them. */
 int vd_lineage_passing(const vd_lineage *l);
+/* 1 while a pass in place goes on (vd_lineage_passing too). */
+int vd_lineage_pass_in_place(const vd_lineage *l);
 /* The model changed while the pass goes on: a group it computed that
  * changed since, and the descendants it granted an intact chain, read
  * pending again until the pass computes them anew, so that nothing reads

@@ -60,7 +60,7 @@ int vd_store_scanned(const vd_store *s)
 
 int vd_store_passing(const vd_store *s)
 {
-	return vd_core_passing(&s->core);
+	return vd_core_passing(&s->core) && !vd_lineage_pass_in_place(vd_core_lineage(&s->core));
 }
 
 vd_state *vd_store_state(vd_store *s)

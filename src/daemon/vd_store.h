@@ -117,7 +117,7 @@ const vd_lineage *vd_store_lineage(vd_store *s);
 uv_loop_t *vd_store_loop(vd_store *s);
 int vd_store_closing(const vd_store *s);
 int vd_store_scanned(const vd_store *s);      /* a whole scan was merged */
-int vd_store_passing(const vd_store *s);      /* its first pass goes on in slices */
+int vd_store_passing(const vd_store *s);      /* a first pass goes on: groups read pending */
 vd_state *vd_store_state(vd_store *s);         /* NULL: memory only */
 struct vd_events *vd_store_events(vd_store *s);
 vd_waiters *vd_store_waiters(vd_store *s);

@@ -186,8 +186,8 @@ typedef struct world {
 	uint64_t clock;             /* simulated ms, what TICK tells */
 	size_t pass_slice;          /* the core's, as the store sets it: 0 or a few chains */
 	size_t dirty_min;           /* the model's dirty_whole_min: its default, or a
-	                             * few marks, for refreshes of everything in
-	                             * stores this small */
+	                             * few marks, for refreshes of everything (a pass
+	                             * in place when sliced) in stores this small */
 	int scanned;                /* the process's first whole scan ended */
 	int unreadable;             /* the run the last whole scan could not read,
 	                             * plus one; 0: none */
@@ -631,6 +631,7 @@ static struct {
 	unsigned long persisted, failed, restarts, runs_lost;
 	unsigned long waited, ready, timed_out, at_stop, cancelled;
 	unsigned long passes, slices, sliced_to_end;   /* whole passes in slices */
+	unsigned long in_place;                        /* of them, in place */
 	int counting;
 } tally;
 
@@ -919,6 +920,8 @@ static void sim_input_raw(world *w, const vd_core_input *in, vd_core_output *out
 	passing = vd_core_passing(&w->f->core);
 	vd_core_step(&w->f->core, in, out);
 	tally.passes += (unsigned long)(tally.counting && !passing && out->passing);
+	tally.in_place += (unsigned long)(tally.counting && !passing && out->passing &&
+	    vd_lineage_pass_in_place(&w->f->core.lineage));
 	waiters_observe(w, in, out);
 	if (out->delta != NULL)
 		fx_note_delta(w->f, out->delta);
@@ -2261,18 +2264,24 @@ static int ref_trusted(const fx *f, const vd_group *g)
 	return ref_committed(f, g) && vd_group_settled(g) == VD_AS_VERIFIED && parent_ok(f, g);
 }
 
-/* While a whole pass goes on in slices: no committed head, and a group
- * reads trusted or committed only as the reference says it is. */
+/* While a whole pass goes on in slices: no committed head (a pass in
+ * place keeps one the reference trusts), and a group reads trusted or
+ * committed only as the reference says it is. */
 static void check_passing(world *w)
 {
 	const fx *f = w->f;
 	const vd_group *g;
-	const char *k;
+	const char *k, *head;
 	void *v;
 	size_t it = 0;
 
-	if (vd_lineage_head(&f->core.lineage, NULL, NULL) >= 0)
+	if (vd_lineage_head(&f->core.lineage, &head, NULL) >= 0 &&
+	    !vd_lineage_pass_in_place(&f->core.lineage))
 		violation(w, "a committed head while a whole pass is under way");
+	else if (vd_lineage_head(&f->core.lineage, &head, NULL) >= 0 &&
+	    ((g = vd_model_group(f->model, head)) == NULL || !ref_trusted(f, g)))
+		violation(w, "%.12s: the committed head while a pass in place goes on, but not trusted",
+		    head);
 	while (!w->failed && vd_map_next(&f->model->groups, &it, &k, &v)) {
 		g = v;
 		if (g->committed && !ref_committed(f, g))
@@ -2750,8 +2759,8 @@ int main(int argc, char **argv)
 	printf("memory: %lu records persisted, %lu persists failed, %lu restarts (%lu lost a run)\n",
 	    tally.persisted, tally.failed, tally.restarts, tally.runs_lost);
 	printf("%llu refreshes rebuilt some commitment slots alone\n", (unsigned long long)in_place_total);
-	printf("whole passes in slices: %lu begun, %lu slices, %lu ended by a slice of a few chains\n",
-	    tally.passes, tally.slices, tally.sliced_to_end);
+	printf("whole passes in slices: %lu begun (%lu in place), %lu slices, %lu ended by a slice of a few chains\n",
+	    tally.passes, tally.in_place, tally.slices, tally.sliced_to_end);
 	printf("clients: %lu waited, %lu answered ready, %lu timed out, %lu answered at a stop, "
 	    "%lu cancelled\n", tally.waited, tally.ready, tally.timed_out, tally.at_stop,
 	    tally.cancelled);

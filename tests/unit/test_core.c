@@ -321,6 +321,51 @@ static void test_pass_undoes_stale_grant(void **state)
 	env_free(e);
 }
 
+/* After the first pass, verdicts that mark everything (a model that takes
+ * a few marks for everything) make the refresh a pass in place: the group
+ * that changed since it was computed and what it granted read pending at
+ * once, the others keep what they read, and it is no first pass (starting
+ * is over); its end reads as a whole refresh would. */
+static void test_pass_in_place(void **state)
+{
+	env *e = pass_begun();
+	vd_core_input in = { .kind = VD_CORE_REFRESH, .u.refresh = VD_REFRESH_MODEL };
+	vd_core_input more = { .kind = VD_CORE_PASS, .u.budget = SIZE_MAX };
+	vd_core_output out;
+	int i;
+
+	(void)state;
+	step(e, &more, &out);
+	assert_false(out.passing);
+	for (i = 0; i <= 9; i++)
+		assert_true(vd_group_trusted(group(e, (unsigned)i)));
+	e->f->core.model.dirty_whole_min = 1;
+	reverdict(e->f, "r/round-00007", V_FAIL);
+	reverdict(e->f, "r/round-00008", V_OK);
+	assert_true(vd_model_dirty_all(e->f->model));
+	step(e, &in, &out);
+	assert_true(out.passing);
+	assert_true(vd_lineage_pass_in_place(vd_core_lineage(&e->f->core)));
+	for (i = 0; i <= 6; i++)
+		assert_true(vd_group_trusted(group(e, (unsigned)i)));
+	for (i = 7; i <= 9; i++)
+		assert_false(vd_group_trusted(group(e, (unsigned)i)));
+	assert_int_equal(vd_lineage_head(vd_core_lineage(&e->f->core), NULL, NULL), -1);
+	more.u.budget = 2;
+	step(e, &more, &out);
+	assert_true(out.passing);
+	assert_true(vd_group_trusted(group(e, 6)));
+	more.u.budget = SIZE_MAX;
+	step(e, &more, &out);
+	assert_false(out.passing);
+	assert_non_null(out.delta);
+	assert_true(out.delta->whole);
+	for (i = 0; i <= 9; i++)
+		assert_int_equal(vd_group_trusted(group(e, (unsigned)i)), i <= 6);
+	assert_int_equal(vd_lineage_head(vd_core_lineage(&e->f->core), NULL, NULL), 6);
+	env_free(e);
+}
+
 /* A header moved off the round its commitment names while the pass goes
  * on: the round check the slots read changed, and the refresh is made
  * now (the pass dropped), so that nothing reads committed on it. */
@@ -1049,6 +1094,7 @@ int main(void)
 		cmocka_unit_test(test_pass_in_slices),
 		cmocka_unit_test(test_pass_undoes_stale_grant),
 		cmocka_unit_test(test_pass_round_check_changed),
+		cmocka_unit_test(test_pass_in_place),
 		cmocka_unit_test(test_pass_ended_by_removal),
 		cmocka_unit_test(test_pass_dropped_by_post),
 		cmocka_unit_test(test_sweep_covered),
