@@ -146,10 +146,14 @@ static void retain_list(vd_core *c, vd_core_output *out)
 /* A whole pass: every committed group not yet remembered is remembered
  * VD_RETAIN_SLICE an input from the next VD_CORE_RETAIN on (the first pass
  * over a store of 16,000 rounds commits them all at once, and its turn is
- * long enough without the list). */
-static void retain_all(vd_core *c, vd_core_output *out)
+ * long enough without the list). What the last whole pass left is listed
+ * again rather than remembered now: a group is looked at as it is when its
+ * turn comes, so the list of this pass holds what that one's would still
+ * remember, and a pass right after the first (the verdicts that came in
+ * meanwhile) does not remember thousands in one turn. */
+static void retain_all(vd_core *c)
 {
-	catch_up(c, out);
+	c->n_retain_q = c->retain_next = 0;
 	c->retain_unlisted = 1;
 }
 
@@ -158,7 +162,7 @@ static void retain_committed(vd_core *c, const vd_lineage_delta *d, vd_core_outp
 	size_t i;
 
 	if (d->whole) {
-		retain_all(c, out);
+		retain_all(c);
 		return;
 	}
 	for (i = 0; i < d->n_touched; i++)

@@ -222,6 +222,37 @@ static void test_retention_slices(void **state)
 	env_free(e);
 }
 
+/* A whole pass while the last one's list is still being remembered: the
+ * list is made again, nothing remembered in the pass's own turn, and every
+ * committed group is remembered a slice at a time all the same. */
+static void test_retention_listed_again(void **state)
+{
+	env *e = env_new();
+	vd_core_input in = { .kind = VD_CORE_RETAIN, .u.budget = VD_RETAIN_SLICE };
+	vd_core_output out;
+	int i;
+
+	(void)state;
+	pin(e->f, "genesis_hash", "r", -1, H(0));
+	chain(e->f, "r", 0, 2 * VD_RETAIN_SLICE, V_OK);
+	for (i = 0; i < 2 * VD_RETAIN_SLICE; i++)
+		ledger(e->f, "r", i, H((unsigned)i + 1));
+	core_refresh(e, VD_REFRESH_WHOLE);
+	step(e, &in, &out);
+	assert_int_equal(e->db.kept, VD_RETAIN_SLICE);
+	core_refresh(e, VD_REFRESH_WHOLE);
+	assert_true(vd_core_retaining(&e->f->core));
+	assert_int_equal(e->db.kept, VD_RETAIN_SLICE);
+	step(e, &in, &out);
+	assert_true(out.retaining);
+	assert_int_equal(e->db.kept, 2 * VD_RETAIN_SLICE);
+	step(e, &in, &out);
+	assert_false(out.retaining);
+	for (i = 1; i <= 2 * VD_RETAIN_SLICE; i++)
+		assert_true(vd_core_is_retained(&e->f->core, H((unsigned)i)));
+	env_free(e);
+}
+
 /* Rounds 0..9 of run r committed by its ledger, the first whole pass over
  * the scan begun in slices of 2 chains: nothing said yet, nothing
  * trusted, no head. */
@@ -1082,6 +1113,7 @@ int main(void)
 		cmocka_unit_test(test_post_conflict),
 		cmocka_unit_test(test_statement_signers),
 		cmocka_unit_test(test_retention_slices),
+		cmocka_unit_test(test_retention_listed_again),
 		cmocka_unit_test(test_restore),
 		cmocka_unit_test(test_job_outcomes),
 		cmocka_unit_test(test_forget_ledger),
