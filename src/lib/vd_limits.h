@@ -222,7 +222,8 @@
  * sliced work (the merge, the lineage pass, remembering retained
  * artifacts, finished jobs): what is left waits for the next turn, so a
  * turn holds the loop for this plus one slice, not for every slice ready
- * in it (src/daemon/vd_turn.h). Half of loop_stall_warn_ms's default. */
+ * in it (src/daemon/vd_turn.h). Half the 50 ms bench/scale holds a first
+ * pass's turns to, so that one more slice (10 to 25 ms) stays under it. */
 #define VD_TURN_BUDGET_MS 25
 /* The scan result is merged a slice at a time, one slice a loop turn:
  * on a store of many thousand rounds, clients are answered meanwhile. */
