@@ -2087,8 +2087,10 @@ int vd_lineage_pass_changed(vd_lineage *l, const vd_lineage_input *in)
 		free(l->pass_order);
 		l->pass_order = NULL;
 		l->pass_n = l->pass_next = 0;
-		keep_head_if_trusted(l, in);
 	}
+	/* A head a pass in place kept may have been taken back, or its group
+	 * made anew. */
+	keep_head_if_trusted(l, in);
 	return 0;
 }
 
@@ -2110,9 +2112,13 @@ int vd_lineage_pass(vd_lineage *l, const vd_lineage_input *in, vd_lineage_delta 
 	if (!l->passing)
 		return 1;
 	/* The head and the alerts read every chain: a slice of their own
-	 * when the chains took this one's budget. */
-	if (!pass_chains(l, in, &budget) || budget == 0)
+	 * when the chains took this one's budget. A pass in place may have
+	 * found the head it kept no longer trusted. */
+	if (!pass_chains(l, in, &budget) || budget == 0) {
+		if (l->pass_in_place)
+			keep_head_if_trusted(l, in);
 		return 0;
+	}
 	free(l->pass_order);
 	l->pass_order = NULL;
 	l->pass_n = l->pass_next = 0;
