@@ -1008,6 +1008,19 @@ static int link_read(const vd_lineage *l, const vd_lineage_input *in, const vd_r
 	    strcmp(sl->src[VD_SRC_PINNED].hash, r->hash) == 0 ? LINK_ANCHOR : 0);
 }
 
+/* A parent neither in the store nor remembered. Until the store has been
+ * scanned whole, the scan may not have reached it yet: the chain reads
+ * pending (a participant asking while the daemon starts is not told of a
+ * break, nor an alert raised); after, it is missing. Returns NULL. */
+static vd_group *parent_unseen(const vd_lineage_input *in, vd_group *g, int *pending)
+{
+	if (!in->scanned)
+		*pending = 1;
+	else
+		add_break(g, g->hash, g->round_index, VD_BREAK_MISSING_PARENT);
+	return NULL;
+}
+
 /* The parent's directory is gone but it was verified and committed: walk
  * the remembered artifacts (pruned links) to a present ancestor, a root,
  * or a break. Returns the present ancestor to continue through, or NULL. */
@@ -1047,10 +1060,8 @@ static vd_group *through_pruned(const vd_lineage *l, const vd_lineage_input *in,
 		round = r->round_index;
 		if ((p = vd_model_group(in->model, r->parent)) != NULL)
 			break;
-		if (++hops > in->retained->count || (r = retained(in, r->parent)) == NULL) {
-			add_break(g, g->hash, g->round_index, VD_BREAK_MISSING_PARENT);
-			return NULL;
-		}
+		if (++hops > in->retained->count || (r = retained(in, r->parent)) == NULL)
+			return parent_unseen(in, g, pending);
 	}
 	if (p->mark == 1 || !vd_group_in_run(p, run)) {
 		add_break(g, g->hash, g->round_index, p->mark == 1 ? VD_BREAK_MISSING_PARENT :
@@ -1103,7 +1114,9 @@ static vd_group *local_links(vd_lineage *l, const vd_lineage_input *in, vd_group
 		g->via_pruned = 1;
 		return through_pruned(l, in, g, r, pending);
 	}
-	if (p == NULL || p->mark == 1) {
+	if (p == NULL)
+		return parent_unseen(in, g, pending);
+	if (p->mark == 1) {
 		add_break(g, g->hash, g->round_index, VD_BREAK_MISSING_PARENT);
 		return NULL;
 	}

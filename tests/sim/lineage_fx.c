@@ -91,6 +91,7 @@ void input_for(fx *f, const vd_model *m, vd_lineage_input *in)
 	in->ledgers = f->ledgers;
 	in->n_ledgers = f->n_ledgers;
 	vd_lineage_input_memory(in, &f->core.mem);
+	in->scanned = !f->unscanned;
 }
 
 /* The delta applied to the alerts raised before it, as the shell applies

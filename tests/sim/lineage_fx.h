@@ -51,6 +51,7 @@ typedef struct fx {
 	                                * raised and did not clear since */
 	int delta_bad;                 /* a delta cleared what was not raised, or
 	                                * raised what was */
+	int unscanned;                 /* the store is not scanned whole yet (0: it is) */
 } fx;
 
 extern vd_key *keys[N_KEYS];

@@ -1798,6 +1798,7 @@ static void compare_with_scratch(world *w)
 	scratch_model(w, &m);
 	vd_lineage_init(&fresh);
 	input_for(w->f, &m, &in);
+	in.scanned = w->f->core.src.scanned;  /* a parent not found yet is no break */
 	refresh_alone(&fresh, &in, 1);
 	w->cmp = "refreshed != from scratch";
 	same_groups(w, w->f->model, &m);

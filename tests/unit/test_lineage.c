@@ -206,6 +206,41 @@ static void test_missing_parent(void **state)
 	fx_free(f);
 }
 
+/* Before the store has been scanned whole, a parent not found is one the
+ * scan may not have reached: the chains through it read pending, and no
+ * alert is raised. The pass after the whole scan finds it missing. */
+static void test_parent_unseen_before_scan(void **state)
+{
+	fx *f = fx_new();
+	vd_group *g;
+	int i;
+
+	f->unscanned = 1;
+	pin(f, "genesis_hash", "r", -1, hx(0));
+	chain_at(f, "r", 0, 0, 4, V_OK);
+	for (i = 0; i < 4; i++)
+		ledger(f, "r", i, hx((unsigned)i + 1));
+	drop(f, "r/round-00002");
+	refresh(f, 1);
+	g = G(f, H(3));
+	assert_chain(g, VD_CHAIN_PENDING, 1, NULL);
+	assert_int_equal(g->breaks_total, 0);
+	assert_int_equal(g->trusted, 0);
+	assert_chain(G(f, H(4)), VD_CHAIN_PENDING, 2, NULL);
+	assert_int_equal(G(f, H(4))->trusted, 0);
+	assert_head(f, 1, H(1), "r");
+	assert_int_equal(f->core.lineage.alert_counts[VD_ALERT_CHAIN_BROKEN], 0);
+
+	f->unscanned = 0;
+	refresh(f, 0);
+	g = G(f, H(3));
+	assert_chain(g, VD_CHAIN_BROKEN, 1, NULL);
+	assert_break(g, 0, H(3), 3, VD_BREAK_MISSING_PARENT);
+	assert_true(has_alert(f, VD_ALERT_CHAIN_BROKEN, H(3)));
+	assert_true(has_alert(f, VD_ALERT_CHAIN_BROKEN, H(4)));
+	fx_free(f);
+}
+
 /* A bad extra copy of round 2 raises its own alert; chains pass through
  * the good one. When every copy failed, they break. */
 static void test_failed_parent_good_copy(void **state)
@@ -1306,7 +1341,9 @@ static void test_pass_in_slices(void **state)
 
 	mixed_store(a);
 	mixed_store(b);
+	b->unscanned = 1;
 	refresh(b, 1);          /* as during a merge: trusted before the scan is whole */
+	b->unscanned = 0;
 	assert_true(G(b, H(3))->trusted);
 	first_pass(a, 0, &in);
 	assert_false(vd_lineage_passing(&a->core.lineage));
@@ -1431,8 +1468,10 @@ static void test_pass_dropped(void **state)
 
 	mixed_store(a);
 	mixed_store(b);
+	a->unscanned = b->unscanned = 1;
 	refresh(a, 1);
 	refresh(b, 1);
+	a->unscanned = b->unscanned = 0;
 	first_pass(a, 0, &in);
 	first_pass(b, 4, &in);
 	assert_false(vd_lineage_pass(&b->core.lineage, &in, &b->core.delta));
@@ -1477,6 +1516,7 @@ int main(void)
 		cmocka_unit_test(test_unpinned_genesis),
 		cmocka_unit_test(test_pending_parent),
 		cmocka_unit_test(test_missing_parent),
+		cmocka_unit_test(test_parent_unseen_before_scan),
 		cmocka_unit_test(test_failed_parent_good_copy),
 		cmocka_unit_test(test_round_gap),
 		cmocka_unit_test(test_detached_root),
