@@ -1800,16 +1800,22 @@ static void store_step(void *arg, const vd_core_input *in, vd_core_output *out)
 	core_step(arg, in, out);
 }
 
-/* An answer reports trust: lineage first catches up, to the end of a
- * whole pass under way too (a client that waited for a verdict is told
- * whether it is trusted, not that lineage has not got there yet). */
-static void waited_sync(void *arg)
+/* An answer reports trust: lineage catches up first. Until the store has
+ * been scanned whole and while a pass over the chains goes on in slices,
+ * the waiters hold their answers (vd_waiters.h): ending the pass in one
+ * turn would hold the loop. */
+static void waited_catch_up(void *arg)
+{
+	vd_store_sync(arg);
+}
+
+static vd_settling waited_settling(void *arg)
 {
 	vd_store *s = arg;
 
-	if (vd_core_passing(&s->core))
-		pass_some(s, SIZE_MAX);
-	vd_store_sync(s);
+	if (!s->scanned_once)
+		return VD_UNSCANNED;
+	return vd_core_passing(&s->core) ? VD_PASSING : VD_SETTLED;
 }
 
 int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_turn *turn, const vd_config *cfg,
@@ -1864,7 +1870,8 @@ int vd_store_init(vd_store *s, uv_loop_t *loop, const vd_turn *turn, const vd_co
 	vd_sched_init(&s->sched, loop, &(vd_sched_env){ sched_pool, sched_config,
 	    sched_oms_keys, store_step, s });
 	vd_waiters_init(&s->waiters, loop, &s->core, &(vd_waiters_env){ store_step,
-	    waited_sync, s });
+	    waited_catch_up, waited_settling, s });
+	vd_waiters_pace(&s->waiters, turn);
 	return 0;
 }
 
