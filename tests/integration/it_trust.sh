@@ -84,8 +84,11 @@ wait_for $((5 * SLOW)) seenE > /dev/null || not_ok "the grafted round is seen"
 check "a grafted run's round is not trusted" false "$(field "$HE" .trusted)"
 check "its chain may not cross into another run (cross_run)" "broken cross_run" \
 	"$(field "$HE" '"\(.chain.status) \(.chain.breaks[0].reason)"')"
-check "a ledger that does not begin at round 0 commits nothing" "false first_record_not_round_0" \
-	"$(get /chain | jq -r '.ledgers[] | select(.path == "evil/ledger.jsonl") | "\(.chain_valid) \(.first_break.reason)"')"
+# The ledger may be read while jq is still writing it: wait for its last state.
+evil_ledger() { get /chain | jq -r '.ledgers[] | select(.path == "evil/ledger.jsonl") | "\(.records) \(.chain_valid) \(.first_break.reason)"'; }
+evil_read() { [ "$(evil_ledger)" = "1 false first_record_not_round_0" ]; }
+wait_for $((5 * SLOW)) evil_read > /dev/null
+check "a ledger that does not begin at round 0 commits nothing" "1 false first_record_not_round_0" "$(evil_ledger)"
 check "the committed head stays in the real run" ". $H4" "$(get /chain | jq -r '.committed_head | "\(.run) \(.content_hash)"')"
 # Even with the real history copied beside it, the graft's statements are
 # the real run's: they commit nothing in another run.
