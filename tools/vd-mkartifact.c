@@ -17,6 +17,9 @@
  * committed by a record of DIR/ledger.jsonl (or --ledger FILE), in one
  * process. Prints the head's hash.
  *
+ * A new DIR appears whole (written under a hidden name beside it, then
+ * renamed), so a daemon watching the store never sees it half made.
+ *
  * Prints the content hash on stdout.
  */
 #include "config.h"
@@ -264,7 +267,7 @@ static void append_ledger(const struct spec *s, const char *hash, vd_ledger_reco
 }
 
 /* Write the artifact s describes in s->dir; its hash into hash. */
-static void make_one(const struct spec *s, char hash[VD_HASH_HEX_LEN + 1])
+static void make_in(const struct spec *s, char hash[VD_HASH_HEX_LEN + 1])
 {
 	char name[64], zero[VD_HASH_HEX_LEN + 1];
 	uint64_t rng;
@@ -294,6 +297,32 @@ static void make_one(const struct spec *s, char hash[VD_HASH_HEX_LEN + 1])
 	if (vd_verify_artifact(s->dir, NULL, &v) != VD_OK)
 		die("the written artifact does not verify:", v.detail);
 	memcpy(hash, v.content_hash, VD_HASH_HEX_LEN + 1);
+}
+
+/* A new DIR is written beside it under a hidden name, which a daemon
+ * watching the store skips, and renamed into place whole: a scan never
+ * sees its placeholder claim or half its weights. An existing DIR is
+ * written in place. */
+static void make_one(const struct spec *s, char hash[VD_HASH_HEX_LEN + 1])
+{
+	char tmp[PATH_MAX];
+	const char *slash = strrchr(s->dir, '/');
+	struct spec t = *s;
+	struct stat st;
+
+	if (lstat(s->dir, &st) == 0 || errno != ENOENT || (slash != NULL && slash[1] == '\0')) {
+		make_in(s, hash);
+		return;
+	}
+	if (slash == NULL)
+		snprintf(tmp, sizeof(tmp), ".%s.mk-%ld", s->dir, (long)getpid());
+	else
+		snprintf(tmp, sizeof(tmp), "%.*s/.%s.mk-%ld", (int)(slash - s->dir), s->dir,
+		    slash + 1, (long)getpid());
+	t.dir = tmp;
+	make_in(&t, hash);
+	if (rename(tmp, s->dir) < 0)
+		die("cannot rename into place:", s->dir);
 }
 
 /* Rounds 0..n-1 of one run, chained and committed, in one process. */
