@@ -114,10 +114,13 @@ check "the restart's closing is logged" 1 "$(grep -c '2 alert(s) raised before t
 check "no episode is opened" 4 "$(get /alerts | jq '.alerts | length')"
 
 # --- retention ---------------------------------------------------------------------------
+# Put back whole: a scan between a move and a repair would raise and clear
+# one more episode.
+cp "$WORK/w3.orig" "$WORK/round-00003/weights.safetensors"
 mv "$WORK/round-00003" "$STORE/round-00003"
-restore
 readable "$STORE"
-wait_for $((10 * SLOW)) settled > /dev/null || not_ok "round 3 is back"
+back3() { get /artifacts | jq -e '[.artifacts[] | select(any(.copies[]; .path | startswith("round-00003"))) | .state] == ["verified"]' > /dev/null; }
+wait_for $((10 * SLOW)) back3 > /dev/null || not_ok "round 3 is back"
 tamper
 wait_for $((5 * SLOW)) raised > /dev/null || not_ok "tampered once more"
 # The newest cleared_at, in seconds: alert_retention = 1s removes the

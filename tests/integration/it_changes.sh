@@ -42,7 +42,8 @@ check "scanned where it changed" 1 "$([ "$(changes)" -gt "$C0" ] && echo 1)"
 HB2=$(cat "$WORK/hb")
 readable "$WORK/run-b"
 mv "$WORK/run-b" "$STORE/run-b"
-found_b() { [ "$(state_of "$HB2")" = verified ]; }
+# Its ledger is merged after its artifacts, in a later turn of the same scan.
+found_b() { [ "$(state_of "$HB2")" = verified ] && [ "$(metric 'commitments{source="ledger",signed="false"}')" = 2 ]; }
 if wait_for $((5 * SLOW)) found_b > /dev/null; then ok "a run renamed into the store is found and verified"; else not_ok "a run renamed into the store is found and verified"; fi
 check "GET /chain?run=run-b lists its 3 rounds" "0 1 2" \
 	"$(get '/chain?run=run-b' | jq -r '[.artifacts[].round_index] | join(" ")')"
@@ -59,7 +60,9 @@ mv "$WORK/b3" "$STORE/run-c/round-00003"
 found_b3() { [ "$(state_of "$HB3")" = verified ]; }
 if wait_for $((5 * SLOW)) found_b3 > /dev/null; then ok "a round added to the renamed run is seen (its directory is still watched)"; else not_ok "a round added to the renamed run is seen"; fi
 rm -rf "$STORE/run-c"
-gone_b() { [ "$(code GET "/artifact/$HB2")" = 404 ] && [ "$(code GET "/artifact/$HB3")" = 404 ]; }
+# rm -r is not atomic: wait for the whole run to be gone.
+gone_b() { [ "$(code GET "/artifact/$HB2")" = 404 ] && [ "$(code GET "/artifact/$HB3")" = 404 ] &&
+	[ "$(get '/chain?run=run-c' | jq '.artifacts | length')" = 0 ]; }
 if wait_for $((5 * SLOW)) gone_b > /dev/null; then ok "a removed run's artifacts are forgotten"; else not_ok "a removed run's artifacts are forgotten"; fi
 check "and GET /chain?run=run-c lists nothing" 0 "$(get '/chain?run=run-c' | jq '.artifacts | length')"
 

@@ -99,7 +99,8 @@ pruned() { [ "$(field "$H3" '.chain.pruned')" = 1 ]; }
 if wait_for $((3 * SLOW)) pruned > /dev/null; then ok "a removed committed round is a pruned link of its child's chain"; else not_ok "a removed committed round is a pruned link of its child's chain"; fi
 check "round 3 stays trusted" "true intact" "$(field "$H3" '"\(.trusted) \(.chain.status)"')"
 mv "$WORK/round-00002" "$STORE/round-00002"
-wait_for $((3 * SLOW)) healed > /dev/null
+back2() { [ "$(state_of "$H2")" = verified ] && [ "$(field "$H3" '.chain.pruned')" = 0 ]; }
+wait_for $((3 * SLOW)) back2 > /dev/null || not_ok "round 2 is back in its child's chain"
 
 # --- a --local-only control run: parent null at round > 0 --------------------
 mkdir -p "$STORE/local-run"

@@ -107,15 +107,17 @@ reloaded() { tail -n 1 "$LOG" | jq -e . > /dev/null 2>&1; }
 wait_for $((5 * SLOW)) reloaded > /dev/null || not_ok "SIGHUP switches to JSON lines"
 check "the reload's own line is text, those after it JSON" "info: configuration reloaded" \
 	"$(grep -o '^info: configuration reloaded' "$LOG")"
+# The access line is written as the answer is sent: curl may have it first.
+accessed() { jq -Rr 'fromjson? | .msg' "$LOG" | grep -qF "$1"; }
 get /chain > /dev/null
 code GET /nope > /dev/null
+wait_for $((5 * SLOW)) accessed 'GET /nope 404 ' > /dev/null
 check "a request answered after the reload is logged in JSON" 1 \
 	"$(jq -Rr 'fromjson? | .msg | select(test("^GET [^ ]+ 404 "))' "$LOG" | wc -l)"
 
 # The access line names the path asked, not only its route: escaped (a
 # client cannot end a line or send a terminal's control sequences) and
 # cut to a bound.
-accessed() { jq -Rr 'fromjson? | .msg' "$LOG" | grep -qF "$1"; }
 code GET '/nope/x%20y%25' > /dev/null
 wait_for $((5 * SLOW)) accessed 'GET /nope/x%20y%25 404 ' > /dev/null
 check "an unknown path is logged with its path" 1 \

@@ -65,6 +65,8 @@ if wait_for $((5 * SLOW)) broken1 > /dev/null; then ok "a signed RoundClose nami
 check "round 3 is no longer trusted; no round is the committed head" "false -1" \
 	"$(field "$H3" .trusted) $(metric committed_head_round)"
 rm "$STORE/commitments/other-1.json"
+gone1() { grep -q 'signed statement commitments/other-1.json is gone' "$LOG"; }
+wait_for $((5 * SLOW)) gone1 > /dev/null || not_ok "the removed statement file is noticed"
 check "the statement's file removed, what it committed stays" "false" "$(field "$H3" .trusted)"
 check "the operator withdraws it" 200 \
 	"$(code DELETE "/commitment?run=.&round=0&hash=$HX" -H "Authorization: Bearer operator-token-0123456789")"

@@ -79,7 +79,8 @@ wait_for $((10 * SLOW)) settled > /dev/null || not_ok "the store verified after 
 check "the withdrawal is kept over a restart" "0 true false" \
 	"$(alert equivocation) $(field "$H5" .trusted) $(field "$H5B" .trusted)"
 rm -f "$STORE/commitments/rc4-a.json"
-wait_for $((5 * SLOW)) gone > /dev/null
+gone_a() { grep -q 'signed statement commitments/rc4-a.json is gone' "$LOG"; }
+wait_for $((5 * SLOW)) gone_a > /dev/null || not_ok "the removed statement file is noticed"
 check "removing the remaining statement's file keeps its commitment" true "$(field "$H5" .trusted)"
 
 # --- every trusted signature counts -------------------------------------------

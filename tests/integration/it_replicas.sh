@@ -36,8 +36,14 @@ for i in $(seq 1 $((100 * SLOW))); do
 done
 [ -n "$PORT2" ] || { not_ok "the second replica started"; cat "$LOG2"; }
 
+# A replica's /metrics answers before its first scan is merged: it has
+# settled once it is ready and all seven artifacts have a verdict.
 settled_at() {
-	curl -s "http://127.0.0.1:$1/metrics" | awk '$1 ~ /artifacts\{state="(pending|verifying)"\}/ { s += $2 } END { exit !(NR > 0 && s == 0) }'
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/readyz")" = 200 ] &&
+	curl -s "http://127.0.0.1:$1/metrics" | awk '
+		$1 ~ /artifacts\{state="(pending|verifying)"\}/ { s += $2 }
+		$1 ~ /artifacts\{state="(verified|failed)"\}/ { v += $2 }
+		END { exit !(NR > 0 && s == 0 && v == 7) }'
 }
 both_settled() { settled_at "$PORT" && settled_at "$PORT2"; }
 wait_for $((10 * SLOW)) both_settled > /dev/null || not_ok "both replicas verified the store"
