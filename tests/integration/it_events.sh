@@ -62,7 +62,7 @@ head4() { get /chain | jq -e --arg h "$H4" '.committed_head.content_hash == $h' 
 wait_for $((5 * SLOW)) head4 > /dev/null || not_ok "round 4 is the committed head"
 
 # --- the answer itself ----------------------------------------------------------
-curl -s -D "$WORK/h" -o /dev/null --max-time 1 "$(url /events)"
+curl -s -D "$WORK/h" -o /dev/null --max-time $((2 * SLOW)) "$(url /events)"
 check "GET /events answers text/event-stream" "200 text/event-stream no-store" \
 	"$(sed -n 's/^HTTP\/1.1 \([0-9]*\).*/\1/p' "$WORK/h" | tr -d '\r') $(sed -n 's/^Content-Type: //p' "$WORK/h" | tr -d '\r') $(sed -n 's/^Cache-Control: //p' "$WORK/h" | tr -d '\r')"
 check "HEAD /events" "200" "$(curl -s -o /dev/null -I -w '%{http_code}' "$(url /events)")"
@@ -76,8 +76,10 @@ check "DELETE /events: 405, Allow: GET, HEAD" "405 GET, HEAD" \
 # --- a verdict, within a second of GET /artifact ---------------------------------
 open_stream "$WORK/w.out"          # the witness: open until shutdown
 W=$SPID
-waiting() { curl -s "$(url /metrics)" | grep -q '^lensemble_verifyd_http_connections [2-9]'; }
-wait_for $((5 * SLOW)) waiting > /dev/null
+# Open once its first keepalive is in (event_keepalive = 1): a count of
+# connections could still hold the stream above, until the daemon sees it go.
+w_open() { has "$WORK/w.out" ': keepalive'; }
+wait_for $((5 * SLOW)) w_open > /dev/null || not_ok "the witness stream is open"
 "$MKART" --round 5 --parent "$H4" --seed 5 "$STORE/round-00005" > "$WORK/h5"
 H5=$(cat "$WORK/h5")
 t0=$(now)
@@ -202,17 +204,18 @@ else
 fi
 
 # --- the limit, and the health check beside it ---------------------------------------
-r=$(curl -s -D "$WORK/h" --max-time 2 "$(url /events)")
-check "a fourth stream over max_event_streams = 3: 503 overloaded, Retry-After" "503 overloaded 5" \
-	"$(sed -n 's/^HTTP\/1.1 \([0-9]*\).*/\1/p' "$WORK/h" | tr -d '\r') $(echo "$r" | jq -r .error.code) $(sed -n 's/^Retry-After: //p' "$WORK/h" | tr -d '\r')"
-check "GET /healthz answers with the streams open" 200 "$(curl -s -o /dev/null --max-time 2 -w '%{http_code}' "$(url /healthz)")"
-check "and GET /artifact" 200 "$(curl -s -o /dev/null --max-time 2 -w '%{http_code}' "$(url "/artifact/$H0")")"
+# C is open once it has had a keepalive: only then is a fourth stream over the limit.
 keepalive() { has "$WORK/c.out" ': keepalive'; }
 if wait_for $((3 * SLOW)) keepalive > /dev/null; then
 	ok "an idle stream gets a keepalive comment (event_keepalive = 1)"
 else
 	not_ok "an idle stream gets a keepalive comment (event_keepalive = 1)"
 fi
+r=$(curl -s -D "$WORK/h" --max-time 2 "$(url /events)")
+check "a fourth stream over max_event_streams = 3: 503 overloaded, Retry-After" "503 overloaded 5" \
+	"$(sed -n 's/^HTTP\/1.1 \([0-9]*\).*/\1/p' "$WORK/h" | tr -d '\r') $(echo "$r" | jq -r .error.code) $(sed -n 's/^Retry-After: //p' "$WORK/h" | tr -d '\r')"
+check "GET /healthz answers with the streams open" 200 "$(curl -s -o /dev/null --max-time 2 -w '%{http_code}' "$(url /healthz)")"
+check "and GET /artifact" 200 "$(curl -s -o /dev/null --max-time 2 -w '%{http_code}' "$(url "/artifact/$H0")")"
 # A stream whose client left frees its slot: the daemon sees it at the
 # next keepalive.
 kill "$C" 2>/dev/null

@@ -7,6 +7,8 @@ start_daemon
 done_() { [ "$(metric 'artifacts{state="verified"}')" = 5 ]; }
 wait_for $((10 * SLOW)) done_ > /dev/null || not_ok "store-basic verified"
 code GET /healthz > /dev/null
+counted() { [ -n "$(metric 'http_requests_total{route="/healthz",code="200"}')" ]; }
+wait_for $((5 * SLOW)) counted > /dev/null || not_ok "GET /healthz is counted"
 get /metrics > "$WORK/metrics"
 
 if command -v promtool > /dev/null 2>&1; then

@@ -156,9 +156,11 @@ check "of an artifact that is not trusted: 409 not_trusted" "409 not_trusted" \
 # A second copy of a trusted artifact, with a byte changed: the artifact is
 # no longer trusted, so no bundle is served, though its first copy still
 # verifies.
-cp -r "$RUN/round-00000" "$RUN/twin-of-0"
-rm -f "$RUN/twin-of-0/model.sig"
-for f in "$RUN"/twin-of-0/*.safetensors; do printf '\377' | dd of="$f" bs=1 seek=$(($(stat -c %s "$f") - 1)) conv=notrunc status=none; done
+# Made under a hidden name, which scans pass by, and renamed in whole.
+cp -r "$RUN/round-00000" "$RUN/.twin-of-0"
+rm -f "$RUN/.twin-of-0/model.sig"
+for f in "$RUN"/.twin-of-0/*.safetensors; do printf '\377' | dd of="$f" bs=1 seek=$(($(stat -c %s "$f") - 1)) conv=notrunc status=none; done
+mv "$RUN/.twin-of-0" "$RUN/twin-of-0"
 untrusted() { [ "$(get "/artifact/$H0" | jq -r .trusted)" = false ]; }
 wait_for $((20 * SLOW)) untrusted > /dev/null || not_ok "a failed second copy makes the artifact untrusted"
 check "a trusted artifact with a failed second copy: 409 not_trusted, no bundle" "409 not_trusted" \

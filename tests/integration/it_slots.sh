@@ -106,7 +106,7 @@ for policy in ledger signed; do
 		case $c in 200|404|503) ;; *) not_ok "$policy: GET $route answered $c" ;; esac
 	done
 	get /chain | jq -e . > /dev/null || not_ok "$policy: /chain is JSON"
-	curl -s --max-time 1 -o /dev/null -w '%{http_code}' "$(url /events)" > "$WORK/ev.code"
+	curl -s --max-time $((2 * SLOW)) -o /dev/null -w '%{http_code}' "$(url /events)" > "$WORK/ev.code"
 	check "$policy: GET /events opens" 200 "$(cat "$WORK/ev.code")"
 	check "$policy: every route answered over every kind of slot, and the daemon is alive" 0 "$(alive; echo $?)"
 done

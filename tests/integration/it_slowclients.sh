@@ -105,10 +105,11 @@ for k in 1 2 3 4 5 6; do
 done
 echo "# GET /healthz from 127.0.0.1 under 9 x 60 slow clients, seconds:$samples"
 check "every GET /healthz from 127.0.0.1 is answered under 9 x 60 slow clients" 6 "$answered"
-if below "$worst" "$SLOW"; then
-	ok "GET /healthz takes under 1 s under 9 x 60 slow clients (worst ${worst} s)"
+# Held behind them, it would wait for request_header_timeout (5 s).
+if below "$worst" $((2 * SLOW)); then
+	ok "GET /healthz takes under 2 s under 9 x 60 slow clients (worst ${worst} s)"
 else
-	not_ok "GET /healthz takes under 1 s under 9 x 60 slow clients: worst ${worst} s"
+	not_ok "GET /healthz takes under 2 s under 9 x 60 slow clients: worst ${worst} s"
 fi
 check "meanwhile the slow clients held every one of the 512 connections" 1 "$full"
 kill "$LORIS" 2>/dev/null; wait "$LORIS" 2>/dev/null

