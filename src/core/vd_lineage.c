@@ -93,24 +93,15 @@ void vd_lineage_init(vd_lineage *l)
  * changes, so written without snprintf. Truncated like snprintf. */
 static void slot_key(char *out, size_t n, const char *run, int64_t round)
 {
-	char digits[24];
-	size_t len = strlen(run), d = 0;
-	uint64_t v = round < 0 ? (uint64_t)0 - (uint64_t)round : (uint64_t)round;
+	size_t len = strlen(run);
 
-	do {
-		digits[d++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v > 0);
-	if (round < 0)
-		digits[d++] = '-';
-	if (len + 1 + d + 1 > n) {
+	if (len + 1 + VD_I64_DIGITS_MAX + 1 > n) {
 		snprintf(out, n, "%s\n%lld", run, (long long)round);
 		return;
 	}
 	memcpy(out, run, len);
 	out[len++] = '\n';
-	while (d > 0)
-		out[len++] = digits[--d];
+	len += vd_i64_digits(out + len, round);
 	out[len] = '\0';
 }
 
@@ -606,76 +597,62 @@ static void clear_seen(vd_lineage *l)
 	l->in_place_ok = 0;
 }
 
-static uint64_t sig_mem(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	while (n-- > 0)
-		h = (h ^ *b++) * 0x100000001b3ULL;
-	return h;
-}
-
-static uint64_t sig_str(uint64_t h, const char *str)
-{
-	return sig_mem(h, str, strlen(str) + 1);
-}
-
 /* Everything but the ledgers' records that the slots are built from,
  * entry pointers included (a statement's file name lives in its array). */
 static uint64_t others_sig(const vd_lineage_input *in, size_t *n_oms)
 {
-	uint64_t h = 0xcbf29ce484222325ULL, w = 0;
+	uint64_t h = VD_FNV_BASIS, w = 0;
 	int valid;
 	const char *k;
 	void *v;
 	size_t i, it = 0;
 
 	/* The policy by value: a reload may put its pins where the old ones were. */
-	h = sig_mem(h, &in->policy.commitment, sizeof(in->policy.commitment));
-	h = sig_mem(h, &in->policy.legacy, sizeof(in->policy.legacy));
+	h = vd_fnv(h, &in->policy.commitment, sizeof(in->policy.commitment));
+	h = vd_fnv(h, &in->policy.legacy, sizeof(in->policy.legacy));
 	for (i = 0; i < in->policy.n_genesis; i++)
-		h = sig_mem(h, &in->policy.genesis[i], sizeof(in->policy.genesis[i]));
-	h = sig_mem(h, &in->policy.n_genesis, sizeof(in->policy.n_genesis));
+		h = vd_fnv(h, &in->policy.genesis[i], sizeof(in->policy.genesis[i]));
+	h = vd_fnv(h, &in->policy.n_genesis, sizeof(in->policy.n_genesis));
 	for (i = 0; i < in->policy.n_anchors; i++)
-		h = sig_mem(h, &in->policy.anchors[i], sizeof(in->policy.anchors[i]));
-	h = sig_mem(h, &in->policy.n_anchors, sizeof(in->policy.n_anchors));
-	h = sig_mem(h, &in->mems->count, sizeof(in->mems->count));
+		h = vd_fnv(h, &in->policy.anchors[i], sizeof(in->policy.anchors[i]));
+	h = vd_fnv(h, &in->policy.n_anchors, sizeof(in->policy.n_anchors));
+	h = vd_fnv(h, &in->mems->count, sizeof(in->mems->count));
 	/* Each list's length ends it: a post is not taken for a refused one. */
-	h = sig_mem(h, &in->n_posted, sizeof(in->n_posted));
+	h = vd_fnv(h, &in->n_posted, sizeof(in->n_posted));
 	for (i = 0; i < in->n_posted; i++) {
 		const vd_commitment *c = &in->posted[i];
 		valid = c->key_id[0] == '\0' || vd_keyring_find(in->keys, c->key_id) != NULL;
-		h = sig_str(sig_str(sig_str(h, c->run), c->hash), c->key_id);
-		h = sig_mem(sig_mem(h, &c->round_index, sizeof(c->round_index)), &valid, sizeof(valid));
+		h = vd_fnv_str(vd_fnv_str(vd_fnv_str(h, c->run), c->hash), c->key_id);
+		h = vd_fnv(vd_fnv(h, &c->round_index, sizeof(c->round_index)), &valid, sizeof(valid));
 	}
 	for (i = 0; i < in->n_stmts; i++) {
 		const vd_signed_stmt *s = &in->stmts[i];
 		if (s->st.kind != VD_STMT_ROUNDCLOSE)
 			continue;
 		valid = vd_keyring_find(in->keys, s->key_id) != NULL;
-		h = sig_str(sig_str(sig_str(sig_str(h, s->run), s->st.hash), s->key_id), s->where);
-		h = sig_mem(sig_mem(h, &s->st.round_index, sizeof(s->st.round_index)), &valid,
+		h = vd_fnv_str(vd_fnv_str(vd_fnv_str(vd_fnv_str(h, s->run), s->st.hash), s->key_id), s->where);
+		h = vd_fnv(vd_fnv(h, &s->st.round_index, sizeof(s->st.round_index)), &valid,
 		    sizeof(valid));
-		h = sig_mem(sig_mem(h, &i, sizeof(i)), &s, sizeof(s));
+		h = vd_fnv(vd_fnv(h, &i, sizeof(i)), &s, sizeof(s));
 	}
-	h = sig_mem(h, &in->n_equivs, sizeof(in->n_equivs));
+	h = vd_fnv(h, &in->n_equivs, sizeof(in->n_equivs));
 	for (i = 0; i < in->n_equivs; i++) {
 		const vd_commitment *c = &in->equivs[i];
 		valid = c->key_id[0] == '\0' || vd_keyring_find(in->keys, c->key_id) != NULL;
-		h = sig_str(sig_str(sig_str(h, c->run), c->hash), c->key_id);
-		h = sig_mem(sig_mem(h, &c->round_index, sizeof(c->round_index)), &valid, sizeof(valid));
+		h = vd_fnv_str(vd_fnv_str(vd_fnv_str(h, c->run), c->hash), c->key_id);
+		h = vd_fnv(vd_fnv(h, &c->round_index, sizeof(c->round_index)), &valid, sizeof(valid));
 	}
 	while (in->withdrawn != NULL && vd_map_next(in->withdrawn, &it, &k, &v))
-		w ^= sig_str(0xcbf29ce484222325ULL, k);       /* in any order */
-	h = sig_mem(h, &w, sizeof(w));
+		w ^= vd_fnv_str(VD_FNV_BASIS, k);       /* in any order */
+	h = vd_fnv(h, &w, sizeof(w));
 	it = 0;
 	*n_oms = 0;
 	while (vd_map_next(&in->model->copies, &it, &k, &v)) {
 		const vd_copy *c = v;
 		if (c->oms != NULL && vd_oms_commits(c, in->oms_keys)) {
 			++*n_oms;
-			h = sig_str(sig_str(sig_str(h, k), c->hdr.content_hash), c->oms->key_id);
-			h = sig_mem(h, &c->hdr.round_index, sizeof(c->hdr.round_index));
+			h = vd_fnv_str(vd_fnv_str(vd_fnv_str(h, k), c->hdr.content_hash), c->oms->key_id);
+			h = vd_fnv(h, &c->hdr.round_index, sizeof(c->hdr.round_index));
 		}
 	}
 	return h;
@@ -1129,37 +1106,28 @@ static vd_group *local_links(vd_lineage *l, const vd_lineage_input *in, vd_group
 
 /* ---- what changed ------------------------------------------------------ */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	while (n-- > 0)
-		h = (h ^ *b++) * 0x100000001b3ULL;
-	return h;
-}
-
 /* Everything a child's chain reads of its parent: when this changes, the
  * children are recomputed. */
 static uint64_t group_sig(const vd_group *g)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = VD_FNV_BASIS;
 	int st = (int)vd_group_through(g), chain = (int)g->chain;
 	size_t i;
 
-	h = fnv(h, &st, sizeof(st));
-	h = fnv(h, &chain, sizeof(chain));
-	h = fnv(h, &g->round_index, sizeof(g->round_index));
-	h = fnv(h, &g->chain_len, sizeof(g->chain_len));
-	h = fnv(h, &g->pruned, sizeof(g->pruned));
-	h = fnv(h, &g->breaks_total, sizeof(g->breaks_total));
-	h = fnv(h, g->root, strlen(g->root) + 1);
+	h = vd_fnv(h, &st, sizeof(st));
+	h = vd_fnv(h, &chain, sizeof(chain));
+	h = vd_fnv(h, &g->round_index, sizeof(g->round_index));
+	h = vd_fnv(h, &g->chain_len, sizeof(g->chain_len));
+	h = vd_fnv(h, &g->pruned, sizeof(g->pruned));
+	h = vd_fnv(h, &g->breaks_total, sizeof(g->breaks_total));
+	h = vd_fnv(h, g->root, strlen(g->root) + 1);
 	for (i = 0; i < g->n_breaks; i++) {
-		h = fnv(h, g->breaks[i].hash, VD_HASH_HEX_LEN);
-		h = fnv(h, &g->breaks[i].round_index, sizeof(g->breaks[i].round_index));
-		h = fnv(h, &g->breaks[i].reason, sizeof(g->breaks[i].reason));
+		h = vd_fnv(h, g->breaks[i].hash, VD_HASH_HEX_LEN);
+		h = vd_fnv(h, &g->breaks[i].round_index, sizeof(g->breaks[i].round_index));
+		h = vd_fnv(h, &g->breaks[i].reason, sizeof(g->breaks[i].reason));
 	}
 	for (i = 0; i < g->n; i++)
-		h = fnv(h, g->copies[i]->run, strlen(g->copies[i]->run) + 1);
+		h = vd_fnv(h, g->copies[i]->run, strlen(g->copies[i]->run) + 1);
 	return h;
 }
 

@@ -6,15 +6,16 @@
 #include <string.h>
 
 #include "vd_map.h"
+#include "vd_util.h"
 
 #define DELETED ((char *)1)
 
 static uint64_t hash(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = VD_FNV_BASIS;
 
 	while (*s)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
+		h = (h ^ (unsigned char)*s++) * VD_FNV_PRIME;
 	return h;
 }
 

@@ -737,72 +737,56 @@ int vd_memory_is_withdrawn(const vd_memory *m, const char *run, int64_t round,
 
 /* ---- the digest -------------------------------------------------------- */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	while (n-- > 0)
-		h = (h ^ *b++) * 0x100000001b3ULL;
-	return h;
-}
-
-static uint64_t fnv_str(uint64_t h, const char *s)
-{
-	return fnv(h, s, strlen(s) + 1);
-}
-
-#define FNV_BASIS 0xcbf29ce484222325ULL
-
 static uint64_t commitments_digest(uint64_t h, const vd_commitment *arr, size_t n)
 {
 	size_t i;
 
-	h = fnv(h, &n, sizeof(n));
+	h = vd_fnv(h, &n, sizeof(n));
 	for (i = 0; i < n; i++) {
-		h = fnv_str(h, arr[i].run);
-		h = fnv(h, &arr[i].round_index, sizeof(arr[i].round_index));
-		h = fnv_str(h, arr[i].hash);
-		h = fnv(h, &arr[i].schema_version, sizeof(arr[i].schema_version));
-		h = fnv_str(h, arr[i].key_id);
+		h = vd_fnv_str(h, arr[i].run);
+		h = vd_fnv(h, &arr[i].round_index, sizeof(arr[i].round_index));
+		h = vd_fnv_str(h, arr[i].hash);
+		h = vd_fnv(h, &arr[i].schema_version, sizeof(arr[i].schema_version));
+		h = vd_fnv_str(h, arr[i].key_id);
 	}
 	return h;
 }
 
 static uint64_t stmt_digest(uint64_t h, const vd_signed_stmt *s)
 {
-	h = fnv_str(h, s->run);
-	h = fnv_str(h, s->key_id);
-	h = fnv_str(h, s->where);
-	h = fnv(h, &s->st.kind, sizeof(s->st.kind));
-	h = fnv(h, &s->st.round_index, sizeof(s->st.round_index));
-	h = fnv_str(h, s->st.hash);
-	h = fnv(h, &s->st.records, sizeof(s->st.records));
-	return fnv_str(h, s->st.head_record_hash);
+	h = vd_fnv_str(h, s->run);
+	h = vd_fnv_str(h, s->key_id);
+	h = vd_fnv_str(h, s->where);
+	h = vd_fnv(h, &s->st.kind, sizeof(s->st.kind));
+	h = vd_fnv(h, &s->st.round_index, sizeof(s->st.round_index));
+	h = vd_fnv_str(h, s->st.hash);
+	h = vd_fnv(h, &s->st.records, sizeof(s->st.records));
+	return vd_fnv_str(h, s->st.head_record_hash);
 }
 
 static uint64_t recs_digest(uint64_t h, const vd_ledger_rec *r, size_t n)
 {
 	size_t i;
 
-	h = fnv(h, &n, sizeof(n));
+	h = vd_fnv(h, &n, sizeof(n));
 	for (i = 0; i < n; i++) {
-		h = fnv(h, &r[i].round_index, sizeof(r[i].round_index));
-		h = fnv_str(h, r[i].hash);
-		h = fnv_str(h, r[i].record_hash);
-		h = fnv(h, &r[i].line, sizeof(r[i].line));
+		h = vd_fnv(h, &r[i].round_index, sizeof(r[i].round_index));
+		h = vd_fnv_str(h, r[i].hash);
+		h = vd_fnv_str(h, r[i].record_hash);
+		h = vd_fnv(h, &r[i].line, sizeof(r[i].line));
 	}
 	return h;
 }
 
 static uint64_t mem_digest(const vd_ledger_mem *lm, int with_volatile)
 {
-	uint64_t h = fnv_str(FNV_BASIS, lm->relpath);
+	uint64_t h = vd_fnv_str(VD_FNV_BASIS, lm->relpath);
 
-	h = fnv_str(h, lm->run);
+	h = vd_fnv_str(h, lm->run);
 	h = recs_digest(h, lm->recs, lm->n);
 	if (with_volatile) {
-		h = fnv(h, &lm->rewritten, sizeof(lm->rewritten));
-		h = fnv_str(h, lm->detail);
+		h = vd_fnv(h, &lm->rewritten, sizeof(lm->rewritten));
+		h = vd_fnv_str(h, lm->detail);
 		h = recs_digest(h, lm->diverged, lm->n_diverged);
 	}
 	return h;
@@ -810,23 +794,23 @@ static uint64_t mem_digest(const vd_ledger_mem *lm, int with_volatile)
 
 static uint64_t withdrawal_digest(const vd_withdrawal *w)
 {
-	uint64_t h = fnv_str(FNV_BASIS, w->run);
+	uint64_t h = vd_fnv_str(VD_FNV_BASIS, w->run);
 
-	h = fnv(h, &w->round_index, sizeof(w->round_index));
-	h = fnv_str(h, w->hash);
-	h = fnv_str(h, w->sources);
-	h = fnv_str(h, w->reason);
-	return fnv(h, &w->at, sizeof(w->at));
+	h = vd_fnv(h, &w->round_index, sizeof(w->round_index));
+	h = vd_fnv_str(h, w->hash);
+	h = vd_fnv_str(h, w->sources);
+	h = vd_fnv_str(h, w->reason);
+	return vd_fnv(h, &w->at, sizeof(w->at));
 }
 
 static uint64_t retained_digest(const vd_retained *r)
 {
-	uint64_t h = fnv_str(FNV_BASIS, r->hash);
+	uint64_t h = vd_fnv_str(VD_FNV_BASIS, r->hash);
 
-	h = fnv_str(h, r->run);
-	h = fnv(h, &r->round_index, sizeof(r->round_index));
-	h = fnv(h, &r->has_parent, sizeof(r->has_parent));
-	return fnv_str(h, r->parent);
+	h = vd_fnv_str(h, r->run);
+	h = vd_fnv(h, &r->round_index, sizeof(r->round_index));
+	h = vd_fnv(h, &r->has_parent, sizeof(r->has_parent));
+	return vd_fnv_str(h, r->parent);
 }
 
 /* Maps in any order: their entries' digests are summed. */
@@ -840,26 +824,26 @@ static uint64_t maps_digest(uint64_t h, const vd_memory *m, int with_volatile)
 	while (vd_map_next(&m->mems, &it, &k, &v))
 		if (with_volatile || ((const vd_ledger_mem *)v)->n > 0)
 			sum += mem_digest(v, with_volatile);
-	h = fnv(h, &sum, sizeof(sum));
+	h = vd_fnv(h, &sum, sizeof(sum));
 	for (sum = 0, it = 0; vd_map_next(&m->withdrawn, &it, &k, &v); )
 		sum += withdrawal_digest(v);
-	h = fnv(h, &sum, sizeof(sum));
+	h = vd_fnv(h, &sum, sizeof(sum));
 	for (sum = 0, it = 0; vd_map_next(&m->retained, &it, &k, &v); )
 		sum += retained_digest(v);
-	return fnv(h, &sum, sizeof(sum));
+	return vd_fnv(h, &sum, sizeof(sum));
 }
 
 uint64_t vd_memory_digest(const vd_memory *m, int with_volatile)
 {
-	uint64_t h = FNV_BASIS;
+	uint64_t h = VD_FNV_BASIS;
 	size_t i;
 
 	h = commitments_digest(h, m->posted, m->n_posted);
 	h = commitments_digest(h, m->equivs, m->n_equivs);
-	h = fnv(h, &m->n_stmts, sizeof(m->n_stmts));
-	h = fnv(h, &m->n_posted_stmts, sizeof(m->n_posted_stmts));
+	h = vd_fnv(h, &m->n_stmts, sizeof(m->n_stmts));
+	h = vd_fnv(h, &m->n_posted_stmts, sizeof(m->n_posted_stmts));
 	for (i = 0; i < m->n_stmts; i++)
 		h = stmt_digest(h, &m->stmts[i]);
-	h = fnv(h, &m->stmt_seen.count, sizeof(m->stmt_seen.count));
+	h = vd_fnv(h, &m->stmt_seen.count, sizeof(m->stmt_seen.count));
 	return maps_digest(h, m, with_volatile);
 }

@@ -666,24 +666,15 @@ static int new_commit_cmp(const void *a, const void *b)
  * snprintf. */
 static size_t commit_key(char *key, size_t max, const char *run, int64_t round)
 {
-	char digits[24];
-	size_t len = strlen(run), d = 0;
-	uint64_t v = round < 0 ? (uint64_t)0 - (uint64_t)round : (uint64_t)round;
+	size_t len = strlen(run);
 
-	do {
-		digits[d++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v > 0);
-	if (round < 0)
-		digits[d++] = '-';
-	if (len + d + 4 > max) {
+	if (len + VD_I64_DIGITS_MAX + 4 > max) {
 		snprintf(key, max - 2, "%s\n%" PRId64 "\n", run, round);
 		return strlen(key);
 	}
 	memcpy(key, run, len);
 	key[len++] = '\n';
-	while (d > 0)
-		key[len++] = digits[--d];
+	len += vd_i64_digits(key + len, round);
 	key[len++] = '\n';
 	key[len] = '\0';
 	return len;

@@ -1076,33 +1076,19 @@ static void scan_done(vd_store *s)
 	}
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	while (n-- > 0)
-		h = (h ^ *b++) * 0x100000001b3ULL;
-	return h;
-}
-
-static uint64_t fnv_str(uint64_t h, const char *str)
-{
-	return fnv(h, str, strlen(str) + 1);
-}
-
 static uint64_t mem_sig(const vd_ledger_mem *m)
 {
-	uint64_t h = fnv_str(0xcbf29ce484222325ULL, m->relpath);
+	uint64_t h = vd_fnv_str(VD_FNV_BASIS, m->relpath);
 	size_t i;
 
-	h = fnv(h, &m->n, sizeof(m->n));
-	h = fnv(h, &m->rewritten, sizeof(m->rewritten));
-	h = fnv_str(h, m->detail);
+	h = vd_fnv(h, &m->n, sizeof(m->n));
+	h = vd_fnv(h, &m->rewritten, sizeof(m->rewritten));
+	h = vd_fnv_str(h, m->detail);
 	if (m->n > 0)
-		h = fnv_str(h, m->recs[m->n - 1].record_hash);
+		h = vd_fnv_str(h, m->recs[m->n - 1].record_hash);
 	for (i = 0; i < m->n_diverged; i++) {
-		h = fnv(h, &m->diverged[i].round_index, sizeof(m->diverged[i].round_index));
-		h = fnv_str(h, m->diverged[i].hash);
+		h = vd_fnv(h, &m->diverged[i].round_index, sizeof(m->diverged[i].round_index));
+		h = vd_fnv_str(h, m->diverged[i].hash);
 	}
 	return h;
 }
@@ -1112,32 +1098,32 @@ static uint64_t mem_sig(const vd_ledger_mem *m)
  * with the artifacts alone, without a whole pass. */
 static uint64_t commit_sources_sig(const vd_store *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL, mems = 0;
+	uint64_t h = VD_FNV_BASIS, mems = 0;
 	const char *k;
 	void *v;
 	size_t i, it = 0;
 
 	for (i = 0; i < s->n_ledgers; i++) {
 		const vd_scan_ledger *l = &s->ledgers[i];
-		h = fnv_str(h, l->relpath);
-		h = fnv(h, &l->read_ok, sizeof(l->read_ok));
-		h = fnv(h, &l->result.brk, sizeof(l->result.brk));
-		h = fnv_str(h, l->read_error);
-		h = fnv_str(h, l->result.break_detail);
+		h = vd_fnv_str(h, l->relpath);
+		h = vd_fnv(h, &l->read_ok, sizeof(l->read_ok));
+		h = vd_fnv(h, &l->result.brk, sizeof(l->result.brk));
+		h = vd_fnv_str(h, l->read_error);
+		h = vd_fnv_str(h, l->result.break_detail);
 	}
 	while (vd_map_next(&memory(s)->mems, &it, &k, &v))
 		mems ^= mem_sig(v);       /* in any order */
-	h = fnv(h, &mems, sizeof(mems));
+	h = vd_fnv(h, &mems, sizeof(mems));
 	for (i = 0; i < memory(s)->n_stmts; i++) {
 		const vd_signed_stmt *st = &memory(s)->stmts[i];
-		h = fnv_str(h, st->where);
-		h = fnv_str(h, st->key_id);
-		h = fnv_str(h, st->run);
-		h = fnv(h, &st->st.kind, sizeof(st->st.kind));
-		h = fnv(h, &st->st.round_index, sizeof(st->st.round_index));
-		h = fnv_str(h, st->st.hash);
-		h = fnv(h, &st->st.records, sizeof(st->st.records));
-		h = fnv_str(h, st->st.head_record_hash);
+		h = vd_fnv_str(h, st->where);
+		h = vd_fnv_str(h, st->key_id);
+		h = vd_fnv_str(h, st->run);
+		h = vd_fnv(h, &st->st.kind, sizeof(st->st.kind));
+		h = vd_fnv(h, &st->st.round_index, sizeof(st->st.round_index));
+		h = vd_fnv_str(h, st->st.hash);
+		h = vd_fnv(h, &st->st.records, sizeof(st->st.records));
+		h = vd_fnv_str(h, st->st.head_record_hash);
 	}
 	return h;
 }

@@ -27,6 +27,23 @@ vd_code vd_fail(vd_err *err, vd_code code, const char *fmt, ...)
 	return code;
 }
 
+size_t vd_i64_digits(char *out, int64_t v)
+{
+	char rev[VD_I64_DIGITS_MAX];
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	size_t d = 0, n = 0;
+
+	do {
+		rev[d++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u > 0);
+	if (v < 0)
+		out[n++] = '-';
+	while (d > 0)
+		out[n++] = rev[--d];
+	return n;
+}
+
 int vd_str_eq(vd_str a, const char *lit)
 {
 	size_t n = strlen(lit);

@@ -19,6 +19,34 @@ static inline uint64_t vd_ns_between(uint64_t from, uint64_t to)
 	return to > from ? to - from : 0;
 }
 
+/* FNV-1a, 64 bits, from VD_FNV_BASIS: the hash of the maps' keys and the
+ * fingerprints that tell whether a set of sources changed. */
+#define VD_FNV_BASIS 0xcbf29ce484222325ULL
+#define VD_FNV_PRIME 0x100000001b3ULL
+
+static inline uint64_t vd_fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n-- > 0)
+		h = (h ^ *b++) * VD_FNV_PRIME;
+	return h;
+}
+
+/* A string with its NUL: "ab", "c" and "a", "bc" differ. */
+static inline uint64_t vd_fnv_str(uint64_t h, const char *s)
+{
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * VD_FNV_PRIME;
+	return h * VD_FNV_PRIME;     /* the NUL: h ^ 0 */
+}
+
+/* The decimal digits of v, with a '-' before a negative one, at out
+ * (VD_I64_DIGITS_MAX bytes at least), unterminated; their count. Written
+ * without snprintf for keys built once per group at every refresh. */
+#define VD_I64_DIGITS_MAX 20
+size_t vd_i64_digits(char *out, int64_t v);
+
 typedef struct vd_str {
 	const char *p;
 	size_t len;

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "vd_map.h"
+#include "vd_util.h"
 
 #define MANY 10000
 
@@ -301,6 +302,28 @@ static void test_churn(void **state)
 	vd_map_free(&m);
 }
 
+/* The key pieces: decimal digits as printf writes them, and the hash of a
+ * string with its NUL (two fields "ab", "c" and "a", "bc" differ). */
+static void test_key_pieces(void **state)
+{
+	static const int64_t v[] = { 0, 7, -1, 10, -4500, 1234567890123LL, INT64_MAX, INT64_MIN };
+	char got[VD_I64_DIGITS_MAX + 1], want[32];
+	size_t i, n;
+
+	(void)state;
+	for (i = 0; i < VD_ARRAY_LEN(v); i++) {
+		n = vd_i64_digits(got, v[i]);
+		assert_true(n <= VD_I64_DIGITS_MAX);
+		got[n] = '\0';
+		snprintf(want, sizeof(want), "%lld", (long long)v[i]);
+		assert_string_equal(got, want);
+	}
+	assert_int_equal(vd_fnv_str(VD_FNV_BASIS, "round"), vd_fnv(VD_FNV_BASIS, "round", 6));
+	assert_int_not_equal(vd_fnv_str(vd_fnv_str(VD_FNV_BASIS, "ab"), "c"),
+	    vd_fnv_str(vd_fnv_str(VD_FNV_BASIS, "a"), "bc"));
+	assert_int_equal(vd_fnv(VD_FNV_BASIS, "", 0), VD_FNV_BASIS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -312,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_many),
 		cmocka_unit_test(test_reserve),
 		cmocka_unit_test(test_churn),
+		cmocka_unit_test(test_key_pieces),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
