@@ -191,17 +191,20 @@ static int settled(const vd_waiters *ws)
 	return ws->env.settling(ws->env.arg) == VD_SETTLED;
 }
 
-/* Lineage has settled: the answers it covers go first, before a catch-up
- * can begin a pass; the others once lineage has caught up, unless that
- * began a pass (which covers them: they wait for its end, and only it). */
+/* Lineage has settled: it catches up first, for a verdict since the pass
+ * ended may take back what the pass granted. The answers the pass covered
+ * go then, even when the catch-up began another pass: that one reads
+ * pending whatever it changed, never trusted from before. The others go
+ * too, unless a pass began; it covers them: they wait for its end, and
+ * only it. */
 static void release(vd_waiters *ws)
 {
 	size_t i;
 
-	settle(ws, go_caught_up);
-	if (ws->n_held == 0 || !settled(ws))
-		return;
 	ws->env.catch_up(ws->env.arg);
+	settle(ws, go_caught_up);
+	if (ws->n_held == 0)
+		return;
 	if (settled(ws)) {
 		settle(ws, go_all);
 		return;

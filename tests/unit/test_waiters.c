@@ -4,8 +4,9 @@
  * another waiter's function, answered in the same batch before it,
  * cancels it; a deadline fires through the one timer. Verdicts answered
  * while lineage passes over the chains are held until the pass ends and
- * lineage has caught up (once, and never again for an answer the pass
- * covers), timed out at their deadline, dropped when cancelled, timed out
+ * lineage has caught up (before every release: never trusted from a
+ * lineage behind a verdict; an answer a pass covered waits for no other
+ * pass), timed out at their deadline, dropped when cancelled, timed out
  * at shutdown; before the store is scanned whole, held without the loop
  * spinning until the owner checks again.
  */
@@ -33,6 +34,7 @@ typedef struct fx {
 	int unscanned;                /* the store is not scanned whole yet */
 	int catch_ups;
 	int catch_up_begins_pass;     /* the next catch-up begins a pass */
+	int changed;                  /* lineage is behind a verdict: a catch-up clears it */
 } fx;
 
 typedef struct client {
@@ -40,6 +42,7 @@ typedef struct client {
 	int calls, timed_out;
 	int catch_ups;                /* the fixture's, when answered */
 	vd_waiter *cancel;            /* cancelled by this client's answer */
+	int behind;                   /* answered while lineage was behind */
 } client;
 
 static int no_persist(const vd_mem_record *rec, void *arg)
@@ -61,6 +64,7 @@ static void catch_up(void *arg)
 	fx *f = arg;
 
 	f->catch_ups++;
+	f->changed = 0;
 	if (f->catch_up_begins_pass) {
 		f->catch_up_begins_pass = 0;
 		f->passing = 1;
@@ -82,8 +86,10 @@ static void answered(void *arg, int timed_out)
 
 	c->calls++;
 	c->timed_out = timed_out;
-	if (c->f != NULL)
+	if (c->f != NULL) {
 		c->catch_ups = c->f->catch_ups;
+		c->behind = c->f->changed;
+	}
 	if (c->cancel != NULL)
 		vd_waiters_cancel(c->cancel);
 }
@@ -191,7 +197,7 @@ static void turns(fx *f)
 static void test_held_until_pass_ends(void **state)
 {
 	fx *f = *state;
-	client a = { f, 0, 0, 0, NULL };
+	client a = { f, 0, 0, 0, NULL, 0 };
 
 	f->passing = 1;
 	wait_for(f, "r/gone", 1, 60000, &a);
@@ -208,11 +214,11 @@ static void test_held_until_pass_ends(void **state)
 }
 
 /* The catch-up begins a pass: the answer waits for that pass's end, and
- * no further catch-up. */
+ * goes once lineage has caught up with what changed meanwhile. */
 static void test_catch_up_begins_pass(void **state)
 {
 	fx *f = *state;
-	client a = { f, 0, 0, 0, NULL };
+	client a = { f, 0, 0, 0, NULL, 0 };
 
 	f->catch_up_begins_pass = 1;
 	wait_for(f, "r/gone", 1, 60000, &a);
@@ -224,16 +230,37 @@ static void test_catch_up_begins_pass(void **state)
 	turns(f);
 	assert_int_equal(a.calls, 1);
 	assert_int_equal(a.timed_out, 0);
-	assert_int_equal(f->catch_ups, 1);
+	assert_int_equal(f->catch_ups, 2);
 }
 
-/* One answer the ended pass covers (b), one it does not (a): b goes
- * before the catch-up for a, which begins another pass; a goes at its
- * end. */
+/* A verdict that lineage reads arrives as the pass that covers an answer
+ * ends (a parent failed): the answer says trusted only from lineage that
+ * has taken it in. */
+static void test_covered_answer_after_change(void **state)
+{
+	fx *f = *state;
+	client a = { f, 0, 0, 0, NULL, 0 };
+
+	f->catch_up_begins_pass = 1;
+	wait_for(f, "r/gone", 1, 60000, &a);
+	vd_waiters_check(&f->ws);
+	turns(f);
+	assert_int_equal(a.calls, 0);
+	f->changed = 1;
+	f->passing = 0;
+	turns(f);
+	assert_int_equal(a.calls, 1);
+	assert_int_equal(a.timed_out, 0);
+	assert_int_equal(a.behind, 0);
+}
+
+/* One answer the ended pass covers (b), one it does not (a): after one
+ * catch-up b goes, though that catch-up begins another pass (which reads
+ * pending whatever it changed); a goes at that pass's end. */
 static void test_covered_go_first(void **state)
 {
 	fx *f = *state;
-	client a = { f, 0, 0, 0, NULL }, b = { f, 0, 0, 0, NULL };
+	client a = { f, 0, 0, 0, NULL, 0 }, b = { f, 0, 0, 0, NULL, 0 };
 
 	f->catch_up_begins_pass = 1;
 	wait_for(f, "r/gone", 1, 60000, &b);
@@ -245,21 +272,21 @@ static void test_covered_go_first(void **state)
 	f->catch_up_begins_pass = 1;
 	turns(f);
 	assert_int_equal(b.calls, 1);
-	assert_int_equal(b.catch_ups, 1);
+	assert_int_equal(b.catch_ups, 2);
 	assert_int_equal(a.calls, 0);
 	assert_int_equal(f->catch_ups, 2);
 	f->passing = 0;
 	turns(f);
 	assert_int_equal(a.calls, 1);
 	assert_int_equal(a.timed_out, 0);
-	assert_int_equal(f->catch_ups, 2);
+	assert_int_equal(a.catch_ups, 3);
 }
 
 /* Held past its deadline: timed out, while the pass still goes on. */
 static void test_held_deadline(void **state)
 {
 	fx *f = *state;
-	client a = { f, 0, 0, 0, NULL };
+	client a = { f, 0, 0, 0, NULL, 0 };
 
 	f->passing = 1;
 	wait_for(f, "r/gone", 1, 0, &a);
@@ -276,7 +303,7 @@ static void test_held_deadline(void **state)
 static void test_held_until_scanned(void **state)
 {
 	fx *f = *state;
-	client a = { f, 0, 0, 0, NULL }, b = { f, 0, 0, 0, NULL };
+	client a = { f, 0, 0, 0, NULL, 0 }, b = { f, 0, 0, 0, NULL, 0 };
 
 	f->unscanned = 1;
 	wait_for(f, "r/gone", 1, 60000, &a);
@@ -304,7 +331,7 @@ static void test_held_until_scanned(void **state)
 static void test_held_cancel(void **state)
 {
 	fx *f = *state;
-	client a = { f, 0, 0, 0, NULL };
+	client a = { f, 0, 0, 0, NULL, 0 };
 	vd_waiter *w;
 
 	f->passing = 1;
@@ -321,7 +348,7 @@ static void test_held_cancel(void **state)
 static void test_held_fire_all(void **state)
 {
 	fx *f = *state;
-	client a = { f, 0, 0, 0, NULL };
+	client a = { f, 0, 0, 0, NULL, 0 };
 
 	f->passing = 1;
 	wait_for(f, "r/gone", 1, 60000, &a);
@@ -341,6 +368,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_deadline, set_up, tear_down),
 		cmocka_unit_test_setup_teardown(test_held_until_pass_ends, set_up, tear_down),
 		cmocka_unit_test_setup_teardown(test_catch_up_begins_pass, set_up, tear_down),
+		cmocka_unit_test_setup_teardown(test_covered_answer_after_change, set_up, tear_down),
 		cmocka_unit_test_setup_teardown(test_covered_go_first, set_up, tear_down),
 		cmocka_unit_test_setup_teardown(test_held_deadline, set_up, tear_down),
 		cmocka_unit_test_setup_teardown(test_held_until_scanned, set_up, tear_down),
