@@ -220,16 +220,18 @@ static void refresh(vd_core *c, vd_refresh what, vd_core_output *out)
 }
 
 /* More of the pass under way; at its end, its changes as a refresh's.
- * None under way, the marks left by the last are caught up. */
+ * None under way, the marks left by the last are caught up. What changed
+ * since the last slice is taken in first, as a catch-up would: the last
+ * slice names the head from every chain, and none may be from before a
+ * verdict already in. */
 static void pass_more(vd_core *c, size_t budget, vd_core_output *out)
 {
 	vd_lineage_input in;
 
-	if (!vd_lineage_passing(&c->lineage)) {
-		if (vd_core_dirty(c))
-			refresh(c, VD_REFRESH_MODEL, out);
+	if (vd_core_dirty(c))
+		refresh(c, VD_REFRESH_MODEL, out);
+	if (!vd_lineage_passing(&c->lineage))
 		return;
-	}
 	lineage_input(c, &in);
 	in.slice = budget == SIZE_MAX ? 0 : budget;
 	if (!vd_lineage_pass(&c->lineage, &in, &c->delta))
@@ -418,6 +420,10 @@ static void ledger(vd_core *c, const vd_core_input *in, vd_core_output *out)
 	} else if (rec.kind == VD_MEM_LEDGER_APPEND && was_rewritten) {
 		out->note = VD_CORE_NOTE_EXTENDS_AGAIN;
 	}
+	/* What the memory commits changed now, not when the scan's sources
+	 * are merged: a reader's catch-up in between must see it. */
+	if (rec.kind != VD_MEM_NONE)
+		c->commits_dirty = 1;
 	vd_mem_record_free(&rec);
 }
 
@@ -429,6 +435,8 @@ static void ledger_gone(vd_core *c, const char *relpath, vd_core_output *out)
 	vd_memory_ledger_gone(&c->mem, relpath, &rec);
 	note_diverged(m, &rec, out);
 	out->result = commit(c, &rec, out);
+	if (rec.kind != VD_MEM_NONE)
+		c->commits_dirty = 1;
 	vd_mem_record_free(&rec);
 }
 

@@ -1106,6 +1106,78 @@ static void test_adopt(void **state)
 	env_free(e);
 }
 
+/* A ledger rewritten under a round it committed: the memory takes it in
+ * at once (the rewrite is logged then), so the next catch-up must not
+ * leave the round trusted until the scan's sources are merged. */
+static void test_ledger_rewrite_seen_by_catch_up(void **state)
+{
+	env *e = env_new();
+	vd_ledger_entry ent[3];
+	vd_scan_ledger l;
+	char relpath[] = "r/ledger.jsonl", run[] = "r";
+	vd_core_input in = { .kind = VD_CORE_LEDGER };
+	vd_core_input sync = { .kind = VD_CORE_REFRESH, .u.refresh = VD_REFRESH_MODEL };
+	vd_core_output out;
+	size_t i;
+
+	(void)state;
+	memset(ent, 0, sizeof(ent));
+	memset(&l, 0, sizeof(l));
+	pin(e->f, "genesis_hash", "r", -1, H(0));
+	chain(e->f, "r", 0, 3, V_OK);
+	for (i = 0; i < 3; i++) {
+		ent[i].round_index = (int64_t)i;
+		ent[i].line = i + 1;
+		ent[i].trusted = 1;
+		strcpy(ent[i].global_model_hash, H((unsigned)i + 1));
+		strcpy(ent[i].record_hash, hx(RECORD_HASH_BASE + (unsigned)i));
+	}
+	l.relpath = relpath;
+	l.run = run;
+	l.read_ok = 1;
+	l.entries = ent;
+	l.n_entries = 3;
+	in.u.ledger.l = &l;
+	in.u.ledger.budget = SIZE_MAX;
+	step(e, &in, &out);
+	core_refresh(e, VD_REFRESH_COMMITS);
+	assert_true(vd_group_trusted(group(e, 3)));
+	strcpy(ent[2].global_model_hash, X(3));
+	strcpy(ent[2].record_hash, hx(RECORD_HASH_BASE + 50));
+	step(e, &in, &out);
+	assert_int_equal(out.note, VD_CORE_NOTE_REWRITTEN);
+	assert_true(vd_core_dirty(&e->f->core));
+	step(e, &sync, &out);
+	assert_false(vd_group_trusted(group(e, 3)));
+	env_free(e);
+}
+
+/* A verdict that fails round 7 after the pass computed rounds 7 to 9, as
+ * the pass's last slice comes: the pass takes it in before it names the
+ * head, which is round 6, never round 9 through a failed round. */
+static void test_pass_end_reads_verdict_since(void **state)
+{
+	env *e = pass_begun();
+	vd_core_input touch = { .kind = VD_CORE_TOUCH };
+	vd_core_input more = { .kind = VD_CORE_PASS, .u.budget = 10 };
+	vd_core_output out;
+	int n = 0;
+
+	(void)state;
+	step(e, &more, &out);                 /* every chain computed, the head not yet */
+	assert_true(out.passing);
+	reverdict(e->f, "r/round-00007", V_FAIL);
+	step(e, &touch, &out);
+	more.u.budget = 2;
+	do {
+		step(e, &more, &out);
+		assert_true(++n < 100);
+	} while (out.passing);
+	assert_false(vd_group_trusted(group(e, 9)));
+	assert_int_equal(vd_lineage_head(vd_core_lineage(&e->f->core), NULL, NULL), 6);
+	env_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1133,6 +1205,8 @@ int main(void)
 		cmocka_unit_test(test_unreadable_dirs),
 		cmocka_unit_test(test_unreadable_outside_scan),
 		cmocka_unit_test(test_adopt),
+		cmocka_unit_test(test_ledger_rewrite_seen_by_catch_up),
+		cmocka_unit_test(test_pass_end_reads_verdict_since),
 	};
 
 	return cmocka_run_group_tests(tests, set_up, tear_down);
