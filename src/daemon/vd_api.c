@@ -57,10 +57,13 @@ typedef struct vd_api_lookup {
 typedef struct vd_api_oms {
 	uv_work_t work;
 	vd_req *req;                /* NULL once no one waits for the answer */
+	vd_api *api;                /* read only while req is set */
 	struct vd_api_oms *next, **prevp;   /* in api->omss while req is set */
 	const vd_key *key;          /* the daemon's, alive as long as the loop */
 	vd_artifact_kind kind;
 	vd_fingerprint want;        /* the copy's verdict_fp */
+	char hash[VD_HASH_HEX_LEN + 1];
+	const char *relpath;        /* in path */
 	int changed;                /* the worker's finding */
 	vd_oms_code code;
 	vd_buf bundle;
@@ -492,6 +495,15 @@ static void oms_unlink(oms_job *job)
 	job->prevp = NULL;
 }
 
+/* Trust may have been taken back while the worker signed (a withdrawal,
+ * a failed copy or parent, an equivocation): the bundle goes only if the
+ * copy is still trusted once lineage has caught up. */
+static int oms_still_trusted(const oms_job *job)
+{
+	vd_store_sync(job->api->store);
+	return vd_view_copy_still_trusted(job->api->store, job->hash, job->relpath, &job->want);
+}
+
 static void oms_done(uv_work_t *w, int status)
 {
 	oms_job *job = w->data;
@@ -507,6 +519,9 @@ static void oms_done(uv_work_t *w, int status)
 		else if (job->changed)
 			vd_http_error(r, 409, "not_trusted", "the copy changed since it was verified: "
 			    "it is verified again before anything is signed", NULL);
+		else if (!oms_still_trusted(job))
+			vd_http_error(r, 409, "not_trusted", "the artifact stopped being trusted while "
+			    "its files were signed: nothing is signed", NULL);
 		else
 			vd_http_respond(r, 200, "application/json", (const char *)job->bundle.p,
 			    job->bundle.len, NULL);
@@ -554,8 +569,11 @@ static void get_oms(vd_api *api, vd_req *r, const char *hash)
 		return;
 	}
 	snprintf(job->path, len + 1, "%s/%s", api->cfg->store, c->relpath);
+	job->relpath = job->path + strlen(api->cfg->store) + 1;
+	snprintf(job->hash, sizeof(job->hash), "%s", hash);
 	job->work.data = job;
 	job->req = r;
+	job->api = api;
 	job->key = api->oms_key;
 	job->kind = c->kind;
 	job->want = c->verdict_fp;

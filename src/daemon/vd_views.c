@@ -600,6 +600,16 @@ int vd_view_trusted_copy(vd_store *s, const char *hash, const vd_copy **out)
 	return *out != NULL ? 0 : -EPERM;
 }
 
+int vd_view_copy_still_trusted(vd_store *s, const char *hash, const char *relpath,
+    const vd_fingerprint *fp)
+{
+	const vd_group *g = vd_store_group(s, hash);
+	const vd_copy *c = vd_store_copy(s, relpath);
+
+	return g != NULL && c != NULL && strcmp(c->hdr.content_hash, hash) == 0 &&
+	    vd_group_trusted(g) && vd_copy_trusted(c, g) && vd_fingerprint_eq(&c->verdict_fp, fp);
+}
+
 /* ---- GET /chain ------------------------------------------------------- */
 
 static json_object *head_json(int *oom, int64_t round, const char *hash)

@@ -63,6 +63,11 @@ json_object *vd_view_key(const char *key_id, const char *pem, const char *oms_ke
  * first): 0 with *out set, -ENOENT when no copy claims hash, -EPERM when
  * the artifact is not trusted. */
 int vd_view_trusted_copy(vd_store *s, const char *hash, const vd_copy **out);
+/* Whether the copy at relpath is still a trusted copy of hash, on the
+ * bytes its verdict was reached on (fp): lineage as it stands, caught up
+ * by the caller. */
+int vd_view_copy_still_trusted(vd_store *s, const char *hash, const char *relpath,
+    const vd_fingerprint *fp);
 
 /* GET /chain?run=: one run's artifacts in round order after round after
  * (-1: from the first), limit of them (0: all), never splitting a round. */
